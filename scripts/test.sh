@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's test command: install, then the whole test suite (slow end-to-end tests included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+export PATH="$PWD/.venv/bin:$PATH"
+set +e
+.venv/bin/python -m pytest -p no:cacheprovider "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
+exit "$rc"

@@ -1,0 +1,150 @@
+"""``pulsar-rebalance plans list|show|approve|reject`` and ``pulsar-rebalance db upgrade``.
+
+The database comes from ``PULSAR_REBALANCE_DATABASE_URL`` (or ``DATABASE_URL``); it is never taken
+from argv so it cannot leak into shell history or process listings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    plans = sub.add_parser("plans", help="list, show, approve or reject rebalance plans")
+    psub = plans.add_subparsers(dest="plans_command", metavar="ACTION")
+    psub.required = True
+
+    p = psub.add_parser("list", help="recent plans, newest first")
+    p.add_argument("--status", help="only plans in this status (pending, approved, executed, ...)")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=_list)
+
+    p = psub.add_parser("show", help="one plan with its actions, reasons and predicted effect")
+    p.add_argument("plan_id")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_show)
+
+    for verb in ("approve", "reject"):
+        p = psub.add_parser(verb, help=f"{verb} a pending plan (recorded with who, when and comment)")
+        p.add_argument("plan_id")
+        p.add_argument("--comment", "-m", default=None)
+        p.add_argument("--by", default=None, help="who decides (default: $PULSAR_REBALANCE_USER or the login name)")
+        p.set_defaults(func=_decide, decision="approved" if verb == "approve" else "rejected")
+
+    db = sub.add_parser("db", help="state database maintenance")
+    dsub = db.add_subparsers(dest="db_command", metavar="ACTION")
+    dsub.required = True
+    p = dsub.add_parser("upgrade", help="apply Alembic migrations up to head")
+    p.set_defaults(func=_db_upgrade)
+
+
+def _engine():
+    from pulsar_rebalance.store.engine import database_url, make_engine
+
+    return make_engine(database_url())
+
+
+def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None) -> dict[str, Any]:
+    """Record an approval/rejection. The single code path used by the CLI, tests and the quick start."""
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    who = by or os.environ.get("PULSAR_REBALANCE_USER") or getpass.getuser()
+    with session_scope(_engine()) as s:
+        approval = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment)
+    return {
+        "plan_id": plan_id, "decision": approval.decision, "decided_by": approval.decided_by,
+        "decided_at": approval.decided_at.isoformat(), "comment": approval.comment,
+    }
+
+
+def _decide(args: argparse.Namespace) -> int:
+    print(json.dumps(decide(args.plan_id, args.decision, by=args.by, comment=args.comment)))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    with session_scope(_engine()) as s:
+        plans = repo.list_plans(s, status=args.status, limit=args.limit)
+    if not plans:
+        print("no plans")
+        return 0
+    print(f"{'PLAN':<22} {'STATUS':<19} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  MAX USAGE")
+    for p in plans:
+        s_ = p.summary or {}
+        print(f"{p.plan_id:<22} {p.status:<19} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
+              f"{s_.get('numBundleUnloads', 0):>7}  {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)")
+    return 0
+
+
+def _pct(x: float | None) -> str:
+    return "   n/a" if x is None else f"{100 * x:5.1f}%"
+
+
+def _show(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    with session_scope(_engine()) as s:
+        plan = repo.get_plan(s, plan_id=args.plan_id)
+    if args.json:
+        print(json.dumps(plan_to_json(plan), default=str, indent=2))
+        return 0
+    s_ = plan.summary or {}
+    out = sys.stdout
+    out.write(f"Plan {plan.plan_id}  status={plan.status}  run={plan.run_id}  dry_run={plan.dry_run}\n")
+    out.write(f"created {plan.created_at:%Y-%m-%d %H:%M:%S} UTC, expires {plan.expires_at:%Y-%m-%d %H:%M:%S} UTC\n")
+    d = s_.get("decision", {})
+    out.write(f"decision: {d.get('label')} ({d.get('reason')}); strategies: {s_.get('strategies')}\n")
+    out.write(f"max broker usage: {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)\n")
+    if plan.approval:
+        a = plan.approval
+        out.write(f"{a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC"
+                  + (f": {a.comment}" if a.comment else "") + "\n")
+    out.write("\nactions:\n")
+    for a in plan.actions:
+        what = (f"split  {a.namespace}/{a.bundle} at {a.boundaries}" if a.kind == "split"
+                else f"unload {a.namespace}/{a.bundle}  {a.source_broker} -> {a.destination_broker}")
+        out.write(f"  [{a.seq}] {what}  [{a.state}]\n        why: {a.reason}\n")
+    out.write("\nbrokers (predicted weighted max usage):\n")
+    for b, v in sorted((s_.get("brokers") or {}).items()):
+        out.write(f"  {b:<24} {_pct(v['before']['usage'])} -> {_pct(v['after']['usage'])}   "
+                  f"bundles {v['before']['bundles']} -> {v['after']['bundles']}\n")
+    for n in s_.get("notes") or []:
+        out.write(f"note: {n}\n")
+    return 0
+
+
+def plan_to_json(plan) -> dict[str, Any]:
+    return {
+        "plan_id": plan.plan_id, "status": plan.status, "run_id": plan.run_id, "dry_run": plan.dry_run,
+        "created_at": plan.created_at, "expires_at": plan.expires_at, "summary": plan.summary,
+        "approval": None if plan.approval is None else {
+            "decision": plan.approval.decision, "decided_by": plan.approval.decided_by,
+            "decided_at": plan.approval.decided_at, "comment": plan.approval.comment,
+        },
+        "actions": [{
+            "seq": a.seq, "kind": a.kind, "namespace": a.namespace, "bundle": a.bundle,
+            "source_broker": a.source_broker, "destination_broker": a.destination_broker,
+            "boundaries": a.boundaries, "reason": a.reason, "predicted": a.predicted,
+            "state": a.state, "attempts": a.attempts, "error": a.error,
+        } for a in plan.actions],
+    }
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.store.engine import database_url, migrate
+
+    migrate(database_url())
+    print("database is at the latest schema revision")
+    return 0
+
+

@@ -1,0 +1,237 @@
+"""``pulsar-rebalance demo``: the README's main job on embedded defaults.
+
+Starts (or reuses) an embedded PostgreSQL under ``--state-dir``, the simulated Pulsar cluster, and
+Airflow with its metadata DB in the same Postgres; runs one complete ``pulsar_rebalance`` DAG run
+with ``airflow dags test``; stops at the approval gate (interactive: asks; ``AUTO_APPROVE=1``:
+approves by itself; otherwise: prints how to approve and waits); ends with one JSON line:
+``{"plan_id", "status", "unloads_executed", "splits_executed", "max_usage_before", "max_usage_after"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="run one complete rebalance on embedded defaults (the README's main job)")
+    p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
+    p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
+    p.add_argument("--brokers", type=int, default=5, help="simulated brokers")
+    p.add_argument("--auto-approve", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true", "yes"),
+                   help="approve the plan without asking (also: AUTO_APPROVE=1)")
+    p.add_argument("--strategy", default="ThresholdShedder", help="shedding strategy for this run")
+    p.add_argument("--dry-run", action="store_true", help="plan and approve, but call no admin API")
+    p.add_argument("--timeout-minutes", type=float, default=90.0, help="hard limit for the whole DAG run")
+    p.set_defaults(func=run_demo)
+
+
+def _say(msg: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.store.engine import migrate
+
+    state = Path(args.state_dir).resolve()
+    (state / "logs").mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    server_url, pg = _postgres(state)
+    app_url = pg.create_database("pulsar_rebalance") if pg else server_url
+    airflow_db = pg.create_database("airflow") if pg else os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "")
+    migrate(app_url)
+    _say(f"postgres ready, schema migrated ({time.monotonic() - t0:.1f}s)")
+
+    sim, sim_info = _simulator(state, args)
+    _say(f"simulated Pulsar cluster: {len(sim_info['brokers'])} brokers, admin API at {sim_info['admin_url']}")
+    env = _airflow_env(state, app_url, airflow_db, sim_info["admin_url"])
+    try:
+        _run(["airflow", "db", "migrate"], env, state / "logs" / "airflow-db-migrate.log", timeout=600)
+        _say(f"airflow metadata migrated ({time.monotonic() - t0:.1f}s)")
+        conf = {"shedding_strategy": args.strategy, "dry_run": args.dry_run, "approval_timeout_minutes": 60}
+        log_path = state / "logs" / f"dag-run-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        _say(f"running DAG pulsar_rebalance (each Spark task ~15 s; log: {log_path})")
+        started = time.time()
+        proc = _spawn(["airflow", "dags", "test", "pulsar_rebalance", "-c", json.dumps(conf)], env, log_path)
+        os.environ["PULSAR_REBALANCE_DATABASE_URL"] = app_url
+        result = _watch(proc, started, args, deadline=time.monotonic() + args.timeout_minutes * 60)
+        if proc.returncode not in (0, None):
+            _say(f"the DAG run failed (exit {proc.returncode}); see {log_path}")
+        print(json.dumps(result), flush=True)
+        return 0 if result.get("status") not in (None, "failed", "missing") and proc.returncode == 0 else 1
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        try:
+            sim.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+
+
+def _postgres(state: Path):
+    from pulsar_rebalance.store.engine import database_url
+
+    if os.environ.get("PULSAR_REBALANCE_DATABASE_URL") or os.environ.get("DATABASE_URL"):
+        return database_url(), None
+    from pulsar_rebalance.store.embedded import EmbeddedPostgres
+
+    pg = EmbeddedPostgres(state / "pg")
+    return pg.start(), pg
+
+
+def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
+    ready = state / "simulator.json"
+    ready.unlink(missing_ok=True)
+    log = open(state / "logs" / "simulator.log", "ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--seed", str(args.seed),
+         "--brokers", str(args.brokers), "--ready-file", str(ready)],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if ready.exists() and ready.stat().st_size:
+            try:
+                return proc, json.loads(ready.read_text())
+            except json.JSONDecodeError:
+                pass
+        if proc.poll() is not None:
+            raise SystemExit(f"the simulator exited with {proc.returncode}; see {state / 'logs' / 'simulator.log'}")
+        time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the simulator did not become ready within 60 s")
+
+
+def _airflow_env(state: Path, app_url: str, airflow_db: str, admin_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env.update({
+        "PATH": bindir + os.pathsep + env.get("PATH", ""),
+        "AIRFLOW_HOME": str(state / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": airflow_db,
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps({"conn_type": "http", "host": admin_url}),
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB": json.dumps({"conn_type": "postgres", "extra": {"url": app_url}}),
+        "PULSAR_REBALANCE_WORK_DIR": str(state / "work"),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    })
+    return env
+
+
+def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> None:
+    with open(log, "ab") as fh:
+        proc = subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {proc.returncode}); see {log}")
+
+
+def _spawn(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    fh = open(log, "ab")
+    return subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """``airflow dags test`` ignores SIGTERM: kill the whole process group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _watch(proc: subprocess.Popen, started: float, args, *, deadline: float) -> dict[str, Any]:
+    from pulsar_rebalance.cli.plans import decide
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import database_url, make_engine, session_scope
+
+    engine = make_engine(database_url())
+    stage, plan_id, asked = None, None, False
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            _say("hard timeout reached: stopping the DAG run")
+            _kill(proc)
+            break
+        with session_scope(engine) as s:
+            run = repo.latest_run(s, since_epoch=started)
+            plan = repo.plan_for_run(s, run_id=run.run_id) if run else None
+        if run and run.stage != stage:
+            stage = run.stage
+            _say(f"run {run.run_id}: {stage} done")
+        if plan and plan.plan_id != plan_id:
+            plan_id = plan.plan_id
+            s_ = plan.summary or {}
+            _say(f"plan {plan_id}: {s_.get('numBundleSplits', 0)} split(s), {s_.get('numBundleUnloads', 0)} unload(s); "
+                 f"max usage {100 * (s_.get('maxUsageBefore') or 0):.1f}% -> {100 * (s_.get('maxUsageAfterPredicted') or 0):.1f}% predicted")
+        if plan and plan.status == "pending" and not asked:
+            asked = True
+            if args.auto_approve:
+                decide(plan.plan_id, "approved", by="quickstart (AUTO_APPROVE=1)", comment="unattended demo run")
+                _say(f"plan {plan.plan_id} approved automatically (AUTO_APPROVE=1)")
+            else:
+                _ask(plan.plan_id, engine)
+        time.sleep(1.0)
+    return _result(engine, plan_id)
+
+
+def _ask(plan_id: str, engine) -> None:
+    from pulsar_rebalance.cli import main as cli_main
+
+    cli_main(["plans", "show", plan_id])
+    url = os.environ["PULSAR_REBALANCE_DATABASE_URL"]
+    _say("the plan is waiting for approval. From another terminal:\n"
+         f"    PULSAR_REBALANCE_DATABASE_URL='{url}' .venv/bin/pulsar-rebalance plans approve {plan_id} -m 'looks good'\n"
+         f"    (or ... plans reject {plan_id})")
+    if not sys.stdin.isatty():
+        _say("stdin is not a terminal: waiting for a decision from elsewhere (or run with AUTO_APPROVE=1)")
+        return
+
+    def prompt() -> None:
+        from pulsar_rebalance.cli.plans import decide
+        from pulsar_rebalance.errors import PlanError
+
+        while True:
+            answer = input("approve / reject this plan? [a/r] ").strip().lower()
+            if answer in ("a", "approve", "r", "reject"):
+                try:
+                    decide(plan_id, "approved" if answer.startswith("a") else "rejected", comment="answered at the demo prompt")
+                except PlanError as exc:  # decided elsewhere meanwhile
+                    _say(str(exc))
+                return
+
+    threading.Thread(target=prompt, daemon=True).start()
+
+
+def _result(engine, plan_id: str | None) -> dict[str, Any]:
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    if plan_id is None:
+        return {"plan_id": None, "status": "missing", "unloads_executed": 0, "splits_executed": 0,
+                "max_usage_before": None, "max_usage_after": None}
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+    res = plan.result or {}
+    summary = plan.summary or {}
+    done = [a for a in plan.actions if a.state == "completed"]
+    return {
+        "plan_id": plan.plan_id,
+        "status": plan.status,
+        "unloads_executed": sum(a.kind == "unload" for a in done),
+        "splits_executed": sum(a.kind == "split" for a in done),
+        "max_usage_before": summary.get("maxUsageBefore"),
+        "max_usage_after": res.get("max_usage_after", summary.get("maxUsageBefore") if plan.status in ("rejected", "expired", "empty") else None),
+    }

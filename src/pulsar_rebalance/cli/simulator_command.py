@@ -1,0 +1,115 @@
+"""``pulsar-rebalance simulator``: run a simulated Pulsar cluster in the foreground.
+
+Prints ONE JSON line on stdout when every broker listens — ``{"admin_url": ..., "brokers": [...],
+"cluster": ...}`` — (and writes the same JSON to ``--ready-file``), then serves until SIGTERM/SIGINT.
+The token (optional) is read from the environment variable named by ``--token-env``, never from argv.
+Faults for demos/tests: ``--fault`` (repeatable) or env ``PULSAR_REBALANCE_SIM_FAULTS``, e.g.
+``1:error=500,*:latency=0.2`` (see ``SimulatedPulsar.apply_fault_spec``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from pulsar_rebalance.errors import ConfigError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simulator",
+        help="run a simulated Pulsar cluster (admin REST API, one HTTP server per broker)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--brokers", type=int, default=None, help="number of brokers (default 5)")
+    parser.add_argument("--seed", type=int, default=None, help="generator seed (default 42)")
+    parser.add_argument("--host", default="127.0.0.1", help="interface/host of every broker (default 127.0.0.1)")
+    parser.add_argument(
+        "--port-base",
+        type=int,
+        default=18080,
+        help="broker i listens on PORT_BASE+i (default 18080); 0 = OS-chosen ephemeral ports",
+    )
+    parser.add_argument(
+        "--state-file",
+        type=Path,
+        default=None,
+        help="persist the cluster state here after every mutation; if it exists, start from it",
+    )
+    parser.add_argument("--token-env", default=None, metavar="VAR", help="require 'Bearer <$VAR>' on every request")
+    parser.add_argument("--ready-file", type=Path, default=None, help="also write the ready JSON to this file")
+    parser.add_argument("--fault", action="append", default=[], metavar="SPEC", help="inject a fault, e.g. 1:error=500")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.simulator import FAULTS_ENV_VAR, ClusterState, SimulatedPulsar, generate_cluster
+
+    token = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise ConfigError(f"environment variable {args.token_env} (--token-env) is unset or empty", key="token-env")
+    if args.port_base != 0 and not 0 < args.port_base <= 65535:
+        raise ConfigError(f"--port-base must be 0 or a TCP port, got {args.port_base}", key="port-base")
+
+    state_file: Path | None = args.state_file
+    if state_file is not None and state_file.exists():
+        try:
+            state = ClusterState.load(state_file)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load --state-file {state_file}: {exc}", key="state-file") from exc
+        if args.brokers is not None and args.brokers != len(state.broker_ids()):
+            raise ConfigError(
+                f"--brokers {args.brokers} contradicts --state-file {state_file} ({len(state.broker_ids())} brokers)",
+                key="brokers",
+            )
+        if args.port_base:
+            mapping = {b: f"{args.host}:{args.port_base + i}" for i, b in enumerate(state.broker_ids())}
+            state.rename_brokers(mapping)
+    else:
+        state = generate_cluster(
+            seed=42 if args.seed is None else args.seed,
+            brokers=5 if args.brokers is None else args.brokers,
+            host=args.host,
+            port_base=args.port_base,
+        )
+        if state_file is not None:
+            state.state_file = state_file
+            state.save()
+
+    sim = SimulatedPulsar(state, host=args.host, ephemeral=args.port_base == 0, token=token)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            sim.start()
+        except OSError as exc:
+            print(f"pulsar-rebalance simulator: error: {exc}", file=sys.stderr)
+            return 1
+        try:
+            for spec in [os.environ.get(FAULTS_ENV_VAR, ""), *args.fault]:
+                if spec:
+                    sim.apply_fault_spec(spec)
+        except ValueError as exc:
+            raise ConfigError(f"invalid fault spec: {exc}", key="fault") from exc
+        ready = json.dumps({"admin_url": sim.admin_url, "brokers": sim.broker_ids, "cluster": state.cluster})
+        if args.ready_file is not None:
+            tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")
+            tmp.write_text(ready + "\n", encoding="utf-8")
+            os.replace(tmp, args.ready_file)
+        print(ready, flush=True)
+        while not stop.wait(0.5):
+            pass
+        return 0
+    finally:
+        sim.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

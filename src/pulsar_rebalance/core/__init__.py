@@ -1,0 +1,1 @@
+"""See the package docstring in pulsar_rebalance/__init__.py."""

@@ -1,0 +1,47 @@
+"""Placement strategies, one module per Pulsar class, and the explicit registry name -> implementation.
+
+* ``LeastLongTermMessageRate`` - modular default (``least_long_term_message_rate``).
+* ``LeastResourceUsageWithWeight`` - modular and extensible forms (``least_resource_usage_with_weight``).
+* ``AvgShedder`` - AvgShedder's own placement (``core/shedders/avg_shedder.select_broker``).
+* ``LeastLongTermMessageRateUnweighted`` - opt-in: pre-PIP-358 unweighted overload check.
+
+:func:`~pulsar_rebalance.core.placement.assignment.select_broker_for_assignment` wraps a modular
+strategy in ``ModularLoadManagerImpl.selectBrokerForAssignment``'s candidate filters and
+preallocation. Where Pulsar picks at random among ties, the strategies report the tied set and pick
+with a caller-seeded ``random.Random``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLongTermMessageRate
+from pulsar_rebalance.core.placement.least_resource_usage_with_weight import (
+    ExtensibleLeastResourceUsageWithWeight,
+    LeastResourceUsageWithWeight,
+)
+
+PLACEMENTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "LeastLongTermMessageRate": LeastLongTermMessageRate(),
+        "LeastResourceUsageWithWeight": LeastResourceUsageWithWeight(),
+        "AvgShedder": "AvgShedder",  # implemented by core.shedders.avg_shedder.select_broker (shared state)
+        "LeastLongTermMessageRateUnweighted": LeastLongTermMessageRate(name="LeastLongTermMessageRateUnweighted", weighted=False),
+    }
+)
+"""Modular placement strategies by name (the AvgShedder entry names its state-sharing function)."""
+
+EXTENSIBLE_PLACEMENTS: Mapping[str, Any] = MappingProxyType(
+    {"LeastResourceUsageWithWeight": ExtensibleLeastResourceUsageWithWeight()}
+)
+"""Extensible load manager placement strategies (used with TransferShedder)."""
+
+__all__ = [
+    "EXTENSIBLE_PLACEMENTS",
+    "PLACEMENTS",
+    "ExtensibleLeastResourceUsageWithWeight",
+    "LeastLongTermMessageRate",
+    "LeastResourceUsageWithWeight",
+]

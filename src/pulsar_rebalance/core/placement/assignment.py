@@ -1,0 +1,175 @@
+"""``ModularLoadManagerImpl.selectBrokerForAssignment``: the pipeline around the placement strategy.
+
+For a bundle to place (steps numbered as in ``pulsar-load-balancing.md`` §4):
+
+1. Already preallocated this cycle -> that broker.
+2. Its BundleData, or Pulsar's default (50 msg/s and 50000 B/s each way, 0 samples).
+3. Candidates = the given brokers (namespace isolation policies are not known to us).
+4. ``filterBrokersWithLargeTopicCount``: drop brokers whose topics (reported + preallocated) exceed
+   ``loadBalancerBrokerMaxTopics``, unless that would drop them all.
+5. (anti-affinity groups: not known to us.)
+6. ``removeMostServicingBrokersForNamespace`` (when ``loadBalancerDistributeBundlesEvenlyEnabled``):
+   keep the brokers owning the fewest bundles of the bundle's namespace (owned + preallocated).
+7. (``BrokerVersionFilter``: broker versions are not compared.) An empty set is restored to step 3.
+8. The placement strategy picks a broker (seeded pick among ties).
+9. If the pick's max resource usage is above the overload threshold, the strategy runs again on the
+   unfiltered step-3 candidates.
+10. The bundle is preallocated to the pick, so later placements in the same cycle see it.
+
+Preallocations live for one cycle here (Pulsar keeps them until the broker reports the bundle).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pulsar_rebalance.core.decision import Placement
+from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats, TimeAverageBrokerData
+from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLongTermMessageRate
+from pulsar_rebalance.core.placement.least_resource_usage_with_weight import LeastResourceUsageWithWeight
+from pulsar_rebalance.core.shedders import avg_shedder
+from pulsar_rebalance.core.shedders.base import namespace_of, unweighted_usage, weighted_usage
+
+if TYPE_CHECKING:
+    from pulsar_rebalance.core.config import LoadBalancerConfig
+    from pulsar_rebalance.core.load import LocalBrokerData
+    from pulsar_rebalance.core.state import StrategyState
+
+
+@dataclass(slots=True)
+class ModularPlacementContext:
+    """The leader's placement view for one cycle (mutable: step 10 preallocates into it)."""
+
+    brokers: Mapping[str, LocalBrokerData]
+    bundle_data: Mapping[str, BundleData]
+    time_average: Mapping[str, TimeAverageBrokerData]
+    preallocated: dict[str, dict[str, BundleData]] = field(default_factory=dict)
+    preallocated_owner: dict[str, str] = field(default_factory=dict)
+    _ns_ranges: dict[str, dict[str, set[str]]] | None = None
+
+    @classmethod
+    def build(
+        cls,
+        brokers: Mapping[str, LocalBrokerData],
+        bundle_data: Mapping[str, BundleData],
+        time_average: Mapping[str, TimeAverageBrokerData] | None,
+    ) -> ModularPlacementContext:
+        """``time_average`` defaults to Pulsar's ``TimeAverageBrokerData.reset`` over each broker's bundles."""
+        ta: dict[str, TimeAverageBrokerData] = dict(time_average or {})
+        if len(ta) < len(brokers):
+            default_stats = NamespaceBundleStats.new_default()
+            for broker, data in brokers.items():
+                if broker not in ta:
+                    ta[broker] = TimeAverageBrokerData.from_bundles(data.bundles, bundle_data, default_stats)
+        return cls(brokers=brokers, bundle_data=bundle_data, time_average=ta)
+
+    def namespace_count(self, broker: str, namespace: str) -> int:
+        """Bundles of ``namespace`` owned by or preallocated to ``broker`` (``brokerToNamespaceToBundleRange``)."""
+        if self._ns_ranges is None:
+            ranges: dict[str, dict[str, set[str]]] = {}
+            for b, data in self.brokers.items():
+                per_ns = ranges.setdefault(b, {})
+                for bundle in data.bundles:
+                    ns = namespace_of(bundle)
+                    per_ns.setdefault(ns, set()).add(bundle)
+            self._ns_ranges = ranges
+        return len(self._ns_ranges.get(broker, {}).get(namespace, ()))
+
+    def preallocate(self, bundle: str, broker: str, data: BundleData) -> None:
+        self.preallocated.setdefault(broker, {})[bundle] = data
+        self.preallocated_owner[bundle] = broker
+        self.namespace_count(broker, namespace_of(bundle))  # make sure the index exists
+        assert self._ns_ranges is not None
+        self._ns_ranges.setdefault(broker, {}).setdefault(namespace_of(bundle), set()).add(bundle)
+
+
+_LLTMR = LeastLongTermMessageRate()
+_LLTMR_UNWEIGHTED = LeastLongTermMessageRate(name="LeastLongTermMessageRateUnweighted", weighted=False)
+_LRUWW = LeastResourceUsageWithWeight()
+
+
+def _run_strategy(
+    strategy: str,
+    bundle: str,
+    data: BundleData,
+    candidates: Sequence[str],
+    ctx: ModularPlacementContext,
+    config: LoadBalancerConfig,
+    state: StrategyState,
+    rng: random.Random,
+) -> tuple[Placement, StrategyState]:
+    if strategy in ("LeastLongTermMessageRate", "LeastLongTermMessageRateUnweighted"):
+        impl = _LLTMR if strategy == "LeastLongTermMessageRate" else _LLTMR_UNWEIGHTED
+        return impl.select_broker(
+            bundle=bundle,
+            candidates=candidates,
+            brokers=ctx.brokers,
+            time_average=ctx.time_average,
+            preallocated=ctx.preallocated,
+            config=config,
+            state=state,
+            rng=rng,
+        )
+    if strategy == "LeastResourceUsageWithWeight":
+        return _LRUWW.select_broker(bundle=bundle, candidates=candidates, brokers=ctx.brokers, config=config, state=state, rng=rng)
+    if strategy == "AvgShedder":
+        return avg_shedder.select_broker(bundle=bundle, bundle_data=data, candidates=candidates, state=state, rng=rng)
+    raise ValueError(f"unknown modular placement strategy {strategy!r}")
+
+
+def select_broker_for_assignment(
+    bundle: str,
+    *,
+    strategy: str,
+    candidates: Sequence[str],
+    ctx: ModularPlacementContext,
+    config: LoadBalancerConfig,
+    state: StrategyState,
+    rng: random.Random,
+) -> tuple[Placement, StrategyState]:
+    """Place ``bundle`` among ``candidates`` as the modular leader would; preallocates the result."""
+    owner = ctx.preallocated_owner.get(bundle)
+    if owner is not None:
+        return Placement(bundle, owner, (owner,), "already preallocated this cycle"), state
+    data = ctx.bundle_data.get(bundle) or BundleData.new_default()
+    base = list(candidates)
+    if not base:
+        return Placement(bundle, None, (), "no candidate brokers"), state
+    cands = base
+    notes: list[str] = []
+    max_topics = config.load_balancer_broker_max_topics
+    small = [
+        b
+        for b in cands
+        if sum(p.topics for p in ctx.preallocated.get(b, {}).values()) + ctx.brokers[b].num_topics <= max_topics
+    ]
+    if small and len(small) < len(cands):
+        notes.append(f"{len(cands) - len(small)} broker(s) above {max_topics} topics dropped")
+        cands = small
+    if config.load_balancer_distribute_bundles_evenly_enabled:
+        ns = namespace_of(bundle)
+        least = min(ctx.namespace_count(b, ns) for b in cands)
+        even = [b for b in cands if ctx.namespace_count(b, ns) <= least]
+        if len(even) < len(cands):
+            notes.append(f"kept {len(even)} broker(s) owning the fewest ({least}) bundles of {ns}")
+        cands = even
+    if not cands:
+        cands = base
+    placement, state = _run_strategy(strategy, bundle, data, cands, ctx, config, state, rng)
+    if placement.broker is None:
+        return placement, state
+    overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
+    chosen = ctx.brokers[placement.broker]
+    usage = unweighted_usage(chosen) if strategy == "LeastLongTermMessageRateUnweighted" else weighted_usage(chosen, config)
+    if usage > overload:
+        notes.append(f"{placement.broker} overloaded ({usage:.4f}): re-run on all candidates")
+        placement, state = _run_strategy(strategy, bundle, data, base, ctx, config, state, rng)
+        if placement.broker is None:
+            return placement, state
+    ctx.preallocate(bundle, placement.broker, data)
+    if notes:
+        placement = Placement(placement.bundle, placement.broker, placement.tied, placement.reason + "; " + "; ".join(notes))
+    return placement, state

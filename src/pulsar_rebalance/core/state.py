@@ -1,0 +1,225 @@
+"""Everything Pulsar's load-balancing strategies keep in memory between cycles, made explicit.
+
+Pulsar's strategies are long-lived objects on the leader broker with hidden fields (the
+ThresholdShedder EMA map, AvgShedder's hit counts, TransferShedder's ``unloadConditionHitCount``,
+the leader's ``recentlyUnloadedBundles``...). Our core is pure: a strategy takes a
+:class:`StrategyState` and returns a *new* one; the caller persists it (the Airflow pipeline stores
+the JSON between scheduled runs). A fresh state equals a freshly started Pulsar leader.
+
+JSON shape (``to_json`` / ``from_json``; unknown members are rejected so a typo does not silently
+reset history)::
+
+    {"version": 1,
+     "thresholdShedder": {"brokerAvgResourceUsage": {"<broker>": 0.42}},
+     "leastResourceUsageWithWeight": {"brokerAvgResourceUsageWithWeight": {"<broker>": 0.40}},
+     "avgShedder": {"brokerHitCountForHigh": {"<broker>": 1}, "brokerHitCountForLow": {"<broker>": 2},
+                    "brokerScoreMap": {"<broker>": 55.0},
+                    "bundleBrokerMap": [{"bundle": "<t/ns/range>", "bundleDataKey": "<canonical json>",
+                                         "broker": "<broker>"}]},
+     "transferShedder": {"unloadConditionHitCount": 0, "brokerLoadData": {"<broker>": {BrokerLoadData}}},
+     "splitConditionHitCounts": {"<broker>": {"<bundle>": 2}},
+     "recentlyUnloadedBundles": {"<bundle>": epochMs}, "recentlyUnloadedBrokers": {"<broker>": epochMs}}
+
+Units: usages are fractions (1.0 = 100%), AvgShedder scores are points 0-100, times epoch ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from pulsar_rebalance.core.json_input import check_int, check_number, field_path, reject_unknown_keys, require_object
+from pulsar_rebalance.errors import ScenarioError
+
+STATE_VERSION = 1
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not mapping:
+        return _EMPTY
+    if isinstance(mapping, MappingProxyType):
+        return mapping
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class AvgShedderBinding:
+    """One ``AvgShedder.bundleBrokerMap`` entry: bundle data (by value) -> planned destination broker.
+
+    Pulsar keys the map by ``BundleData`` *value equality* (the BundleData objects compare by their
+    time-average fields), so two bundles with identical data share one entry and the later write
+    wins. ``data_key`` is the canonical JSON of the BundleData; ``bundle`` is only informative (the
+    bundle of the last write).
+    """
+
+    bundle: str
+    data_key: str
+    broker: str
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyState:
+    """Immutable cross-cycle memory of every strategy (see the module docstring for meanings)."""
+
+    threshold_avg_usage: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    lruww_avg_usage: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    avg_hit_high: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    avg_hit_low: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    avg_scores: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    avg_bundle_broker: Mapping[str, AvgShedderBinding] = field(default_factory=lambda: _EMPTY)
+    """Keyed by ``data_key``."""
+    transfer_hit_count: int = 0
+    transfer_broker_load_data: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    """Per broker, the last derived extensible ``BrokerLoadData`` (JSON), carrying its EMAs."""
+    split_hit_counts: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: _EMPTY)
+    """Per broker (each broker runs its own extensible split strategy), bundle -> consecutive hits."""
+    recently_unloaded_bundles: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    recently_unloaded_brokers: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "threshold_avg_usage",
+            "lruww_avg_usage",
+            "avg_hit_high",
+            "avg_hit_low",
+            "avg_scores",
+            "avg_bundle_broker",
+            "transfer_broker_load_data",
+            "split_hit_counts",
+            "recently_unloaded_bundles",
+            "recently_unloaded_brokers",
+        ):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        if not isinstance(self.transfer_hit_count, int) or self.transfer_hit_count < 0:
+            raise ValueError(f"transfer_hit_count must be a non-negative int, got {self.transfer_hit_count!r}")
+
+    def evolve(self, **changes: Any) -> StrategyState:
+        """A new state with some fields replaced (mappings are copied and frozen)."""
+        return replace(self, **changes)
+
+    # ---- JSON -------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "thresholdShedder": {"brokerAvgResourceUsage": dict(self.threshold_avg_usage)},
+            "leastResourceUsageWithWeight": {"brokerAvgResourceUsageWithWeight": dict(self.lruww_avg_usage)},
+            "avgShedder": {
+                "brokerHitCountForHigh": dict(self.avg_hit_high),
+                "brokerHitCountForLow": dict(self.avg_hit_low),
+                "brokerScoreMap": dict(self.avg_scores),
+                "bundleBrokerMap": [
+                    {"bundle": b.bundle, "bundleDataKey": b.data_key, "broker": b.broker}
+                    for b in self.avg_bundle_broker.values()
+                ],
+            },
+            "transferShedder": {
+                "unloadConditionHitCount": self.transfer_hit_count,
+                "brokerLoadData": {k: dict(v) for k, v in self.transfer_broker_load_data.items()},
+            },
+            "splitConditionHitCounts": {b: dict(c) for b, c in self.split_hit_counts.items()},
+            "recentlyUnloadedBundles": dict(self.recently_unloaded_bundles),
+            "recentlyUnloadedBrokers": dict(self.recently_unloaded_brokers),
+        }
+
+    @classmethod
+    def from_json(cls, obj: object, path: str = "state") -> StrategyState:
+        """Parse (and fully validate) a state produced by :meth:`to_json`; errors name the JSON path."""
+        root = require_object(obj, path)
+        reject_unknown_keys(
+            root,
+            {
+                "version",
+                "thresholdShedder",
+                "leastResourceUsageWithWeight",
+                "avgShedder",
+                "transferShedder",
+                "splitConditionHitCounts",
+                "recentlyUnloadedBundles",
+                "recentlyUnloadedBrokers",
+            },
+            path,
+        )
+        version = root.get("version", STATE_VERSION)
+        if version != STATE_VERSION or isinstance(version, bool):
+            raise ScenarioError(field_path(path, "version"), f"unsupported state version {version!r} (expected {STATE_VERSION})")
+
+        ts = _section(root, "thresholdShedder", path, {"brokerAvgResourceUsage"})
+        lr = _section(root, "leastResourceUsageWithWeight", path, {"brokerAvgResourceUsageWithWeight"})
+        av = _section(root, "avgShedder", path, {"brokerHitCountForHigh", "brokerHitCountForLow", "brokerScoreMap", "bundleBrokerMap"})
+        tr = _section(root, "transferShedder", path, {"unloadConditionHitCount", "brokerLoadData"})
+        p_ts, p_lr, p_av, p_tr = (field_path(path, k) for k in ("thresholdShedder", "leastResourceUsageWithWeight", "avgShedder", "transferShedder"))
+
+        bindings: dict[str, AvgShedderBinding] = {}
+        raw_bindings = av.get("bundleBrokerMap", [])
+        p_bind = field_path(p_av, "bundleBrokerMap")
+        if not isinstance(raw_bindings, list):
+            raise ScenarioError(p_bind, "expected an array")
+        for i, item in enumerate(raw_bindings):
+            ip = field_path(p_bind, i)
+            entry = require_object(item, ip)
+            reject_unknown_keys(entry, {"bundle", "bundleDataKey", "broker"}, ip)
+            strings = {}
+            for key in ("bundle", "bundleDataKey", "broker"):
+                value = entry.get(key)
+                if not isinstance(value, str) or not value:
+                    raise ScenarioError(field_path(ip, key), "expected a non-empty string")
+                strings[key] = value
+            bindings[strings["bundleDataKey"]] = AvgShedderBinding(strings["bundle"], strings["bundleDataKey"], strings["broker"])
+
+        hit = tr.get("unloadConditionHitCount", 0)
+        hit_count = check_int(hit, field_path(p_tr, "unloadConditionHitCount"))
+
+        load_data: dict[str, Mapping[str, Any]] = {}
+        p_bld = field_path(p_tr, "brokerLoadData")
+        raw_bld = tr.get("brokerLoadData", {})
+        require_object(raw_bld, p_bld)
+        if raw_bld:
+            from pulsar_rebalance.core.load import BrokerLoadData  # validated with the model's own reader
+
+            for broker, value in raw_bld.items():
+                bp = field_path(p_bld, broker)
+                load_data[broker] = BrokerLoadData.from_json(require_object(value, bp), bp).to_json()
+
+        return cls(
+            threshold_avg_usage=_number_map(ts, "brokerAvgResourceUsage", p_ts),
+            lruww_avg_usage=_number_map(lr, "brokerAvgResourceUsageWithWeight", p_lr),
+            avg_hit_high=_int_map(av, "brokerHitCountForHigh", p_av),
+            avg_hit_low=_int_map(av, "brokerHitCountForLow", p_av),
+            avg_scores=_number_map(av, "brokerScoreMap", p_av),
+            avg_bundle_broker=bindings,
+            transfer_hit_count=hit_count,
+            transfer_broker_load_data=load_data,
+            split_hit_counts=_nested_int_map(root, "splitConditionHitCounts", path),
+            recently_unloaded_bundles=_int_map(root, "recentlyUnloadedBundles", path),
+            recently_unloaded_brokers=_int_map(root, "recentlyUnloadedBrokers", path),
+        )
+
+
+def _section(root: Mapping[str, Any], key: str, path: str, allowed: set[str]) -> Mapping[str, Any]:
+    value = root.get(key, {})
+    sp = field_path(path, key)
+    obj = require_object(value, sp)
+    reject_unknown_keys(obj, allowed, sp)
+    return obj
+
+
+def _number_map(parent: Mapping[str, Any], key: str, path: str) -> dict[str, float]:
+    mp = field_path(path, key)
+    obj = require_object(parent.get(key, {}), mp)
+    return {k: check_number(v, field_path(mp, k), allow_negative=True) for k, v in obj.items()}
+
+
+def _int_map(parent: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
+    mp = field_path(path, key)
+    obj = require_object(parent.get(key, {}), mp)
+    return {k: check_int(v, field_path(mp, k)) for k, v in obj.items()}
+
+
+def _nested_int_map(parent: Mapping[str, Any], key: str, path: str) -> dict[str, dict[str, int]]:
+    mp = field_path(path, key)
+    obj = require_object(parent.get(key, {}), mp)
+    return {k: _int_map(obj, k, mp) for k in obj}

@@ -1,0 +1,122 @@
+"""Exception tree. Choose the class by what the caller can do about it.
+
+    RebalanceError
+    ├── ConfigError                 bad/unknown broker.conf key or strategy name (fails at load time)
+    ├── ScenarioError               invalid JSON input to the decision core; names the offending field
+    ├── PlanError
+    │   ├── UnknownPlanError        no plan with that id
+    │   ├── PlanAlreadyDecidedError approving/rejecting a plan that is no longer pending
+    │   └── PlanExpiredError        the plan's approval window has passed
+    ├── ExecutionError
+    │   ├── ExecutionInProgressError another execution holds the lock
+    │   └── InvalidTransitionError  action state machine misuse (a bug)
+    ├── PulsarAdminError            mirrors PulsarAdminException: status_code, url, body
+    │   ├── NotAuthorizedError      401/403
+    │   ├── NotFoundError           404
+    │   ├── ConflictError           409
+    │   ├── PreconditionFailedError 412
+    │   ├── ServerSideError         5xx (retryable)
+    │   ├── AdminConnectError       cannot reach the admin URL (retryable)
+    │   ├── AdminTimeoutError       request timed out (retryable)
+    │   └── MalformedResponseError  the body is not the JSON shape Pulsar returns
+    └── StoreError                  database unreachable or schema not migrated
+"""
+
+from __future__ import annotations
+
+
+class RebalanceError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(RebalanceError):
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class ScenarioError(RebalanceError):
+    """Invalid input to the decision core. ``field`` is a JSON path such as ``cycles[0].brokers.b1.cpu``."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class PlanError(RebalanceError):
+    def __init__(self, message: str, *, plan_id: str | None = None) -> None:
+        super().__init__(message)
+        self.plan_id = plan_id
+
+
+class UnknownPlanError(PlanError):
+    pass
+
+
+class PlanAlreadyDecidedError(PlanError):
+    pass
+
+
+class PlanExpiredError(PlanError):
+    pass
+
+
+class ExecutionError(RebalanceError):
+    pass
+
+
+class ExecutionInProgressError(ExecutionError):
+    pass
+
+
+class InvalidTransitionError(ExecutionError):
+    pass
+
+
+class PulsarAdminError(RebalanceError):
+    """An admin REST call failed. ``status_code`` is None for transport errors."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, status_code: int | None = None, url: str | None = None, body: str | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.url = url
+        self.body = body
+
+
+class NotAuthorizedError(PulsarAdminError):
+    pass
+
+
+class NotFoundError(PulsarAdminError):
+    pass
+
+
+class ConflictError(PulsarAdminError):
+    pass
+
+
+class PreconditionFailedError(PulsarAdminError):
+    pass
+
+
+class ServerSideError(PulsarAdminError):
+    retryable = True
+
+
+class AdminConnectError(PulsarAdminError):
+    retryable = True
+
+
+class AdminTimeoutError(PulsarAdminError):
+    retryable = True
+
+
+class MalformedResponseError(PulsarAdminError):
+    pass
+
+
+class StoreError(RebalanceError):
+    pass

@@ -1,0 +1,91 @@
+"""Resolve our Airflow Connections into environment variables for the Spark jobs.
+
+* ``pulsar_admin_default`` (any conn type, e.g. ``http``): host (``http(s)://host:port`` or a bare host
+  with port and schema ``https``), password = admin token (optional), extra
+  ``{"tls_verify": true|false|"/path/ca.pem", "timeout": 10}``.
+* ``pulsar_rebalance_db`` (``postgres``): host/port/login/password/schema, or extra ``{"url": ...}``
+  (any SQLAlchemy URL, e.g. a unix-socket one). Missing connection -> the worker's own
+  ``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL`` environment is used.
+
+Values are read at task run time, never at DAG parse time, and never put on a command line.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+ADMIN_CONN_ID = "pulsar_admin_default"
+DB_CONN_ID = "pulsar_rebalance_db"
+
+
+def _get(conn_id: str):
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return None
+
+
+def admin_env(conn) -> dict[str, str]:
+    if conn is None:
+        return {}
+    host = conn.host or ""
+    if "://" not in host:
+        scheme = conn.schema or "http"
+        host = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
+    env = {"PULSAR_ADMIN_URL": host.rstrip("/")}
+    if conn.password:
+        env["PULSAR_ADMIN_TOKEN"] = conn.password
+    extra: dict[str, Any] = conn.extra_dejson or {}
+    if "tls_verify" in extra:
+        env["PULSAR_ADMIN_TLS_VERIFY"] = str(extra["tls_verify"]).lower() if isinstance(extra["tls_verify"], bool) else str(extra["tls_verify"])
+    if "timeout" in extra:
+        env["PULSAR_ADMIN_TIMEOUT"] = str(extra["timeout"])
+    return env
+
+
+def db_url_from_conn(conn) -> str | None:
+    if conn is None:
+        return None
+    extra = conn.extra_dejson or {}
+    if extra.get("url"):
+        return str(extra["url"])
+    import sqlalchemy as sa
+
+    return sa.engine.URL.create(
+        "postgresql+psycopg2", username=conn.login or None, password=conn.password or None,
+        host=conn.host or None, port=conn.port or None, database=conn.schema or None,
+    ).render_as_string(hide_password=False)
+
+
+def job_environment() -> dict[str, str]:
+    """Environment for a Spark job: admin URL/token and the state DB URL, from Connections."""
+    env = admin_env(_get(ADMIN_CONN_ID))
+    url = db_url_from_conn(_get(DB_CONN_ID))
+    if url:
+        env["PULSAR_REBALANCE_DATABASE_URL"] = url
+    return env
+
+
+def database_url() -> str:
+    """The state DB URL for code running inside Airflow (sensor): Connection first, then environment."""
+    from pulsar_rebalance.store.engine import database_url as from_env
+
+    return db_url_from_conn(_get(DB_CONN_ID)) or from_env(os.environ)
+
+
+async def adatabase_url() -> str:
+    """Async variant for the triggerer (Connections must be fetched with ``aget_connection`` there)."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from pulsar_rebalance.store.engine import database_url as from_env
+
+    try:
+        conn = await BaseHook.aget_connection(DB_CONN_ID)
+    except AirflowNotFoundException:
+        conn = None
+    return db_url_from_conn(conn) or from_env(os.environ)

@@ -1,0 +1,58 @@
+"""detect_overload: run the configured Pulsar shedder and split trigger on this run's snapshot.
+
+The decision core is called through its JSON contract (``core.contract_decide.decide_scenario``),
+the same one ``pulsar-rebalance decide`` exposes, so what the DAG decides can be replayed offline
+from the stored scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulsar_rebalance.pipeline.params import RunParams
+
+
+def state_name(params: RunParams) -> str:
+    return f"decide:{params.shedding_strategy}:{params.placement_strategy}"
+
+
+def build_scenario(
+    *,
+    params: RunParams,
+    reports: Mapping[str, Mapping[str, Any]],
+    bundle_data: Mapping[str, Mapping[str, Any]],
+    namespace_boundaries: Mapping[str, list[int]],
+    recently_unloaded: Mapping[str, int],
+    state: Mapping[str, Any] | None,
+    now_ms: int,
+) -> dict[str, Any]:
+    """The decide scenario for one cycle, in Pulsar's JSON shapes."""
+    config = dict(params.config)
+    if params.split_algorithm:
+        config["defaultNamespaceBundleSplitAlgorithm"] = params.split_algorithm
+    scenario: dict[str, Any] = {
+        "shedding": params.shedding_strategy,
+        "placement": params.placement_strategy,
+        "config": config,
+        "seed": params.seed,
+        "assignDestinations": True,
+        "cycles": [{
+            "brokers": {b: dict(r) for b, r in reports.items()},
+            "bundleData": {b: dict(d) for b, d in bundle_data.items()},
+            "recentlyUnloadedBundles": dict(recently_unloaded),
+            "nowMs": now_ms,
+            "namespaceBundleCounts": {ns: len(bs) - 1 for ns, bs in namespace_boundaries.items()},
+        }],
+    }
+    if state:
+        scenario["state"] = dict(state)
+    return scenario
+
+
+def decide(scenario: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the decision core. Returns ``{"cycle": <cycle output>, "state": <strategy state after>}``."""
+    from pulsar_rebalance.core.contract_decide import decide_scenario
+
+    out = decide_scenario(dict(scenario))
+    return {"cycle": out["cycles"][0], "state": out.get("state")}

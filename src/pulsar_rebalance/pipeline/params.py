@@ -1,0 +1,95 @@
+"""Run parameters: what an operator passes when triggering the DAG (validated before anything is written)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pulsar_rebalance.errors import ConfigError
+
+SHEDDERS = ("ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder")
+PLACEMENTS = ("LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder")
+
+
+@dataclass(frozen=True)
+class RunParams:
+    namespaces: tuple[str, ...] = ()
+    cluster: str | None = None
+    shedding_strategy: str = "ThresholdShedder"
+    placement_strategy: str = "LeastLongTermMessageRate"
+    split_algorithm: str | None = None  # None = config's defaultNamespaceBundleSplitAlgorithm
+    dry_run: bool = False
+    config: Mapping[str, Any] = field(default_factory=dict)  # broker.conf overrides (Pulsar keys)
+    approval_timeout_minutes: float = 60.0
+    max_parallel_unloads: int = 4
+    seed: int = 0
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any] | None) -> RunParams:
+        doc = dict(doc or {})
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(doc) - known)
+        if unknown:
+            raise ConfigError(f"unknown run parameter(s) {unknown}; known: {sorted(known)}", key=unknown[0])
+        ns = doc.get("namespaces") or ()
+        if isinstance(ns, str):
+            ns = [n.strip() for n in ns.split(",") if n.strip()]
+        if not all(isinstance(n, str) and n.count("/") == 1 for n in ns):
+            raise ConfigError(f"namespaces must be 'tenant/namespace' strings, got {ns!r}", key="namespaces")
+        shed = doc.get("shedding_strategy") or cls.shedding_strategy
+        shed = shed.rsplit(".", 1)[-1]
+        if shed not in SHEDDERS:
+            raise ConfigError(f"unknown shedding_strategy {shed!r}; one of {SHEDDERS}", key="shedding_strategy")
+        place = (doc.get("placement_strategy") or cls.placement_strategy).rsplit(".", 1)[-1]
+        if place not in PLACEMENTS:
+            raise ConfigError(f"unknown placement_strategy {place!r}; one of {PLACEMENTS}", key="placement_strategy")
+        config = doc.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise ConfigError("config must be a JSON object of broker.conf keys", key="config")
+        timeout = doc.get("approval_timeout_minutes", cls.approval_timeout_minutes)
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigError(f"approval_timeout_minutes must be > 0, got {timeout!r}", key="approval_timeout_minutes")
+        par = doc.get("max_parallel_unloads", cls.max_parallel_unloads)
+        if not isinstance(par, int) or not 1 <= par <= 64:
+            raise ConfigError(f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads")
+        params = cls(
+            namespaces=tuple(ns),
+            cluster=doc.get("cluster") or None,
+            shedding_strategy=shed,
+            placement_strategy=place,
+            split_algorithm=doc.get("split_algorithm") or None,
+            dry_run=bool(doc.get("dry_run", False)),
+            config=dict(config),
+            approval_timeout_minutes=float(timeout),
+            max_parallel_unloads=par,
+            seed=int(doc.get("seed", 0) or 0),
+        )
+        params.lb_config()  # validate the broker.conf keys and the split algorithm now, not mid-run
+        return params
+
+    def lb_config(self):
+        """The LoadBalancerConfig for this run: overrides + the chosen strategies under Pulsar's keys."""
+        from pulsar_rebalance.core.config import LoadBalancerConfig
+
+        merged = dict(self.config)
+        if self.split_algorithm:
+            merged["defaultNamespaceBundleSplitAlgorithm"] = self.split_algorithm
+        return LoadBalancerConfig.from_mapping(merged)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["namespaces"] = list(self.namespaces)
+        d["config"] = dict(self.config)
+        return d
+
+
+def resource_weights(cfg) -> tuple[float, float, float, float, float]:
+    """(cpu, memory, directMemory, bandwidthIn, bandwidthOut) weights, Pulsar's getter rules applied."""
+    return (
+        cfg.load_balancer_cpu_resource_weight,
+        cfg.load_balancer_memory_resource_weight,
+        cfg.load_balancer_direct_memory_resource_weight,
+        cfg.bandwidth_in_resource_weight,
+        cfg.bandwidth_out_resource_weight,
+    )

@@ -1,0 +1,215 @@
+"""One function per DAG task, called by the thin entry points in ``spark_jobs/``.
+
+Each stage reads what earlier stages left (Postgres rows, Parquet/JSON under the run's work dir),
+does its work, and writes its results idempotently (a retried task overwrites, never duplicates).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from pulsar_rebalance.pipeline import context as C
+from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
+from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
+from pulsar_rebalance.pipeline.params import RunParams, resource_weights
+from pulsar_rebalance.pipeline.usage import (
+    BROKER_EMA_STATE, broker_usage_rows, bundle_load_rows, carried, carry, latest, update_time_averages,
+)
+from pulsar_rebalance.store import repository as repo
+from pulsar_rebalance.store.engine import session_scope
+
+log = logging.getLogger(__name__)
+
+SCENARIO_JSON = "scenario.json"
+DECISION_JSON = "decision.json"
+
+
+def write_json(spark, path: str, value: Any) -> None:
+    spark.createDataFrame([(json.dumps(value, sort_keys=True),)], "value string").coalesce(1).write.mode(
+        "overwrite"
+    ).text(path)
+
+
+def read_json(spark, path: str) -> Any:
+    return json.loads("".join(r.value for r in spark.read.text(path).collect()))
+
+
+def _run(session, run_id: str):
+    run = repo.get_run(session, run_id=run_id)
+    return run, RunParams.from_json(run.params)
+
+
+def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engine, client) -> dict[str, Any]:
+    from pulsar_rebalance.pipeline.transforms import BUNDLE_STATS_SCHEMA, TOPICS_SCHEMA
+
+    params = RunParams.from_json(params_doc)  # bad params fail here, before any write
+    snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster)
+    weights = resource_weights(params.lb_config())
+    with session_scope(engine) as s:
+        record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
+    spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
+    spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
+        ctx.path(C.BUNDLE_STATS)
+    )
+    return {
+        "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
+        "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
+        "maxUsage": snap.max_weighted_usage(weights),
+    }
+
+
+def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
+    from pulsar_rebalance.pipeline import transforms as T
+
+    with session_scope(engine) as s:
+        run, params = _run(s, ctx.run_id)
+        reports = repo.broker_reports(s, run_id=ctx.run_id)
+        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
+    cfg = params.lb_config()
+    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries).cache()
+    agg = T.bundle_load(mapped)
+    agg.write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
+    per_bundle = {r.bundle_full: r.asDict() for r in agg.collect()}
+    bad = T.mismatches(mapped)
+    mismatch_count = bad.count()
+    examples = [r.asDict() for r in bad.limit(10).collect()]
+    mapped.unpersist()
+    with session_scope(engine) as s:
+        prev = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=BROKER_EMA_STATE), ctx.run_id)
+        rows = broker_usage_rows(reports, prev, cfg)
+        repo.record_broker_load(s, run_id=ctx.run_id, rows=rows)
+        repo.save_strategy_state(
+            s, cluster_id=run.cluster_id, name=BROKER_EMA_STATE, run_id=ctx.run_id,
+            state=carry(ctx.run_id, prev, {r["broker_id"]: r["usage_ema"] for r in rows}),
+        )
+        averages = update_time_averages(reports, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
+        repo.save_bundle_time_averages(s, cluster_id=run.cluster_id, run_id=ctx.run_id, data=averages)
+        repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(reports, averages, per_bundle))
+        if mismatch_count:
+            repo.audit(s, event="topic_bundle_mismatch", actor="compute_usage", run_id=ctx.run_id,
+                       details={"count": mismatch_count, "examples": examples})
+        repo.set_run_stage(s, run_id=ctx.run_id, stage="compute_usage")
+    if mismatch_count:
+        log.warning("%d topic(s) reported under a bundle their hash does not fall into, e.g. %s", mismatch_count, examples[:3])
+    return {
+        "brokers": {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows},
+        "bundles": len(averages), "topicBundleMismatches": mismatch_count,
+    }
+
+
+def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None) -> dict[str, Any]:
+    now_ms = now_ms or int(time.time() * 1000)
+    with session_scope(engine) as s:
+        run, params = _run(s, ctx.run_id)
+        cfg = params.lb_config()
+        reports = repo.broker_reports(s, run_id=ctx.run_id)
+        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
+        live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in boundaries.items() for a, b in zip(bs, bs[1:])}
+        averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
+        bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
+        grace_ms = cfg.load_balancer_shedding_grace_period_minutes * 60_000
+        recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since_ms=now_ms - grace_ms)
+        name = state_name(params)
+        state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
+    scenario = build_scenario(
+        params=params, reports=reports, bundle_data=bundle_data, namespace_boundaries=boundaries,
+        recently_unloaded=recent, state=state, now_ms=now_ms,
+    )
+    result = decide(scenario)
+    write_json(spark, ctx.path(SCENARIO_JSON), scenario)
+    write_json(spark, ctx.path(DECISION_JSON), result)
+    with session_scope(engine) as s:
+        repo.save_strategy_state(s, cluster_id=run.cluster_id, name=name, run_id=ctx.run_id,
+                                 state=carry(ctx.run_id, state, result.get("state")))
+        repo.set_run_stage(s, run_id=ctx.run_id, stage="detect_overload")
+    cyc = result["cycle"]
+    return {"label": cyc.get("label"), "reason": cyc.get("reason"),
+            "unloads": len(cyc.get("unloads", [])), "splits": len(cyc.get("splits", []))}
+
+
+def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
+    import datetime as dt
+
+    from pulsar_rebalance.pipeline import transforms as T
+    from pulsar_rebalance.pipeline.planning import build_plan
+
+    now = now or dt.datetime.now(dt.timezone.utc)
+    decision = read_json(spark, ctx.path(DECISION_JSON))
+    with session_scope(engine) as s:
+        run, params = _run(s, ctx.run_id)
+        existing = repo.plan_for_run(s, run_id=ctx.run_id)
+        reports = repo.broker_reports(s, run_id=ctx.run_id)
+        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
+        ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
+    if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
+        return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
+    split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
+    topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
+    if split_bundles:
+        mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
+        for r in T.topics_of_bundles(mapped, split_bundles).collect():
+            topics_by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
+                "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
+                "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
+            }
+    draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
+                       ownership=ownership)
+    cfg = params.lb_config()
+    with session_scope(engine) as s:
+        plan_id = repo.create_plan(
+            s, run_id=ctx.run_id, cluster_id=run.cluster_id,
+            status="empty" if draft.empty else "pending",
+            expires_at=now + dt.timedelta(minutes=params.approval_timeout_minutes),
+            dry_run=params.dry_run,
+            strategies=draft.summary["strategies"],
+            config=cfg.to_pulsar_dict(), summary=draft.summary, decision=decision["cycle"],
+            actions=draft.actions,
+        )
+        repo.set_run_stage(s, run_id=ctx.run_id, stage="plan_split")
+        if draft.empty:
+            repo.finish_run(s, run_id=ctx.run_id, status="nothing_to_do")
+    rows = [(plan_id, a["seq"], a["kind"], a["namespace"], a["bundle"], a["source_broker"], a["destination_broker"] or "",
+             json.dumps(a.get("boundaries")), a["reason"]) for a in draft.actions]
+    spark.createDataFrame(
+        rows, "plan_id string, seq int, kind string, namespace string, bundle string, source string, "
+              "destination string, boundaries string, reason string",
+    ).write.mode("overwrite").parquet(ctx.path(C.ACTIONS))
+    return {"plan_id": plan_id, "status": "empty" if draft.empty else "pending", "actions": len(draft.actions),
+            "summary": {k: draft.summary[k] for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore",
+                                                        "maxUsageAfterPredicted", "notes")}}
+
+
+def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
+    from pulsar_rebalance.pipeline.execute import execute_plan
+
+    with session_scope(engine) as s:
+        run, params = _run(s, ctx.run_id)
+        plan = repo.plan_for_run(s, run_id=ctx.run_id)
+    if plan is None:
+        raise RuntimeError(f"run {ctx.run_id} has no plan: plan_split did not run")
+    weights = resource_weights(params.lb_config())
+
+    def after(client_, namespaces):
+        snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+        snap.max_usage = snap.max_weighted_usage(weights)
+        return snap
+
+    try:
+        report = execute_plan(engine, client, plan_id=plan.plan_id, max_parallel=params.max_parallel_unloads,
+                              after_snapshot=after)
+    finally:
+        with session_scope(engine) as s:
+            final = repo.get_plan(s, plan_id=plan.plan_id)
+            states = [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle, a.state, a.attempts, a.error or "")
+                      for a in final.actions]
+            if final.status in ("executed", "partially_executed", "failed"):
+                repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
+        if states:
+            spark.createDataFrame(
+                states, "plan_id string, seq int, kind string, namespace string, bundle string, state string, "
+                        "attempts int, error string",
+            ).write.mode("overwrite").parquet(ctx.path(C.EXECUTION))
+    return report.to_json()

@@ -1,0 +1,93 @@
+"""compute_usage: broker usage (+ EMA across runs) and Pulsar's per-bundle time averages.
+
+State that must survive between runs (broker usage EMA, BundleData short/long-term averages) is
+stored as ``{"runId", "before", "after"}``: a retried task of the same run starts again from
+``before``, so a retry never applies the same sample twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulsar_rebalance.core.load import BundleData, LocalBrokerData
+from pulsar_rebalance.pipeline.collect import broker_load_row
+from pulsar_rebalance.pipeline.params import resource_weights
+
+BROKER_EMA_STATE = "broker_usage_ema"
+
+
+def carried(entry: Mapping[str, Any] | None, run_id: str) -> Any:
+    """The value a run starts from: ``before`` if this run already wrote the entry, else ``after``."""
+    if not entry:
+        return None
+    if "runId" not in entry:  # written by something else: take it as the current value
+        return entry
+    return entry.get("before") if entry.get("runId") == run_id else entry.get("after")
+
+
+def latest(entry: Mapping[str, Any]) -> Any:
+    """The newest value of a carried entry (what the current run produced, or the last run's)."""
+    return entry.get("after") if "runId" in entry else entry
+
+
+def carry(run_id: str, before: Any, after: Any) -> dict[str, Any]:
+    return {"runId": run_id, "before": before, "after": after}
+
+
+def broker_usage_rows(
+    reports: Mapping[str, Mapping[str, Any]], prev_ema: Mapping[str, float] | None, cfg
+) -> list[dict[str, Any]]:
+    """broker_load rows with Pulsar's weighted max usage and its EMA (history = loadBalancerHistoryResourcePercentage)."""
+    h = cfg.load_balancer_history_resource_percentage
+    weights = resource_weights(cfg)
+    rows = []
+    for broker, report in sorted(reports.items()):
+        u = LocalBrokerData.from_json(report, f"load-report[{broker}]").max_resource_usage_with_weight(*weights)
+        prev = (prev_ema or {}).get(broker)
+        ema = u if prev is None else prev * h + (1 - h) * u
+        rows.append(broker_load_row(broker, report, weights=weights, ema=ema))
+    return rows
+
+
+def update_time_averages(
+    reports: Mapping[str, Mapping[str, Any]], previous: Mapping[str, Any], run_id: str
+) -> dict[str, dict[str, Any]]:
+    """Pulsar leader's updateBundleData(): fold each broker's lastStats into the bundle's BundleData.
+
+    ``previous`` maps bundle -> carried entry. Returns bundle -> new carried entry.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for broker, report in sorted(reports.items()):
+        data = LocalBrokerData.from_json(report, f"load-report[{broker}]")
+        for bundle, stats in data.last_stats.items():
+            start = carried(previous.get(bundle), run_id)
+            bd = BundleData.from_json(start, f"bundleData.{bundle}") if start else BundleData.new_default()
+            updated = bd.update(stats)
+            bd = updated if updated is not None else bd
+            out[bundle] = carry(run_id, start, bd.to_json())
+    return out
+
+
+def bundle_load_rows(
+    reports: Mapping[str, Mapping[str, Any]],
+    averages: Mapping[str, Mapping[str, Any]],
+    topic_counts: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """bundle_load rows: this run's sample (lastStats) + the short/long-term averages after it."""
+    rows = []
+    for broker, report in sorted(reports.items()):
+        data = LocalBrokerData.from_json(report, f"load-report[{broker}]")
+        for bundle, st in data.last_stats.items():
+            ns, _, rng = bundle.rpartition("/")
+            bd = averages[bundle]["after"]
+            agg = (topic_counts or {}).get(bundle, {})
+            rows.append({
+                "bundle": bundle, "namespace": ns, "range_name": rng, "broker_id": broker,
+                "msg_rate_in": st.msg_rate_in, "msg_rate_out": st.msg_rate_out,
+                "msg_throughput_in": st.msg_throughput_in, "msg_throughput_out": st.msg_throughput_out,
+                "topics": st.topics, "producers": st.producer_count, "consumers": st.consumer_count,
+                "short_term": bd.get("shortTermData"), "long_term": bd.get("longTermData"),
+                "topics_mapped": agg.get("topics"), "mismatched_topics": agg.get("mismatched_topics"),
+            })
+    return rows

@@ -1,0 +1,912 @@
+"""The in-memory state of a simulated Pulsar cluster, with Pulsar's semantics.
+
+What is modelled (and what each piece mirrors in Pulsar):
+
+* **Bundles** — per namespace, a sorted list of hash boundaries ``p0 < p1 < ... < pn`` (Pulsar's
+  ``LocalPolicies.bundles``); bundle ``i`` is ``[p_i, p_{i+1})`` and the last one is closed
+  ``[p_{n-1}, p_n]``. Range strings are ``0x%08x_0x%08x``; full names ``tenant/ns/<range>``.
+* **Topics** — full names (``persistent://tenant/ns/topic``, partitions hashed one by one as
+  ``...-partition-N``) mapped to bundles by ``zlib.crc32(name)`` (= Guava ``Hashing.crc32()``) and
+  "largest boundary <= hash" (``NamespaceBundles.getBundle``). A hash equal to ``0xffffffff`` goes to
+  the last bundle (``NamespaceBundle.includes`` semantics; Pulsar's ``getBundle`` would throw there).
+* **Ownership** — every bundle has exactly one owner broker. Real Pulsar leaves an unloaded bundle
+  unowned until the next lookup; here clients "reconnect" instantly, so unload re-places the bundle
+  at once (see :meth:`ClusterState.unload_bundle`).
+* **Load** — DERIVED from ownership every time a report is produced; nothing is cached. Broker rates
+  are sums over owned bundles (``LocalBrokerData.updateBundleData``), and system usage follows the
+  model below. Bundles without topics are absent from ``lastStats`` exactly as in Pulsar (bundle
+  stats are built by iterating loaded topics).
+
+Load model (units as Pulsar reports them, see ``LinuxBrokerHostUsageImpl`` / ``LoadManagerShared``):
+
+* ``cpu``: limit = ``cores * 100`` (percent of one core per core); usage =
+  ``CPU_BASE_PCT + CPU_PCT_PER_MSG * (msgRateIn + msgRateOut) + CPU_PCT_PER_BYTE * (throughputIn + Out)``,
+  i.e. 10 % of a core idle, one full core per 40,000 msg/s and one per 200 MiB/s.
+* ``bandwidthIn/Out``: usage in Kbit/s = ``bytes/s * 8 / 1024``; limit = NIC speed in Mbit/s ``* 1024``.
+* ``memory`` (JVM heap, MiB): usage = ``512 + 2 * topics + 0.002 * msg/s``; limit = heap size.
+* ``directMemory`` (MiB): usage = ``256 + 2 s of (throughputIn + Out)``; limit = max direct memory.
+
+Mutations raise :class:`PulsarRestError` with the HTTP status and ``reason`` Pulsar would answer
+(``RestException``); ownership redirects (307) are the HTTP server's job, not this module's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import os
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FULL_LOWER_BOUND = 0x00000000
+FULL_UPPER_BOUND = 0xFFFFFFFF
+MIB = 1024 * 1024
+
+RANGE_EQUALLY_DIVIDE = "range_equally_divide"
+TOPIC_COUNT_EQUALLY_DIVIDE = "topic_count_equally_divide"
+SPECIFIED_POSITIONS_DIVIDE = "specified_positions_divide"
+FLOW_OR_QPS_EQUALLY_DIVIDE = "flow_or_qps_equally_divide"
+#: ``supportedNamespaceBundleSplitAlgorithms`` default, in Pulsar's order.
+SUPPORTED_SPLIT_ALGORITHMS = (
+    RANGE_EQUALLY_DIVIDE,
+    TOPIC_COUNT_EQUALLY_DIVIDE,
+    SPECIFIED_POSITIONS_DIVIDE,
+    FLOW_OR_QPS_EQUALLY_DIVIDE,
+)
+#: ``defaultNamespaceBundleSplitAlgorithm``.
+DEFAULT_SPLIT_ALGORITHM = RANGE_EQUALLY_DIVIDE
+
+# flow_or_qps_equally_divide reads these broker.conf keys; the simulator uses Pulsar's defaults.
+_MAX_BUNDLE_MSG_RATE = 30000.0  # loadBalancerNamespaceBundleMaxMsgRate (msg/s, in+out)
+_MAX_BUNDLE_BANDWIDTH_BYTES = 100 * MIB  # loadBalancerNamespaceBundleMaxBandwidthMbytes * MiB
+_FLOW_OR_QPS_DIFF = 10 / 100.0  # flowOrQpsDifferenceThresholdPercentage
+
+# Load model constants (see module docstring).
+CPU_BASE_PCT = 10.0
+CPU_PCT_PER_MSG = 100.0 / 40000.0
+CPU_PCT_PER_BYTE = 100.0 / (200.0 * MIB)
+HEAP_BASE_MB = 512.0
+HEAP_MB_PER_TOPIC = 2.0
+HEAP_MB_PER_MSG = 0.002
+DIRECT_BASE_MB = 256.0
+DIRECT_BUFFERED_SECONDS = 2.0
+
+STATE_FILE_VERSION = 1
+BROKER_VERSION_STRING = "4.0.0-simulated"
+
+
+class PulsarRestError(Exception):
+    """An error answer, as Pulsar's ``RestException``: HTTP ``status`` + ``ErrorData.reason``."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"{status}: {reason}")
+        self.status = status
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------- naming helpers
+
+
+def topic_hash(topic: str) -> int:
+    """Pulsar's bundle hash of a full topic name: Guava crc32 ``padToLong`` = unsigned zlib crc32."""
+    return zlib.crc32(topic.encode("utf-8")) & 0xFFFFFFFF
+
+
+def creation_boundaries(num_bundles: int) -> list[int]:
+    """Boundaries Pulsar writes when a namespace is created with ``num_bundles`` bundles.
+
+    ``NamespacesBase.getBundles``: ``segSize = 2**32 // n``; boundaries ``0, seg, 2*seg, ...`` and the
+    last one is ``0xffffffff`` (not ``2**32``).
+    """
+    if not 0 < num_bundles <= 1 << 32:
+        raise ValueError(f"num_bundles must be in (0, 2**32], got {num_bundles}")
+    seg = (1 << 32) // num_bundles
+    return [0] + [i * seg for i in range(1, num_bundles)] + [FULL_UPPER_BOUND]
+
+
+def range_name(lower: int, upper: int) -> str:
+    """``String.format("0x%08x_0x%08x", lower, upper)``."""
+    return f"0x{lower:08x}_0x{upper:08x}"
+
+
+def java_long_decode(text: str) -> int:
+    """``java.lang.Long.decode``: optional sign, then ``0x``/``0X``/``#`` hex, leading ``0`` octal, or decimal."""
+    s = text.strip()
+    if not s:
+        raise ValueError("Zero length string")
+    sign = 1
+    if s[0] in "+-":
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    if s.startswith(("0x", "0X")):
+        digits, base = s[2:], 16
+    elif s.startswith("#"):
+        digits, base = s[1:], 16
+    elif s.startswith("0") and len(s) > 1:
+        digits, base = s[1:], 8
+    else:
+        digits, base = s, 10
+    if not digits or digits[0] in "+-":
+        raise ValueError(f"Sign character in wrong position or no digits: {text}")
+    value = int(digits, base)
+    return sign * value
+
+
+def split_topic_name(topic: str) -> tuple[str, str, str]:
+    """``persistent://tenant/ns/local`` -> ``("persistent", "tenant/ns", "local")`` (v2 names only)."""
+    domain, sep, rest = topic.partition("://")
+    parts = rest.split("/")
+    if not sep or domain not in ("persistent", "non-persistent") or len(parts) != 3 or not all(parts):
+        raise ValueError(f"not a v2 topic name (domain://tenant/namespace/topic): {topic!r}")
+    return domain, f"{parts[0]}/{parts[1]}", parts[2]
+
+
+def normalize_topic_name(topic: str) -> str:
+    """``TopicName.get``: short names default to ``persistent://public/default/...``."""
+    if "://" in topic:
+        return topic
+    parts = topic.split("/")
+    if len(parts) == 1:
+        return f"persistent://public/default/{topic}"
+    if len(parts) == 3:
+        return f"persistent://{topic}"
+    raise ValueError(f"invalid short topic name {topic!r}")
+
+
+def partitioned_topic_name(topic: str) -> str:
+    """``TopicName.getPartitionedTopicName``: strip a trailing ``-partition-N``."""
+    base, sep, index = topic.rpartition("-partition-")
+    if sep and index.isdigit():
+        return base
+    return topic
+
+
+def _f32(value: float) -> float:
+    """Round to IEEE float32, as Java's ``(float)`` cast in ``ResourceUsage.percentUsage``."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def _percent_usage(usage: float, limit: float) -> float:
+    """``ResourceUsage.percentUsage()``: float32 ``usage/limit*100``, 0 when limit <= 0."""
+    if limit <= 0:
+        return 0.0
+    return _f32(_f32(_f32(usage) / _f32(limit)) * 100.0)
+
+
+# --------------------------------------------------------------------------- value types
+
+
+@dataclass
+class TopicLoad:
+    """One topic (or one partition) and its steady rates.
+
+    Rates are per second: ``msg_rate_*`` in messages, ``msg_throughput_*`` in bytes. ``subscriptions``
+    maps subscription name -> number of connected consumers.
+    """
+
+    name: str
+    msg_rate_in: float
+    msg_rate_out: float
+    msg_throughput_in: float
+    msg_throughput_out: float
+    producers: int = 1
+    subscriptions: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        split_topic_name(self.name)  # raises ValueError naming the topic
+        for attr in ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out"):
+            value = getattr(self, attr)
+            if not value >= 0:  # also rejects NaN
+                raise ValueError(f"topic {self.name}: {attr} must be >= 0, got {value}")
+
+    @property
+    def namespace(self) -> str:
+        return split_topic_name(self.name)[1]
+
+    @property
+    def domain(self) -> str:
+        return split_topic_name(self.name)[0]
+
+    @property
+    def consumers(self) -> int:
+        return sum(self.subscriptions.values())
+
+
+@dataclass
+class BrokerSpec:
+    """A broker's id (``host:port`` of its web service) and machine capacity.
+
+    ``nic_speed_mbps`` is Mbit/s as in ``/sys/class/net/*/speed``; memory sizes are MiB.
+    """
+
+    broker_id: str
+    cores: int = 8
+    nic_speed_mbps: float = 1000.0
+    heap_mb: float = 4096.0
+    direct_memory_mb: float = 4096.0
+
+
+# --------------------------------------------------------------------------- the state
+
+
+class ClusterState:
+    """Thread-safe simulated cluster. Every public method takes the lock; mutations persist.
+
+    Args:
+        cluster: the cluster name (``GET /admin/v2/clusters``).
+        brokers: broker specs, in a stable order (order breaks placement ties).
+        namespaces: ``"tenant/ns"`` -> boundaries (ints, ascending, first 0, last 0xffffffff).
+        topics: the topics; each must belong to one of ``namespaces``.
+        owners: full bundle name -> broker id; must cover every bundle exactly.
+        leader: the leader broker id (default: the first broker).
+        state_file: if set, the state is written there (atomically) after every mutation.
+        heartbeat_namespaces: if true, ``ownedNamespaces`` also lists each broker's heartbeat
+            namespaces (``pulsar/<cluster>/<broker>`` and ``pulsar/<broker>``) as real brokers do.
+    """
+
+    def __init__(
+        self,
+        *,
+        cluster: str,
+        brokers: Sequence[BrokerSpec],
+        namespaces: Mapping[str, Sequence[int]],
+        topics: Iterable[TopicLoad],
+        owners: Mapping[str, str],
+        leader: str | None = None,
+        state_file: str | os.PathLike[str] | None = None,
+        heartbeat_namespaces: bool = True,
+        started_at_ms: int | None = None,
+    ) -> None:
+        self._lock = threading.RLock()
+        self.cluster = cluster
+        if not brokers:
+            raise ValueError("a cluster needs at least one broker")
+        self._brokers: dict[str, BrokerSpec] = {}
+        for spec in brokers:
+            if spec.broker_id in self._brokers:
+                raise ValueError(f"duplicate broker id {spec.broker_id!r}")
+            self._brokers[spec.broker_id] = spec
+        self.leader = leader if leader is not None else brokers[0].broker_id
+        if self.leader not in self._brokers:
+            raise ValueError(f"leader {self.leader!r} is not one of the brokers")
+        self._boundaries: dict[str, list[int]] = {}
+        for ns, bounds in namespaces.items():
+            _check_namespace_name(ns)
+            self._boundaries[ns] = _check_boundaries(ns, list(bounds))
+        self._topics: dict[str, TopicLoad] = {}
+        for topic in topics:
+            if topic.namespace not in self._boundaries:
+                raise ValueError(f"topic {topic.name} belongs to unknown namespace {topic.namespace}")
+            if topic.name in self._topics:
+                raise ValueError(f"duplicate topic {topic.name}")
+            self._topics[topic.name] = topic
+        self._owners: dict[str, str] = dict(owners)
+        expected = {b for ns in self._boundaries for b in self._bundle_names(ns)}
+        missing = sorted(expected - set(self._owners))
+        extra = sorted(set(self._owners) - expected)
+        if missing or extra:
+            raise ValueError(f"owners must cover every bundle exactly; missing={missing} unknown={extra}")
+        for bundle, broker in self._owners.items():
+            if broker not in self._brokers:
+                raise ValueError(f"bundle {bundle} is owned by unknown broker {broker!r}")
+        self._affinity: dict[str, str] = {}
+        self._by_bundle: dict[str, list[TopicLoad]] | None = None  # topic -> bundle index; reset on split
+        self._last_reported: dict[str, set[str]] = {}
+        self.heartbeat_namespaces = heartbeat_namespaces
+        self.started_at_ms = started_at_ms if started_at_ms is not None else int(time.time() * 1000)
+        self.state_file = Path(state_file) if state_file is not None else None
+
+    # ------------------------------------------------------------------ read side
+
+    def broker_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._brokers)
+
+    def broker_spec(self, broker_id: str) -> BrokerSpec:
+        with self._lock:
+            return copy.copy(self._require_broker(broker_id))
+
+    def has_broker(self, broker_id: str) -> bool:
+        with self._lock:
+            return broker_id in self._brokers
+
+    def tenants(self) -> list[str]:
+        with self._lock:
+            return sorted({ns.split("/")[0] for ns in self._boundaries})
+
+    def namespaces(self, tenant: str | None = None) -> list[str]:
+        """All namespaces, or those of ``tenant`` (404 if the tenant does not exist)."""
+        with self._lock:
+            if tenant is None:
+                return sorted(self._boundaries)
+            result = sorted(ns for ns in self._boundaries if ns.split("/")[0] == tenant)
+            if not result:
+                raise PulsarRestError(404, "Tenant does not exist")
+            return result
+
+    def has_namespace(self, namespace: str) -> bool:
+        with self._lock:
+            return namespace in self._boundaries
+
+    def bundles_data(self, namespace: str) -> dict[str, Any]:
+        """``BundlesData`` JSON: ``{"boundaries": ["0x00000000", ...], "numBundles": n}`` (live)."""
+        with self._lock:
+            bounds = self._require_namespace(namespace)
+            return {"boundaries": [f"0x{b:08x}" for b in bounds], "numBundles": len(bounds) - 1}
+
+    def bundle_ranges(self, namespace: str) -> list[str]:
+        with self._lock:
+            bounds = self._require_namespace(namespace)
+            return [range_name(lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+
+    def owner(self, bundle: str) -> str:
+        """Owner of a full bundle name ``tenant/ns/0x.._0x..`` (KeyError if no such bundle)."""
+        with self._lock:
+            return self._owners[bundle]
+
+    def owners(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._owners)
+
+    def owned_bundles(self, broker_id: str) -> list[str]:
+        with self._lock:
+            self._require_broker(broker_id)
+            return sorted(b for b, o in self._owners.items() if o == broker_id)
+
+    def topics(self) -> list[TopicLoad]:
+        with self._lock:
+            return [copy.deepcopy(t) for t in self._topics.values()]
+
+    def bundle_for_topic(self, topic: str) -> str:
+        """Full name of the bundle a topic hashes into (404 if its namespace does not exist)."""
+        with self._lock:
+            _, namespace, _ = split_topic_name(topic)
+            bounds = self._require_namespace(namespace)
+            return f"{namespace}/{self._range_for_hash(bounds, topic_hash(topic))}"
+
+    def topics_in_bundle(self, bundle: str) -> list[TopicLoad]:
+        with self._lock:
+            return [copy.deepcopy(t) for t in self._topics_by_bundle().get(bundle, [])]
+
+    def validate_bundle(self, namespace: str, bundle_range: str) -> tuple[int, int]:
+        """Pulsar's ``validateNamespaceBundleRange``: 404 unknown namespace, 412 not a current bundle."""
+        with self._lock:
+            bounds = self._require_namespace(namespace)
+            if "_" not in bundle_range:
+                raise PulsarRestError(412, f"Invalid bundle range: {bundle_range}")
+            lo_text, _, hi_text = bundle_range.partition("_")
+            try:
+                lo, hi = java_long_decode(lo_text), java_long_decode(hi_text.split("_")[0])
+            except ValueError as exc:
+                raise PulsarRestError(412, f"Invalid bundle range: {bundle_range} ({exc})") from None
+            idx = bisect.bisect_left(bounds, lo)
+            if idx >= len(bounds) - 1 or bounds[idx] != lo:
+                raise PulsarRestError(412, "Cannot find bundle in the bundles list")
+            if bounds[idx + 1] != hi:
+                raise PulsarRestError(412, "Bundle is not part of the bundles list")
+            return lo, hi
+
+    # ------------------------------------------------------------------ reports
+
+    def load_report(self, broker_id: str) -> dict[str, Any]:
+        """``GET /admin/v2/broker-stats/load-report`` of ``broker_id``: LocalBrokerData JSON."""
+        with self._lock:
+            spec = self._require_broker(broker_id)
+            bundle_stats = self._bundle_stats_of(broker_id)
+            rate_in = sum(s["msgRateIn"] for s in bundle_stats.values())
+            rate_out = sum(s["msgRateOut"] for s in bundle_stats.values())
+            thr_in = sum(s["msgThroughputIn"] for s in bundle_stats.values())
+            thr_out = sum(s["msgThroughputOut"] for s in bundle_stats.values())
+            num_topics = sum(int(s["topics"]) for s in bundle_stats.values())
+            usage = self._system_usage(
+                spec, msg_rate=rate_in + rate_out, thr_in=thr_in, thr_out=thr_out, topics=num_topics
+            )
+            bundles = set(bundle_stats)
+            previous = self._last_reported.get(broker_id, set())
+            self._last_reported[broker_id] = bundles
+            max_usage = max(_percent_usage(u["usage"], u["limit"]) for u in usage.values()) / 100
+            return {
+                "webServiceUrl": f"http://{broker_id}",
+                "webServiceUrlTls": None,
+                "pulsarServiceUrl": f"pulsar://{broker_id}",
+                "pulsarServiceUrlTls": None,
+                "persistentTopicsEnabled": True,
+                "nonPersistentTopicsEnabled": True,
+                **usage,
+                "msgThroughputIn": thr_in,
+                "msgThroughputOut": thr_out,
+                "msgRateIn": rate_in,
+                "msgRateOut": rate_out,
+                "lastUpdate": int(time.time() * 1000),
+                "lastStats": bundle_stats,
+                "numTopics": num_topics,
+                "numBundles": len(bundle_stats),
+                "numConsumers": sum(int(s["consumerCount"]) for s in bundle_stats.values()),
+                "numProducers": sum(int(s["producerCount"]) for s in bundle_stats.values()),
+                "bundles": sorted(bundles),
+                "lastBundleGains": sorted(bundles - previous),
+                "lastBundleLosses": sorted(previous - bundles),
+                "brokerVersionString": BROKER_VERSION_STRING,
+                "protocols": {},
+                "advertisedListeners": {},
+                "loadReportType": "LocalBrokerData",
+                "maxResourceUsage": max_usage,
+                "bundleStats": copy.deepcopy(bundle_stats),
+            }
+
+    def topic_stats(self, broker_id: str) -> dict[str, Any]:
+        """``GET /admin/v2/broker-stats/topics`` of ``broker_id``.
+
+        Shape: ``namespace -> bundle range -> "persistent"|"non-persistent" -> topic -> stats``, the
+        per-topic fields written by ``PersistentTopic.updateRates``.
+        """
+        with self._lock:
+            self._require_broker(broker_id)
+            uptime_s = max(0.0, time.time() - self.started_at_ms / 1000)
+            out: dict[str, Any] = {}
+            for bundle, topics in sorted(self._topics_by_bundle().items()):
+                if self._owners[bundle] != broker_id or not topics:
+                    continue
+                namespace, _, rng = bundle.rpartition("/")
+                by_domain = out.setdefault(namespace, {}).setdefault(rng, {})
+                for t in sorted(topics, key=lambda x: x.name):
+                    by_domain.setdefault(t.domain, {})[t.name] = _topic_stats_json(t, uptime_s)
+            return out
+
+    def owned_namespaces(self, broker_id: str) -> dict[str, Any]:
+        """``GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces``: bundle -> NamespaceOwnershipStatus."""
+        with self._lock:
+            self._require_broker(broker_id)
+            status = {"broker_assignment": "shared", "is_controlled": False, "is_active": True}
+            result = {b: dict(status) for b in self.owned_bundles(broker_id)}
+            if self.heartbeat_namespaces:
+                full = range_name(FULL_LOWER_BOUND, FULL_UPPER_BOUND)
+                result[f"pulsar/{self.cluster}/{broker_id}/{full}"] = dict(status)
+                result[f"pulsar/{broker_id}/{full}"] = dict(status)
+            return result
+
+    def lookup(self, topic: str) -> dict[str, Any]:
+        """``LookupData`` of the broker owning ``topic``'s bundle (404 unknown namespace)."""
+        with self._lock:
+            owner = self._owners[self.bundle_for_topic(topic)]
+            return {
+                "brokerUrl": f"pulsar://{owner}",
+                "brokerUrlTls": None,
+                "httpUrl": f"http://{owner}",
+                "httpUrlTls": None,
+                "nativeUrl": f"pulsar://{owner}",
+                "brokerUrlSsl": "",
+            }
+
+    def topic_hash_positions(self, namespace: str, bundle_range: str, topics: Sequence[str]) -> dict[str, Any]:
+        """``TopicHashPositions`` as ``NamespacesBase.internalGetTopicHashPositionsAsync`` builds it.
+
+        Empty ``topics`` -> every topic of the bundle. A name without ``-partition-N`` selects all its
+        partitions in this bundle; a partition name is returned only if it is in this bundle. Keys are
+        the names as given for partitions (Pulsar's quirk) and full names otherwise.
+        """
+        with self._lock:
+            lo, hi = self.validate_bundle(namespace, bundle_range)
+            bundle = f"{namespace}/{range_name(lo, hi)}"
+            in_bundle = [t.name for t in self._topics_by_bundle().get(bundle, [])]
+            positions: dict[str, int] = {}
+            if not topics:
+                positions = {t: topic_hash(t) for t in in_bundle}
+            else:
+                for given in topics:
+                    try:
+                        full = normalize_topic_name(given)
+                    except ValueError as exc:
+                        raise PulsarRestError(412, str(exc)) from None
+                    if partitioned_topic_name(full) == full:  # partition index -1
+                        for t in in_bundle:
+                            if partitioned_topic_name(t) == full:
+                                positions[t] = topic_hash(t)
+                    elif full in in_bundle:
+                        positions[given] = topic_hash(given)
+            return {"namespace": namespace, "bundle": range_name(lo, hi), "topicHashPositions": positions}
+
+    # ------------------------------------------------------------------ mutations
+
+    def split_bundle(
+        self,
+        namespace: str,
+        bundle_range: str,
+        *,
+        unload: bool = False,
+        algorithm: str | None = None,
+        boundaries: Sequence[int] | None = None,
+    ) -> list[str]:
+        """Split like ``NamespaceService.splitAndOwnBundle``; returns the children (``[]`` = no split).
+
+        Raises:
+            PulsarRestError: 412 unsupported algorithm, empty boundaries with
+                ``specified_positions_divide``, a range that is not a current bundle, a bundle that
+                cannot be split further, or split points outside/duplicated; 404 unknown namespace.
+        """
+        with self._lock:
+            if algorithm:
+                if algorithm not in SUPPORTED_SPLIT_ALGORITHMS:
+                    raise PulsarRestError(
+                        412,
+                        "Unsupported namespace bundle split algorithm, supported algorithms are "
+                        f"[{', '.join(SUPPORTED_SPLIT_ALGORITHMS)}]",
+                    )
+                if algorithm.lower() == SPECIFIED_POSITIONS_DIVIDE and not boundaries:
+                    raise PulsarRestError(
+                        412, "With specified_positions_divide split algorithm, splitBoundaries must not be empty"
+                    )
+            lo, hi = self.validate_bundle(namespace, bundle_range)
+            parent = f"{namespace}/{range_name(lo, hi)}"
+            if hi - lo <= 1:  # canSplitBundle -> IllegalArgumentException
+                raise PulsarRestError(412, "Split bundle failed due to invalid request")
+            topics = self._topics_by_bundle().get(parent, [])
+            points = _split_points(algorithm or DEFAULT_SPLIT_ALGORITHM, lo, hi, topics, boundaries)
+            if not points:  # "No valid boundary found ... to split bundle": completes without splitting
+                return []
+            if any(not lo < p < hi for p in points) or len(set(points)) != len(points):
+                raise PulsarRestError(412, "Split bundle failed due to invalid request")
+            points = sorted(points)
+            bounds = self._boundaries[namespace]
+            idx = bounds.index(lo)
+            bounds[idx + 1 : idx + 1] = points
+            self._by_bundle = None
+            edges = [lo, *points, hi]
+            children = [f"{namespace}/{range_name(a, b)}" for a, b in zip(edges, edges[1:])]
+            owner = self._owners.pop(parent)
+            self._affinity.pop(parent, None)
+            for child in children:
+                self._owners[child] = owner
+            if unload:
+                for child in children:
+                    self._owners[child] = self._place(child, previous_owner=owner)
+            self._persist()
+            return children
+
+    def set_bundle_affinity(self, bundle: str, broker_id: str | None) -> None:
+        """``ModularLoadManagerImpl.setNamespaceBundleAffinity``: the next placement of ``bundle`` goes there."""
+        with self._lock:
+            if broker_id:
+                self._affinity[bundle] = broker_id
+            else:
+                self._affinity.pop(bundle, None)
+
+    def unload_bundle(self, namespace: str, bundle_range: str) -> str:
+        """Unload a bundle and place it again at once; returns the new owner.
+
+        Placement: the affinity broker set by an unload with ``destinationBroker`` if it is active;
+        otherwise Pulsar's modular placement reduced to its deterministic core — drop the previous
+        owner (pulsar#20822), keep the brokers owning the fewest bundles of this namespace
+        (``removeMostServicingBrokersForNamespace``), then the lowest msgRateIn+Out
+        (``LeastLongTermMessageRate`` with current rates), ties -> broker order.
+        """
+        with self._lock:
+            lo, hi = self.validate_bundle(namespace, bundle_range)
+            bundle = f"{namespace}/{range_name(lo, hi)}"
+            previous = self._owners[bundle]
+            self._owners[bundle] = self._place(bundle, previous_owner=previous)
+            self._persist()
+            return self._owners[bundle]
+
+    def rename_brokers(self, mapping: Mapping[str, str]) -> None:
+        """Rename broker ids (e.g. to the real ephemeral listening addresses); ownership follows."""
+        with self._lock:
+            unknown = sorted(set(mapping) - set(self._brokers))
+            if unknown:
+                raise ValueError(f"unknown broker ids {unknown}")
+            new_ids = [mapping.get(b, b) for b in self._brokers]
+            if len(set(new_ids)) != len(new_ids):
+                raise ValueError(f"renaming would duplicate broker ids: {new_ids}")
+            self._brokers = {
+                mapping.get(b, b): BrokerSpec(**{**asdict(s), "broker_id": mapping.get(b, b)})
+                for b, s in self._brokers.items()
+            }
+            self._owners = {bundle: mapping.get(o, o) for bundle, o in self._owners.items()}
+            self._affinity = {bundle: mapping.get(o, o) for bundle, o in self._affinity.items()}
+            self._last_reported = {mapping.get(b, b): s for b, s in self._last_reported.items()}
+            self.leader = mapping.get(self.leader, self.leader)
+            self._persist()
+
+    # ------------------------------------------------------------------ snapshot / persistence
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep, JSON-able copy of the whole state (the state-file format)."""
+        with self._lock:
+            return {
+                "version": STATE_FILE_VERSION,
+                "cluster": self.cluster,
+                "leader": self.leader,
+                "startedAtMs": self.started_at_ms,
+                "heartbeatNamespaces": self.heartbeat_namespaces,
+                "brokers": [asdict(s) for s in self._brokers.values()],
+                "namespaces": {ns: [f"0x{b:08x}" for b in bounds] for ns, bounds in self._boundaries.items()},
+                "owners": dict(sorted(self._owners.items())),
+                "affinity": dict(self._affinity),
+                "topics": [asdict(t) for t in self._topics.values()],
+            }
+
+    @classmethod
+    def from_snapshot(
+        cls, data: Mapping[str, Any], *, state_file: str | os.PathLike[str] | None = None
+    ) -> ClusterState:
+        """Rebuild a state from :meth:`snapshot` output (raises ValueError naming a bad field)."""
+        if data.get("version") != STATE_FILE_VERSION:
+            raise ValueError(f"state version must be {STATE_FILE_VERSION}, got {data.get('version')!r}")
+        try:
+            state = cls(
+                cluster=str(data["cluster"]),
+                brokers=[BrokerSpec(**b) for b in data["brokers"]],
+                namespaces={ns: [int(b, 16) for b in bounds] for ns, bounds in data["namespaces"].items()},
+                topics=[TopicLoad(**t) for t in data["topics"]],
+                owners=data["owners"],
+                leader=data.get("leader"),
+                state_file=state_file,
+                heartbeat_namespaces=bool(data.get("heartbeatNamespaces", True)),
+                started_at_ms=data.get("startedAtMs"),
+            )
+        except KeyError as exc:
+            raise ValueError(f"state is missing field {exc.args[0]!r}") from None
+        except TypeError as exc:
+            raise ValueError(f"state has a malformed entry: {exc}") from None
+        state._affinity = dict(data.get("affinity", {}))
+        return state
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ClusterState:
+        """Load a state file written by a previous run; later mutations persist to the same file."""
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        return cls.from_snapshot(data, state_file=path)
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> None:
+        """Write the state atomically (tmp file + rename) to ``path`` or the configured state file."""
+        target = Path(path) if path is not None else self.state_file
+        if target is None:
+            raise ValueError("no state file configured")
+        with self._lock:
+            payload = json.dumps(self.snapshot(), indent=1, sort_keys=True)
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_text(payload, encoding="utf-8")
+            os.replace(tmp, target)
+
+    # ------------------------------------------------------------------ internals
+
+    def _persist(self) -> None:
+        if self.state_file is not None:
+            self.save()
+
+    def _require_broker(self, broker_id: str) -> BrokerSpec:
+        try:
+            return self._brokers[broker_id]
+        except KeyError:
+            raise PulsarRestError(404, f"Broker {broker_id} not found") from None
+
+    def _require_namespace(self, namespace: str) -> list[int]:
+        try:
+            return self._boundaries[namespace]
+        except KeyError:
+            raise PulsarRestError(404, "Namespace does not exist") from None
+
+    def _bundle_names(self, namespace: str) -> list[str]:
+        bounds = self._boundaries[namespace]
+        return [f"{namespace}/{range_name(lo, hi)}" for lo, hi in zip(bounds, bounds[1:])]
+
+    @staticmethod
+    def _range_for_hash(bounds: list[int], h: int) -> str:
+        idx = bisect.bisect_right(bounds, h) - 1
+        idx = min(max(idx, 0), len(bounds) - 2)  # hash == last boundary -> last (closed) bundle
+        return range_name(bounds[idx], bounds[idx + 1])
+
+    def _topics_by_bundle(self) -> dict[str, list[TopicLoad]]:
+        """Bundle -> its topics. Cached: only a split changes the mapping (ownership does not)."""
+        if self._by_bundle is None:
+            result: dict[str, list[TopicLoad]] = {}
+            for t in self._topics.values():
+                ns = t.namespace
+                bundle = f"{ns}/{self._range_for_hash(self._boundaries[ns], topic_hash(t.name))}"
+                result.setdefault(bundle, []).append(t)
+            self._by_bundle = result
+        return self._by_bundle
+
+    def _bundle_stats_of(self, broker_id: str) -> dict[str, dict[str, Any]]:
+        """NamespaceBundleStats of every bundle of ``broker_id`` that has at least one topic."""
+        stats: dict[str, dict[str, Any]] = {}
+        for bundle, topics in sorted(self._topics_by_bundle().items()):
+            if self._owners[bundle] != broker_id or not topics:
+                continue
+            thr_in = sum(t.msg_throughput_in for t in topics)
+            stats[bundle] = {
+                "msgRateIn": sum(t.msg_rate_in for t in topics),
+                "msgThroughputIn": thr_in,
+                "msgRateOut": sum(t.msg_rate_out for t in topics),
+                "msgThroughputOut": sum(t.msg_throughput_out for t in topics),
+                "consumerCount": sum(t.consumers for t in topics),
+                "producerCount": sum(t.producers for t in topics),
+                "topics": len(topics),
+                "cacheSize": int(thr_in),  # ~one second of ingest held in the managed-ledger cache
+            }
+        return stats
+
+    @staticmethod
+    def _system_usage(
+        spec: BrokerSpec, *, msg_rate: float, thr_in: float, thr_out: float, topics: int
+    ) -> dict[str, dict[str, float]]:
+        """SystemResourceUsage per the module-docstring model (cpu in core-%, Kbit/s, MiB)."""
+        throughput = thr_in + thr_out
+        nic_limit_kbps = float(spec.nic_speed_mbps) * 1024  # LinuxBrokerHostUsageImpl: Mbit/s * 1024
+        return {
+            "cpu": {
+                "usage": CPU_BASE_PCT + CPU_PCT_PER_MSG * msg_rate + CPU_PCT_PER_BYTE * throughput,
+                "limit": float(spec.cores * 100),
+            },
+            "memory": {
+                "usage": HEAP_BASE_MB + HEAP_MB_PER_TOPIC * topics + HEAP_MB_PER_MSG * msg_rate,
+                "limit": float(spec.heap_mb),
+            },
+            "directMemory": {
+                "usage": DIRECT_BASE_MB + DIRECT_BUFFERED_SECONDS * throughput / MIB,
+                "limit": float(spec.direct_memory_mb),
+            },
+            "bandwidthIn": {"usage": thr_in * 8 / 1024, "limit": nic_limit_kbps},
+            "bandwidthOut": {"usage": thr_out * 8 / 1024, "limit": nic_limit_kbps},
+        }
+
+    def _place(self, bundle: str, *, previous_owner: str | None) -> str:
+        affinity = self._affinity.pop(bundle, None)
+        if affinity is not None and affinity in self._brokers:
+            return affinity
+        candidates = [b for b in self._brokers if b != previous_owner] or list(self._brokers)
+        namespace = bundle.rpartition("/")[0]
+        per_ns = {b: 0 for b in candidates}
+        for other, owner in self._owners.items():
+            if other != bundle and owner in per_ns and other.rpartition("/")[0] == namespace:
+                per_ns[owner] += 1
+        fewest = min(per_ns.values())
+        candidates = [b for b in candidates if per_ns[b] == fewest]
+        rates = {b: 0.0 for b in candidates}
+        for other, topics in self._topics_by_bundle().items():
+            owner = self._owners.get(other)
+            if other != bundle and owner in rates:
+                rates[owner] += sum(t.msg_rate_in + t.msg_rate_out for t in topics)
+        return min(candidates, key=lambda b: rates[b])  # min() keeps the first of equals
+
+
+def _topic_stats_json(t: TopicLoad, uptime_s: float) -> dict[str, Any]:
+    avg_size = t.msg_throughput_in / t.msg_rate_in if t.msg_rate_in else 0.0
+    producers = max(t.producers, 0)
+    publishers = [
+        {
+            "producerId": i,
+            "producerName": f"sim-producer-{i}",
+            "msgRateIn": t.msg_rate_in / producers,
+            "msgThroughputIn": t.msg_throughput_in / producers,
+            "averageMsgSize": avg_size,
+        }
+        for i in range(producers)
+    ]
+    subs: dict[str, Any] = {}
+    n_subs = len(t.subscriptions)
+    for name, consumers in sorted(t.subscriptions.items()):
+        sub_rate = t.msg_rate_out / n_subs
+        sub_thr = t.msg_throughput_out / n_subs
+        subs[name] = {
+            "consumers": [
+                {
+                    "consumerName": f"{name}-consumer-{i}",
+                    "msgRateOut": sub_rate / consumers,
+                    "msgThroughputOut": sub_thr / consumers,
+                    "msgRateRedeliver": 0.0,
+                    "availablePermits": 1000,
+                    "unackedMessages": 0,
+                    "blockedConsumerOnUnackedMsgs": False,
+                }
+                for i in range(consumers)
+            ],
+            "msgBacklog": 0,
+            "msgRateExpired": 0.0,
+            "msgRateOut": sub_rate,
+            "msgThroughputOut": sub_thr,
+            "msgRateRedeliver": 0.0,
+            "numberOfEntriesSinceFirstNotAckedMessage": 1,
+            "totalNonContiguousDeletedMessagesRange": 0,
+            "type": "Shared",
+        }
+    return {
+        "publishers": publishers,
+        "replication": {},
+        "subscriptions": subs,
+        "producerCount": producers,
+        "averageMsgSize": avg_size,
+        "msgRateIn": t.msg_rate_in,
+        "msgRateOut": t.msg_rate_out,
+        "msgInCount": int(t.msg_rate_in * uptime_s),
+        "bytesInCount": int(t.msg_throughput_in * uptime_s),
+        "msgOutCount": int(t.msg_rate_out * uptime_s),
+        "bytesOutCount": int(t.msg_throughput_out * uptime_s),
+        "msgThroughputIn": t.msg_throughput_in,
+        "msgThroughputOut": t.msg_throughput_out,
+        "storageSize": 0,
+        "backlogSize": 0,
+        "pendingAddEntriesCount": 0,
+    }
+
+
+def _split_points(
+    algorithm: str, lo: int, hi: int, topics: Sequence[TopicLoad], positions: Sequence[int] | None
+) -> list[int] | None:
+    """The split boundaries each Pulsar ``NamespaceBundleSplitAlgorithm`` returns (None = no split)."""
+    if algorithm == RANGE_EQUALLY_DIVIDE:
+        return [lo + (hi - lo) // 2]
+    if algorithm == TOPIC_COUNT_EQUALLY_DIVIDE:
+        if len(topics) <= 1:
+            return None
+        hashes = sorted(topic_hash(t.name) for t in topics)
+        n = len(hashes)
+        start, end = hashes[max(n // 2 - 1, 0)], hashes[n // 2]
+        return [start + (end - start) // 2]
+    if algorithm == SPECIFIED_POSITIONS_DIVIDE:
+        if not positions:
+            raise PulsarRestError(412, "Split bundle failed due to invalid request")  # "can't be empty"
+        if len(topics) <= 1:
+            return None
+        kept = [p for p in sorted(positions) if lo < p < hi]
+        return kept or None
+    if algorithm == FLOW_OR_QPS_EQUALLY_DIVIDE:
+        return _flow_or_qps_points(topics)
+    raise PulsarRestError(412, f"Unsupported namespace bundle split algorithm {algorithm}")
+
+
+def _flow_or_qps_points(topics: Sequence[TopicLoad]) -> list[int] | None:
+    """``FlowOrQpsEquallyDivideBundleSplitAlgorithm`` with Pulsar's default limits."""
+    if len(topics) <= 1:
+        return None
+    info: dict[int, tuple[float, float]] = {}
+    total_rate = total_thr = 0.0
+    for t in topics:
+        rate = t.msg_rate_in + t.msg_rate_out
+        thr = t.msg_throughput_in + t.msg_throughput_out
+        if rate <= 0 and thr <= 0:
+            continue
+        info[topic_hash(t.name)] = (rate, thr)  # HashMap: equal hashes collapse to the later topic
+        total_rate += rate
+        total_thr += thr
+    max_rate, max_bw = _MAX_BUNDLE_MSG_RATE, float(int(_MAX_BUNDLE_BANDWIDTH_BYTES))
+    if len(info) < 2 or (
+        total_rate < max_rate * (1 + _FLOW_OR_QPS_DIFF) and total_thr < max_bw * (1 + _FLOW_OR_QPS_DIFF)
+    ):
+        return None
+    hashes = sorted(info)
+    rate_acc, thr_acc = info[hashes[0]]
+    points: list[int] = []
+    for i in range(1, len(hashes)):
+        rate, thr = info[hashes[i]]
+        if rate_acc + rate > max_rate or thr_acc + thr > max_bw:
+            points.append(hashes[i - 1] + (hashes[i] - hashes[i - 1]) // 2 + 1)
+            rate_acc, thr_acc = rate, thr
+        else:
+            rate_acc += rate
+            thr_acc += thr
+    return points
+
+
+def _check_namespace_name(ns: str) -> None:
+    parts = ns.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"namespace must be 'tenant/namespace', got {ns!r}")
+
+
+def _check_boundaries(ns: str, bounds: list[int]) -> list[int]:
+    if len(bounds) < 2:
+        raise ValueError(f"namespace {ns}: need at least 2 boundaries, got {bounds}")
+    if bounds[0] != FULL_LOWER_BOUND or bounds[-1] != FULL_UPPER_BOUND:
+        raise ValueError(f"namespace {ns}: boundaries must start at 0x00000000 and end at 0xffffffff")
+    if any(a >= b for a, b in zip(bounds, bounds[1:])):
+        raise ValueError(f"namespace {ns}: boundaries must be strictly increasing")
+    return bounds

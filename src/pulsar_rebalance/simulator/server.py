@@ -1,0 +1,585 @@
+"""One real HTTP server per simulated broker, speaking Pulsar's admin REST API.
+
+Every broker serves the cluster-wide endpoints; broker-specific ones (``broker-stats/load-report``,
+``broker-stats/topics``) describe THAT broker. Requests about a bundle owned by another broker answer
+``307 Temporary Redirect`` to the owner the way ``PulsarWebResource.validateBundleOwnership`` builds it
+(same path and query, host/port of the owner, ``authoritative`` = "is the redirecting broker the
+leader"). An unload with ``destinationBroker`` first goes to the leader (``validateLeaderBrokerAsync``,
+``authoritative=false``), which records the bundle affinity and then redirects to the owner with
+``destinationBroker`` removed — modular load manager behaviour.
+
+Errors use Pulsar's ``ErrorData`` body ``{"reason": "..."}``. With a token configured, every request
+needs ``Authorization: Bearer <token>`` (401 otherwise).
+
+Fault injection (tests, demos) is NOT reachable through any HTTP path: use :meth:`SimulatedPulsar.inject_error`,
+:meth:`~SimulatedPulsar.inject_malformed_load_report`, :meth:`~SimulatedPulsar.inject_latency`, or a
+spec string (:meth:`~SimulatedPulsar.apply_fault_spec`, the CLI's ``--fault`` / env
+``PULSAR_REBALANCE_SIM_FAULTS``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+from pulsar_rebalance.simulator.cluster import (
+    SPECIFIED_POSITIONS_DIVIDE,
+    SUPPORTED_SPLIT_ALGORITHMS,
+    ClusterState,
+    PulsarRestError,
+    range_name,
+)
+
+logger = logging.getLogger(__name__)
+
+FAULTS_ENV_VAR = "PULSAR_REBALANCE_SIM_FAULTS"
+
+
+@dataclass
+class _Response:
+    status: int
+    body: Any = None  # JSON-able, or bytes sent verbatim
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _BrokerFaults:
+    error_status: int | None = None
+    error_times: int | None = None  # None = until cleared
+    malformed_load_report: bool = False
+    latency_s: float = 0.0
+
+
+class _Redirect(Exception):
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
+@dataclass
+class _Request:
+    broker_id: str
+    method: str
+    path: str
+    query: list[tuple[str, str]]
+    body: bytes
+    authorization: str | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    malformed_load_report: bool = False  # fault injection, set by SimulatedPulsar.handle
+
+    def param(self, name: str) -> str | None:
+        for key, value in self.query:
+            if key == name:
+                return value
+        return None
+
+    def params_all(self, name: str) -> list[str]:
+        return [v for k, v in self.query if k == name]
+
+    def flag(self, name: str) -> bool:
+        """JAX-RS ``boolean`` query param: only "true" (any case) is true."""
+        value = self.param(name)
+        return value is not None and value.lower() == "true"
+
+
+_Handler = Callable[["SimulatedPulsar", _Request], _Response]
+_ROUTES: list[tuple[str, re.Pattern[str], _Handler]] = []
+_SEG = r"([^/]+)"
+
+
+def _route(method: str, pattern: str) -> Callable[[_Handler], _Handler]:
+    def register(fn: _Handler) -> _Handler:
+        regex = re.compile("^" + pattern.replace("{}", _SEG) + "/?$")
+        _ROUTES.append((method, regex, fn))
+        return fn
+
+    return register
+
+
+class SimulatedPulsar:
+    """Serve a :class:`ClusterState` over HTTP, one listening socket per broker.
+
+    Args:
+        state: the cluster. Broker ids must be ``host:port``.
+        host: interface to bind when ``ephemeral``.
+        ephemeral: bind every broker on an OS-chosen port and rename the state's broker ids
+            (in order) to the real addresses; otherwise bind exactly the host:port of each id.
+        token: if set, requests need ``Authorization: Bearer <token>``.
+
+    Use as a context manager, or call :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(
+        self, state: ClusterState, host: str = "127.0.0.1", *, ephemeral: bool = False, token: str | None = None
+    ) -> None:
+        self.state = state
+        self.host = host
+        self.ephemeral = ephemeral
+        self._token = token
+        self._servers: dict[str, _BrokerServer] = {}
+        self._threads: list[threading.Thread] = []
+        self._faults: dict[str, _BrokerFaults] = {}
+        self._faults_lock = threading.Lock()
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> SimulatedPulsar:
+        """Bind every broker's socket, then serve each in a daemon thread. Idempotent."""
+        if self._started:
+            return self
+        ids = self.state.broker_ids()
+        bound: list[_BrokerServer] = []
+        try:
+            for broker_id in ids:
+                host, port = (self.host, 0) if self.ephemeral else _split_host_port(broker_id)
+                try:
+                    server = _BrokerServer((host, port), self)
+                except OSError as exc:
+                    message = f"cannot listen on {host}:{port} for broker {broker_id}: {exc.strerror}"
+                    raise OSError(exc.errno, message) from exc
+                bound.append(server)
+        except BaseException:
+            for server in bound:
+                server.server_close()
+            raise
+        if self.ephemeral:
+            mapping = {old: f"{self.host}:{srv.server_address[1]}" for old, srv in zip(ids, bound)}
+            self.state.rename_brokers(mapping)
+            ids = [mapping[b] for b in ids]
+        for broker_id, server in zip(ids, bound):
+            server.broker_id = broker_id
+            self._servers[broker_id] = server
+            thread = threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"sim-broker-{broker_id}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        self._started = True
+        logger.info("simulated Pulsar cluster %s serving brokers %s", self.state.cluster, ids)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close every listening socket and every open (keep-alive) connection."""
+        stoppers = [threading.Thread(target=_stop_server, args=(srv,), daemon=True) for srv in self._servers.values()]
+        for stopper in stoppers:  # in parallel: each shutdown waits up to one poll interval
+            stopper.start()
+        for stopper in [*stoppers, *self._threads]:
+            stopper.join(timeout=5)
+        self._servers.clear()
+        self._threads.clear()
+        self._started = False
+
+    def stop_broker(self, broker: str | int) -> None:
+        """Take one broker's HTTP server down (connections refused afterwards); state is unchanged."""
+        broker_id = self._resolve(broker)
+        _stop_server(self._servers.pop(broker_id))
+
+    def __enter__(self) -> SimulatedPulsar:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def broker_ids(self) -> list[str]:
+        return self.state.broker_ids()
+
+    @property
+    def broker_urls(self) -> list[str]:
+        return [f"http://{b}" for b in self.state.broker_ids()]
+
+    @property
+    def admin_url(self) -> str:
+        """The first broker's web service URL (what an operator puts in the admin connection)."""
+        return self.broker_urls[0]
+
+    # ------------------------------------------------------------------ fault injection
+
+    def inject_error(self, broker: str | int, status: int = 500, *, times: int | None = None) -> None:
+        """Make ``broker`` answer every request with ``status`` (``times`` requests, or until cleared)."""
+        if not 400 <= status <= 599:
+            raise ValueError(f"status must be an HTTP error code, got {status}")
+        with self._faults_lock:
+            f = self._faults.setdefault(self._resolve(broker), _BrokerFaults())
+            f.error_status, f.error_times = status, times
+
+    def inject_malformed_load_report(self, broker: str | int, enabled: bool = True) -> None:
+        """Make ``broker``'s load report a truncated (invalid) JSON document with status 200."""
+        with self._faults_lock:
+            self._faults.setdefault(self._resolve(broker), _BrokerFaults()).malformed_load_report = enabled
+
+    def inject_latency(self, broker: str | int, seconds: float) -> None:
+        """Delay every answer of ``broker`` by ``seconds``."""
+        if seconds < 0:
+            raise ValueError(f"latency must be >= 0, got {seconds}")
+        with self._faults_lock:
+            self._faults.setdefault(self._resolve(broker), _BrokerFaults()).latency_s = seconds
+
+    def clear_faults(self, broker: str | int | None = None) -> None:
+        with self._faults_lock:
+            if broker is None:
+                self._faults.clear()
+            else:
+                self._faults.pop(self._resolve(broker), None)
+
+    def apply_fault_spec(self, spec: str) -> None:
+        """Apply comma-separated faults ``<broker>:<kind>[=<value>]``.
+
+        ``<broker>`` is a broker index (0-based), a broker id, or ``*`` for all; kinds:
+        ``error=<status>``, ``malformed-load-report``, ``latency=<seconds>``.
+        Example: ``"1:error=500,*:latency=0.2"``.
+        """
+        for item in filter(None, (s.strip() for s in spec.split(","))):
+            target, sep, action = item.rpartition(":") if item.count(":") > 1 else item.partition(":")
+            if not sep or not target or not action:
+                raise ValueError(f"fault {item!r}: expected <broker>:<kind>[=<value>]")
+            kind, _, value = action.partition("=")
+            targets: Sequence[str | int] = self.state.broker_ids() if target == "*" else [
+                int(target) if target.isdigit() else target
+            ]
+            for t in targets:
+                if kind == "error":
+                    self.inject_error(t, int(value or 500))
+                elif kind == "malformed-load-report":
+                    self.inject_malformed_load_report(t)
+                elif kind == "latency":
+                    self.inject_latency(t, float(value))
+                else:
+                    raise ValueError(f"fault {item!r}: unknown kind {kind!r} (error, malformed-load-report, latency)")
+
+    def _resolve(self, broker: str | int) -> str:
+        ids = self.state.broker_ids()
+        if isinstance(broker, int):
+            if not 0 <= broker < len(ids):
+                raise ValueError(f"broker index {broker} out of range 0..{len(ids) - 1}")
+            return ids[broker]
+        if broker not in ids:
+            raise ValueError(f"unknown broker {broker!r}; brokers are {ids}")
+        return broker
+
+    def _take_fault(self, broker_id: str) -> tuple[float, int | None, bool]:
+        with self._faults_lock:
+            f = self._faults.get(broker_id)
+            if f is None:
+                return 0.0, None, False
+            status = f.error_status
+            if status is not None and f.error_times is not None:
+                f.error_times -= 1
+                if f.error_times <= 0:
+                    f.error_status = f.error_times = None
+            return f.latency_s, status, f.malformed_load_report
+
+    # ------------------------------------------------------------------ request handling
+
+    def handle(self, req: _Request) -> _Response:
+        latency, error_status, req.malformed_load_report = self._take_fault(req.broker_id)
+        if latency:
+            time.sleep(latency)
+        if error_status is not None:
+            return _Response(error_status, {"reason": f"Injected fault on broker {req.broker_id}"})
+        if self._token is not None and not self._authorized(req):
+            return _Response(401, {"reason": "Authentication required"})
+        allowed: list[str] = []
+        for method, regex, fn in _ROUTES:
+            match = regex.match(req.path)
+            if not match:
+                continue
+            if method != req.method:
+                allowed.append(method)
+                continue
+            req.params = {str(i): unquote(g) for i, g in enumerate(match.groups())}
+            try:
+                return fn(self, req)
+            except _Redirect as redirect:
+                return _Response(307, None, {"Location": redirect.location})
+            except PulsarRestError as exc:
+                return _Response(exc.status, {"reason": exc.reason})
+        if allowed:
+            return _Response(405, {"reason": "HTTP 405 Method Not Allowed"}, {"Allow": ", ".join(sorted(set(allowed)))})
+        return _Response(404, {"reason": f"HTTP 404 Not Found: {req.path}"})
+
+    def _authorized(self, req: _Request) -> bool:
+        header = req.authorization
+        if not header or not header.startswith("Bearer "):
+            return False
+        return hmac.compare_digest(header[len("Bearer ") :].encode(), (self._token or "").encode())
+
+    def _redirect(self, req: _Request, target: str, *, authoritative: bool, drop: Sequence[str] = ()) -> _Redirect:
+        """``UriBuilder.fromUri(requestUri).host(..).port(..).replaceQueryParam("authoritative", ..)``."""
+        query = [(k, v) for k, v in req.query if k != "authoritative" and k not in drop]
+        query.append(("authoritative", "true" if authoritative else "false"))
+        return _Redirect(f"http://{target}{quote(req.path)}?{urlencode(query)}")
+
+    def _check_bundle_owner(self, req: _Request, bundle: str, *, drop: Sequence[str] = ()) -> None:
+        owner = self.state.owner(bundle)
+        if owner != req.broker_id:
+            raise self._redirect(req, owner, authoritative=req.broker_id == self.state.leader, drop=drop)
+
+
+# ---------------------------------------------------------------------- endpoints
+
+
+@_route("GET", "/admin/v2/clusters")
+def _clusters(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, [sim.state.cluster])
+
+
+@_route("GET", "/admin/v2/brokers")
+def _active_brokers(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, sim.state.broker_ids())
+
+
+@_route("GET", "/admin/v2/brokers/leaderBroker")
+def _leader(sim: SimulatedPulsar, req: _Request) -> _Response:
+    leader = sim.state.leader
+    return _Response(200, {"serviceUrl": f"http://{leader}", "brokerId": leader})
+
+
+@_route("GET", "/admin/v2/brokers/{}")
+def _cluster_brokers(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"])
+    return _Response(200, sim.state.broker_ids())
+
+
+@_route("GET", "/admin/v2/brokers/{}/{}/ownedNamespaces")
+def _owned_namespaces(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"])
+    broker = req.params["1"]
+    if not sim.state.has_broker(broker):
+        raise PulsarRestError(404, f"Broker {broker} not found")
+    if broker != req.broker_id:  # validateBrokerName: redirect to the broker asked about
+        raise _Redirect(f"http://{broker}{quote(req.path)}" + (f"?{urlencode(req.query)}" if req.query else ""))
+    return _Response(200, sim.state.owned_namespaces(broker))
+
+
+@_route("GET", "/admin/v2/broker-stats/load-report")
+def _load_report(sim: SimulatedPulsar, req: _Request) -> _Response:
+    if req.malformed_load_report:
+        text = json.dumps(sim.state.load_report(req.broker_id))
+        return _Response(200, text[: len(text) // 2].encode())
+    return _Response(200, sim.state.load_report(req.broker_id))
+
+
+@_route("GET", "/admin/v2/broker-stats/topics")
+def _topic_stats(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, sim.state.topic_stats(req.broker_id))
+
+
+@_route("GET", "/admin/v2/tenants")
+def _tenants(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, sim.state.tenants())
+
+
+@_route("GET", "/admin/v2/namespaces/{}")
+def _namespaces(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, sim.state.namespaces(req.params["0"]))
+
+
+@_route("GET", "/admin/v2/namespaces/{}/{}/bundles")
+def _bundles(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, sim.state.bundles_data(f"{req.params['0']}/{req.params['1']}"))
+
+
+@_route("PUT", "/admin/v2/namespaces/{}/{}/{}/split")
+def _split(sim: SimulatedPulsar, req: _Request) -> _Response:
+    namespace, bundle_range = f"{req.params['0']}/{req.params['1']}", req.params["2"]
+    algorithm = req.param("splitAlgorithmName") or None
+    boundaries = _parse_boundaries(req.body)
+    # Order as internalSplitNamespaceBundleAsync: algorithm checks, namespace, range, ownership, split.
+    _precheck_split_algorithm(algorithm, boundaries)
+    lo, hi = sim.state.validate_bundle(namespace, bundle_range)
+    sim._check_bundle_owner(req, f"{namespace}/{range_name(lo, hi)}")
+    sim.state.split_bundle(
+        namespace, bundle_range, unload=req.flag("unload"), algorithm=algorithm, boundaries=boundaries
+    )
+    return _Response(204)
+
+
+@_route("PUT", "/admin/v2/namespaces/{}/{}/{}/unload")
+def _unload(sim: SimulatedPulsar, req: _Request) -> _Response:
+    namespace, bundle_range = f"{req.params['0']}/{req.params['1']}", req.params["2"]
+    destination = (req.param("destinationBroker") or "").strip() or None
+    if destination is not None:
+        destination = re.sub(r"^https?://", "", destination)
+        if not sim.state.has_broker(destination):
+            raise PulsarRestError(409, "Not allowed unload namespace bundle to inactive destination broker")
+        if req.broker_id != sim.state.leader:  # validateLeaderBrokerAsync
+            raise sim._redirect(req, sim.state.leader, authoritative=False)
+    lo, hi = sim.state.validate_bundle(namespace, bundle_range)
+    bundle = f"{namespace}/{range_name(lo, hi)}"
+    if destination is not None:  # the leader's ModularLoadManagerImpl.setNamespaceBundleAffinity
+        sim.state.set_bundle_affinity(bundle, destination)
+    sim._check_bundle_owner(req, bundle, drop=("destinationBroker",))
+    sim.state.unload_bundle(namespace, bundle_range)
+    return _Response(204)
+
+
+@_route("GET", "/admin/v2/namespaces/{}/{}/{}/topicHashPositions")
+def _topic_hash_positions(sim: SimulatedPulsar, req: _Request) -> _Response:
+    namespace, bundle_range = f"{req.params['0']}/{req.params['1']}", req.params["2"]
+    lo, hi = sim.state.validate_bundle(namespace, bundle_range)
+    sim._check_bundle_owner(req, f"{namespace}/{range_name(lo, hi)}")
+    return _Response(200, sim.state.topic_hash_positions(namespace, bundle_range, req.params_all("topics")))
+
+
+@_route("GET", "/lookup/v2/topic/{}/{}/{}/{}")
+def _lookup(sim: SimulatedPulsar, req: _Request) -> _Response:
+    domain, tenant, ns, local = (req.params[str(i)] for i in range(4))
+    if domain not in ("persistent", "non-persistent"):
+        raise PulsarRestError(412, f"Invalid topic domain {domain}")
+    return _Response(200, sim.state.lookup(f"{domain}://{tenant}/{ns}/{local}"))
+
+
+def _require_cluster(sim: SimulatedPulsar, cluster: str) -> None:
+    if cluster != sim.state.cluster:
+        raise PulsarRestError(404, f"Cluster does not exist: cluster={cluster}")
+
+
+def _precheck_split_algorithm(algorithm: str | None, boundaries: list[int] | None) -> None:
+    if algorithm is None:
+        return
+    if algorithm not in SUPPORTED_SPLIT_ALGORITHMS:
+        raise PulsarRestError(
+            412,
+            "Unsupported namespace bundle split algorithm, supported algorithms are "
+            f"[{', '.join(SUPPORTED_SPLIT_ALGORITHMS)}]",
+        )
+    if algorithm.lower() == SPECIFIED_POSITIONS_DIVIDE and not boundaries:
+        raise PulsarRestError(412, "With specified_positions_divide split algorithm, splitBoundaries must not be empty")
+
+
+def _parse_boundaries(body: bytes) -> list[int] | None:
+    text = body.decode("utf-8", errors="replace").strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise PulsarRestError(400, "splitBoundaries body is not valid JSON") from None
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise PulsarRestError(400, "splitBoundaries body must be a JSON array of longs")
+    return value
+
+
+def _split_host_port(broker_id: str) -> tuple[str, int]:
+    host, sep, port = broker_id.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"broker id must be host:port, got {broker_id!r}")
+    return host, int(port)
+
+
+# ---------------------------------------------------------------------- HTTP plumbing
+
+
+def _stop_server(server: _BrokerServer) -> None:
+    server.shutdown()
+    server.close_connections()
+    server.server_close()
+
+
+class _BrokerServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # keep-alive connections must not block shutdown
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], sim: SimulatedPulsar) -> None:
+        super().__init__(address, _RequestHandler)
+        self.sim = sim
+        self.broker_id = ""
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+
+    def track(self, conn: socket.socket, add: bool) -> None:
+        with self._conns_lock:
+            (self._conns.add if add else self._conns.discard)(conn)
+
+    def close_connections(self) -> None:
+        with self._conns_lock:
+            conns = list(self._conns)
+            self._conns.clear()
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "PulsarSimulator/1.0"
+    timeout = 120  # idle keep-alive connections are dropped after this many seconds
+    server: _BrokerServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, False)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        self._dispatch("GET")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._dispatch("PUT")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length > 0 else b""
+        parts = urlsplit(self.path)
+        req = _Request(
+            broker_id=self.server.broker_id,
+            method=method,
+            path=parts.path,
+            query=parse_qsl(parts.query, keep_blank_values=True),
+            body=body,
+            authorization=self.headers.get("Authorization"),
+        )
+        try:
+            resp = self.server.sim.handle(req)
+        except Exception:  # a simulator bug must look like a broker's 500, not a dropped socket
+            logger.exception("simulator error handling %s %s", method, self.path)
+            resp = _Response(500, {"reason": "Internal simulator error"})
+        self._send(resp)
+
+    def _send(self, resp: _Response) -> None:
+        if resp.body is None:
+            payload = b""
+        elif isinstance(resp.body, bytes):
+            payload = resp.body
+        else:
+            payload = json.dumps(resp.body).encode("utf-8")
+        self.send_response(resp.status)
+        for key, value in resp.headers.items():
+            self.send_header(key, value)
+        if payload or resp.status not in (204, 304):
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if payload:
+            self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        logger.debug("[%s] %s", self.server.broker_id, format % args)

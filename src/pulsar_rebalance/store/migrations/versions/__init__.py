@@ -1,0 +1,1 @@
+"""Alembic revision scripts (Alembic ignores this file)."""

@@ -1,0 +1,103 @@
+"""Shared test fixtures: one embedded Postgres and one SparkSession per test session.
+
+Airflow reads its configuration at import time, so the environment is set here, before any test
+module imports airflow. Airflow's own metadata DB is SQLite in a temp AIRFLOW_HOME (the product's
+state store is the real Postgres below); the quick start puts both in one Postgres.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_AIRFLOW_HOME = tempfile.mkdtemp(prefix="pr-test-airflow-")
+os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
+os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(ROOT / "plugins")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_AIRFLOW_HOME}/airflow.db")
+os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] = "True"
+os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = '{"conn_type": "spark", "host": "local[2]"}'
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _server_url() -> str | None:
+    return os.environ.get("PULSAR_REBALANCE_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL")
+
+
+class _ExternalServer:
+    """A Postgres given by URL (DATABASE_URL): databases are created on it like on the embedded one."""
+
+    def __init__(self, url: str) -> None:
+        from pulsar_rebalance.store.engine import database_url
+
+        self.url = database_url({"DATABASE_URL": url})
+
+    def create_database(self, name: str) -> str:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        engine.dispose()
+        return str(sa.engine.make_url(self.url).set(database=name).render_as_string(hide_password=False))
+
+    def stop(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One Postgres server for the whole test session (embedded unless DATABASE_URL is set)."""
+    url = _server_url()
+    if url:
+        server = _ExternalServer(url)
+        yield server
+        return
+    from pulsar_rebalance.store.embedded import EmbeddedPostgres
+
+    pgdata = Path(tempfile.mkdtemp(prefix="pr-test-pg-", dir="/tmp"))
+    server = EmbeddedPostgres(pgdata)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def db_url(pg_server) -> str:
+    """A fresh, migrated database on the shared server, unique to this test."""
+    from pulsar_rebalance.store.engine import migrate
+
+    url = pg_server.create_database(f"t_{uuid.uuid4().hex[:12]}")
+    migrate(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test session (local[2], UI off)."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pulsar-rebalance-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    try:
+        yield session
+    finally:
+        session.stop()

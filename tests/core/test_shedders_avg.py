@@ -1,0 +1,129 @@
+"""AvgShedder: Pulsar's AvgShedderTest cases ported (hit counts, pairs, planned destinations), plus the
+BundleData value-equality quirk of its bundle -> broker map and its own placement."""
+
+from __future__ import annotations
+
+import random
+
+from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.decision import Label, Reason
+from pulsar_rebalance.core.load import BundleData, LocalBrokerData, ResourceUsage, TimeAverageMessageData
+from pulsar_rebalance.core.shedders import SHEDDERS, avg_shedder
+from pulsar_rebalance.core.shedders.base import ModularInput
+from pulsar_rebalance.core.state import StrategyState
+
+ZERO = ResourceUsage(0, 0)
+
+
+def broker(cpu: float, rate: float, bundles=()) -> LocalBrokerData:
+    return LocalBrokerData(cpu=ResourceUsage(cpu, 100), bandwidth_in=ZERO, bandwidth_out=ZERO,
+                           msg_rate_in=rate, msg_rate_out=rate, bundles=tuple(bundles))
+
+
+def bundle(rate_in: float, rate_out: float, num_samples: int) -> BundleData:
+    # as in AvgShedderTest, num_samples differs per bundle so that the BundleData values differ
+    return BundleData(TimeAverageMessageData(10, num_samples, 0, 0, rate_in, rate_out),
+                      TimeAverageMessageData(1000, 0, 0, 0, 0, 0), 0)
+
+
+SHEDDER = SHEDDERS["AvgShedder"]
+
+
+def cycle(inp: ModularInput, conf: LoadBalancerConfig, state: StrategyState):
+    return SHEDDER.find_bundles_for_unloading(inp, conf, state)
+
+
+def _three_brokers(cpu1: float, cpu2: float) -> ModularInput:
+    names = [f"bundle-{i}" for i in range(11)]
+    bundles = {n: bundle(450, 450, i) for i, n in enumerate(names)}
+    brokers = {"broker1": broker(cpu1, 10000, names), "broker2": broker(cpu2, 1000), "broker3": broker(50, 5000)}
+    return ModularInput(brokers, bundles)
+
+
+def _placed(state: StrategyState, inp: ModularInput, bundle_name: str) -> str | None:
+    placement, _ = avg_shedder.select_broker(bundle=bundle_name, bundle_data=inp.bundle_data[bundle_name],
+                                             candidates=list(inp.brokers), state=state, rng=random.Random(0))
+    return placement.broker
+
+
+def test_hit_high_threshold() -> None:
+    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHighThreshold": 40,
+                                            "loadBalancerAvgShedderHitCountHighThreshold": 2})
+    inp = _three_brokers(80, 30)
+    first, state = cycle(inp, conf, StrategyState())
+    assert first.unloads == () and first.reason is Reason.HIT_COUNT
+    second, state = cycle(inp, conf, state)
+    # (20000 - 2000) * 0.5 = 9000 msg/s = 10 bundles of 900
+    assert len(second.unloads) == 10
+    assert {u.broker for u in second.unloads} == {"broker1"}
+    assert {u.destination for u in second.unloads} == {"broker2"}
+    assert all(_placed(state, inp, u.bundle) == "broker2" for u in second.unloads)
+
+
+def test_hit_low_threshold() -> None:
+    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderLowThreshold": 20,
+                                            "loadBalancerAvgShedderHitCountLowThreshold": 6})
+    inp = _three_brokers(60, 40)
+    state = StrategyState()
+    for _ in range(5):
+        decision, state = cycle(inp, conf, state)
+        assert decision.unloads == ()
+    decision, state = cycle(inp, conf, state)
+    assert len(decision.unloads) == 10
+    assert {u.broker for u in decision.unloads} == {"broker1"}
+    assert all(_placed(state, inp, u.bundle) == "broker2" for u in decision.unloads)
+
+
+def test_shedding_multiple_pairs() -> None:
+    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHighThreshold": 40,
+                                            "loadBalancerAvgShedderHitCountHighThreshold": 2})
+    b1 = [f"bundle1-{i}" for i in range(11)]
+    b3 = [f"bundle3-{i}" for i in range(11)]
+    bundles = {n: bundle(450, 450, i) for i, n in enumerate(b1)} | {n: bundle(450, 450, i + 11) for i, n in enumerate(b3)}
+    brokers = {"broker1": broker(80, 10000, b1), "broker2": broker(30, 1000),
+               "broker3": broker(75, 10000, b3), "broker4": broker(35, 1000)}
+    inp = ModularInput(brokers, bundles)
+    first, state = cycle(inp, conf, StrategyState())
+    assert first.unloads == ()
+    second, state = cycle(inp, conf, state)
+    assert len(second.unloads) == 20
+    assert sum(1 for u in second.unloads if u.broker == "broker1") == 10
+    assert sum(1 for u in second.unloads if u.broker == "broker3") == 10
+    for u in second.unloads:
+        expected = "broker2" if u.bundle.startswith("bundle1-") else "broker4"
+        assert u.destination == expected and _placed(state, inp, u.bundle) == expected
+
+
+def test_no_pair_clears_hit_counts() -> None:
+    conf = LoadBalancerConfig()
+    state = StrategyState(avg_hit_high={"a": 1}, avg_hit_low={"a": 3, "b": 2})
+    inp = ModularInput({"a": broker(50, 1), "b": broker(55, 1)}, {})
+    decision, new_state = cycle(inp, conf, state)
+    assert decision.label is Label.SKIP and decision.reason is Reason.BALANCED
+    assert dict(new_state.avg_hit_high) == {} and dict(new_state.avg_hit_low) == {}
+
+
+def test_equal_bundle_data_share_one_planned_destination() -> None:
+    # Pulsar keys bundleBrokerMap by BundleData value: equal data -> one entry, the last write wins.
+    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHitCountHighThreshold": 1})
+    same = bundle(450, 450, 5)
+    bundles = {"p1": same, "p2": bundle(450, 450, 6), "q1": bundle(450, 450, 5), "q2": bundle(450, 450, 7)}
+    brokers = {"hot1": broker(90, 2000, ["p1", "p2"]), "cold1": broker(10, 500),
+               "hot2": broker(85, 2000, ["q1", "q2"]), "cold2": broker(20, 500)}
+    decision, state = cycle(ModularInput(brokers, bundles), conf, StrategyState())
+    by_bundle = {u.bundle: u.destination for u in decision.unloads}
+    # p1 and q1 have equal data: both follow the later write (the hot2 -> cold2 pair)
+    assert by_bundle["p1"] == "cold2" and by_bundle["q1"] == "cold2"
+    assert len(state.avg_bundle_broker) == 3
+
+
+def test_unplanned_bundle_gets_a_seeded_random_broker_that_is_remembered() -> None:
+    data = bundle(1, 1, 42)
+    state = StrategyState()
+    first, state = avg_shedder.select_broker(bundle="t/ns/0x00000000_0xffffffff", bundle_data=data,
+                                            candidates=["b3", "b1", "b2"], state=state, rng=random.Random(7))
+    assert first.tied == ("b1", "b2", "b3") and first.broker in first.tied
+    again, state2 = avg_shedder.select_broker(bundle="t/ns/0x00000000_0xffffffff", bundle_data=data,
+                                             candidates=["b3", "b1", "b2"], state=state, rng=random.Random(99))
+    assert again.broker == first.broker and again.tied == (first.broker,)
+    assert state2 is state

@@ -1,0 +1,168 @@
+"""The whole DAG, end to end: real Airflow (dag.test), real spark-submit, real Postgres, real HTTP
+against the simulated Pulsar cluster. The plan is approved (or rejected) from a second thread
+through the CLI code path, exactly as an operator would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500, method="thread")]
+
+
+@pytest.fixture(scope="module")
+def airflow_db():
+    from airflow.utils import db
+
+    db.initdb()
+
+
+@pytest.fixture
+def cluster():
+    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+
+    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
+        yield sim
+
+
+@pytest.fixture
+def wired(cluster, db_url, tmp_path, monkeypatch):
+    """Airflow Connections (as env) pointing at the simulator and the fresh state DB."""
+    import json
+
+    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps({"conn_type": "http", "host": cluster.admin_url}))
+    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}}))
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)  # for the CLI code path used by the approver
+    monkeypatch.setenv("PULSAR_REBALANCE_WORK_DIR", str(tmp_path / "work"))
+    return cluster, db_url
+
+
+class Approver(threading.Thread):
+    """Waits for this test's pending plan, then decides it through `pulsar-rebalance plans ...`."""
+
+    def __init__(self, db_url: str, verb: str) -> None:
+        super().__init__(daemon=True)
+        self.db_url, self.verb, self.plan_id, self.exit_code, self.error = db_url, verb, None, None, None
+
+    def run(self) -> None:
+        from pulsar_rebalance.cli import main
+
+        engine = sa.create_engine(self.db_url)
+        deadline = time.monotonic() + 900
+        try:
+            while time.monotonic() < deadline:
+                with engine.connect() as c:
+                    row = c.execute(sa.text("SELECT plan_id FROM plans WHERE status = 'pending'")).first()
+                if row:
+                    self.plan_id = row[0]
+                    self.exit_code = main(["plans", self.verb, self.plan_id, "--by", "alice", "-m", f"{self.verb} in test"])
+                    return
+                time.sleep(0.5)  # polling a condition, bounded by the deadline
+        except Exception as exc:  # surfaced by the test's assertions
+            self.error = exc
+        finally:
+            engine.dispose()
+
+
+def _run_dag(conf: dict):
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("pulsar_rebalance")
+    dr = dag.test(run_conf=conf)
+    return dr, {ti.task_id: ti.state for ti in dr.get_task_instances()}
+
+
+def _q(url: str, sql: str, **params):
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(sa.text(sql), params)]
+    finally:
+        engine.dispose()
+
+
+def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
+    sim, db_url = wired
+    before = sim.state.snapshot()
+    approver = Approver(db_url, "approve")
+    approver.start()
+    dr, states = _run_dag({"approval_timeout_minutes": 30})
+    approver.join(timeout=30)
+    assert approver.error is None and approver.exit_code == 0, approver.error
+    assert states == {t: "success" for t in
+                      ("collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload")}
+    assert dr.state == "success"
+
+    plan = _q(db_url, "SELECT * FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
+    assert plan["status"] == "executed"
+    actions = _q(db_url, "SELECT * FROM plan_actions WHERE plan_id = :p ORDER BY seq", p=approver.plan_id)
+    unloads = [a for a in actions if a["kind"] == "unload"]
+    splits = [a for a in actions if a["kind"] == "split"]
+    assert unloads, "the default simulated cluster must give the first run unloads to do"
+    assert all(a["state"] == "completed" and a["attempts"] == 1 for a in actions)
+
+    # The simulator's ownership changed exactly as planned, and nothing else moved.
+    after = sim.state.snapshot()
+    own_before, own_after = _ownership(before), _ownership(after)
+    moved = {f"{a['namespace']}/{a['bundle']}": a["destination_broker"] for a in unloads}
+    split_parents = {f"{a['namespace']}/{a['bundle']}": a for a in splits}
+    for bundle, owner in own_before.items():
+        if bundle in moved:
+            assert own_after[bundle] == moved[bundle]
+        elif bundle in split_parents:
+            assert bundle not in own_after  # replaced by its children, which stay on the owner
+            a = split_parents[bundle]
+            ns, (lo, hi) = a["namespace"], a["bundle"].split("_")
+            cuts = [lo, *a["boundaries"], hi]
+            for c_lo, c_hi in zip(cuts, cuts[1:]):
+                assert own_after[f"{ns}/{c_lo}_{c_hi}"] == owner
+        else:
+            assert own_after[bundle] == owner, f"{bundle} moved without being in the plan"
+
+    # The max broker usage went down (measured after execution, not just predicted).
+    result = plan["result"]
+    assert result["max_usage_after"] < result["max_usage_before"]
+
+    # Postgres holds the old and new bundle ranges and the ownership history.
+    for a in splits:
+        parent = _q(db_url, "SELECT * FROM bundle_ranges WHERE namespace = :n AND range_name = :r",
+                    n=a["namespace"], r=a["bundle"])[0]
+        assert parent["retired_at"] is not None
+        children = _q(db_url, "SELECT range_name FROM bundle_ranges WHERE parent_id = :i AND retired_at IS NULL", i=parent["id"])
+        assert len(children) == len(a["boundaries"]) + 1
+    for a in unloads:
+        full = f"{a['namespace']}/{a['bundle']}"
+        hist = _q(db_url, "SELECT broker_id, valid_to, cause_action_id FROM ownership WHERE bundle = :b ORDER BY valid_from", b=full)
+        assert [h["broker_id"] for h in hist] == [a["source_broker"], a["destination_broker"]]
+        assert hist[0]["valid_to"] is not None and hist[1]["valid_to"] is None
+        assert hist[1]["cause_action_id"] == a["id"]
+    approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
+    assert approval["decision"] == "approved" and approval["decided_by"] == "alice"
+
+
+def test_rejected_plan_changes_nothing(airflow_db, wired):
+    sim, db_url = wired
+    before = sim.state.snapshot()
+    approver = Approver(db_url, "reject")
+    approver.start()
+    dr, states = _run_dag({"approval_timeout_minutes": 30})
+    approver.join(timeout=30)
+    assert approver.exit_code == 0, approver.error
+    assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
+    assert dr.state == "success"  # a rejection is a decision, not a failure
+    assert _ownership(sim.state.snapshot()) == _ownership(before)
+    assert sim.state.snapshot()["namespaces"] == before["namespaces"]
+    plan = _q(db_url, "SELECT status FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
+    assert plan["status"] == "rejected"
+    assert _q(db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND state <> 'pending'",
+              p=approver.plan_id)[0]["n"] == 0
+
+
+def _ownership(snapshot: dict) -> dict[str, str]:
+    return dict(snapshot["owners"])

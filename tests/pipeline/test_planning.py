@@ -1,0 +1,97 @@
+"""Plan building and load prediction (pure: no Spark, no DB)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pulsar_rebalance.core.prediction import Move, predict
+from pulsar_rebalance.errors import ConfigError
+from pulsar_rebalance.pipeline.params import RunParams
+from pulsar_rebalance.pipeline.planning import build_plan
+
+
+def report(cpu: float, bw_in: float, bw_out: float, bundles: dict[str, tuple[float, float]]) -> dict:
+    """A LocalBrokerData JSON with bundles {name: (msgRate, throughput)} split evenly in/out."""
+    last = {
+        b: {"msgRateIn": r / 2, "msgRateOut": r / 2, "msgThroughputIn": t / 2, "msgThroughputOut": t / 2,
+            "consumerCount": 1, "producerCount": 1, "topics": 4, "cacheSize": 0}
+        for b, (r, t) in bundles.items()
+    }
+    rate = sum(r for r, _ in bundles.values())
+    thr = sum(t for _, t in bundles.values())
+    return {
+        "cpu": {"usage": cpu, "limit": 100.0}, "memory": {"usage": 1.0, "limit": 100.0},
+        "directMemory": {"usage": 1.0, "limit": 100.0},
+        "bandwidthIn": {"usage": bw_in, "limit": 100.0}, "bandwidthOut": {"usage": bw_out, "limit": 100.0},
+        "msgRateIn": rate / 2, "msgRateOut": rate / 2, "msgThroughputIn": thr / 2, "msgThroughputOut": thr / 2,
+        "lastStats": last, "numBundles": len(bundles), "bundles": list(bundles),
+    }
+
+
+REPORTS = {
+    "b1:8080": report(90.0, 80.0, 80.0, {"t/n/0x00000000_0x40000000": (600.0, 6e6), "t/n/0x40000000_0x80000000": (200.0, 2e6)}),
+    "b2:8080": report(10.0, 10.0, 10.0, {"t/n/0x80000000_0xc0000000": (100.0, 1e6)}),
+}
+
+
+def test_prediction_moves_the_bundles_share_of_load_to_the_destination():
+    p = predict(REPORTS, [Move("t/n/0x00000000_0x40000000", "b1:8080", "b2:8080")], (1.0, 0.0, 0.0, 1.0, 1.0))
+    b1, b2 = p["brokers"]["b1:8080"], p["brokers"]["b2:8080"]
+    # the bundle carries 6e6 of b1's 8e6 bytes/s and 600 of its 800 msg/s: 3/4 of bw and cpu move
+    assert b1["before"]["usage"] == pytest.approx(0.9)
+    assert b1["after"]["cpu"] == pytest.approx(22.5, abs=1e-3)
+    assert b2["after"]["bandwidthIn"] == pytest.approx(70.0, abs=1e-3)
+    assert b2["after"]["bundles"] == 2 and b1["after"]["bundles"] == 1
+    assert p["maxUsageBefore"] == pytest.approx(0.9)
+    assert p["maxUsageAfter"] == pytest.approx(0.775, abs=1e-6)  # b2: cpu 10 + 67.5
+    assert p["usageStdAfter"] < p["usageStdBefore"]
+
+
+def test_no_moves_predicts_no_change():
+    p = predict(REPORTS, [], (1.0, 0.0, 0.0, 1.0, 1.0))
+    assert all(v["diff"] == 0 for v in p["brokers"].values())
+
+
+def decision(unloads=(), splits=()):
+    return {"cycle": {"label": "Success", "reason": "Overloaded", "unloads": list(unloads), "splits": list(splits)}}
+
+
+def test_plan_orders_splits_first_and_drops_unloads_of_split_bundles():
+    params = RunParams.from_json({})
+    hot = "t/n/0x00000000_0x40000000"
+    d = decision(
+        unloads=[
+            {"broker": "b1:8080", "bundle": hot, "destination": "b2:8080", "reason": "overloaded"},
+            {"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": "b2:8080", "reason": "overloaded",
+             "destinationReason": "least long-term msg rate"},
+        ],
+        splits=[{"bundle": hot, "broker": "b1:8080", "reason": "msgRate 600 > 500"}],
+    )
+    draft = build_plan(decision=d, params=params, reports=REPORTS, topics_by_bundle={}, ownership={hot: "b1:8080"})
+    kinds = [(a["kind"], a["bundle"]) for a in draft.actions]
+    # range_equally_divide (Pulsar's default) splits [0, 0x40000000) at 0x20000000
+    assert kinds == [("split", "0x00000000_0x40000000"), ("unload", "0x40000000_0x80000000")]
+    assert draft.actions[0]["boundaries"] == ["0x20000000"]
+    assert draft.actions[1]["reason"].endswith("destination: least long-term msg rate")
+    assert any("dropped: the bundle is split" in n for n in draft.notes)
+    assert draft.summary["numBundleUnloads"] == 1 and draft.summary["numBundleSplits"] == 1
+    assert [a["seq"] for a in draft.actions] == [0, 1]
+
+
+def test_plan_without_destination_records_why_and_is_empty():
+    d = decision(unloads=[{"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": None, "reason": "x"}])
+    draft = build_plan(decision=d, params=RunParams.from_json({}), reports=REPORTS, topics_by_bundle={}, ownership={})
+    assert draft.empty and "placement found no destination" in draft.notes[0]
+
+
+@pytest.mark.parametrize("doc, key", [
+    ({"shedding_strategy": "NoSuchShedder"}, "shedding_strategy"),
+    ({"config": {"loadBalancerNoSuchKey": 1}}, "loadBalancerNoSuchKey"),
+    ({"namespaces": ["no-slash"]}, "namespaces"),
+    ({"surprise": 1}, "surprise"),
+    ({"max_parallel_unloads": 0}, "max_parallel_unloads"),
+])
+def test_bad_run_params_name_the_offending_key(doc, key):
+    with pytest.raises(ConfigError) as exc:
+        RunParams.from_json(doc)
+    assert key in str(exc.value)

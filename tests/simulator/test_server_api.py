@@ -1,0 +1,308 @@
+"""The simulator over real HTTP (ephemeral ports), driven through PulsarAdminClient."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import zlib
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from pulsar_rebalance.errors import ConflictError, NotAuthorizedError, NotFoundError, PreconditionFailedError
+from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+from pulsar_rebalance.simulator import ClusterState, SimulatedPulsar, generate_cluster
+
+pytestmark = pytest.mark.timeout(60)
+
+HOT = "tenant-b/events"  # all its bundles start on broker 0 (the leader)
+
+
+@pytest.fixture
+def sim() -> Iterator[SimulatedPulsar]:
+    with SimulatedPulsar(generate_cluster(), ephemeral=True) as s:
+        yield s
+
+
+@pytest.fixture
+def admin(sim: SimulatedPulsar) -> Iterator[PulsarAdminClient]:
+    # talk to broker 2: neither the leader nor the owner of the hot bundles, so requests redirect
+    with PulsarAdminClient.from_url(sim.broker_urls[2], timeout=5, retries=0) as client:
+        yield client
+
+
+def _range_of(topic: str, boundaries: list[str]) -> str:
+    bounds = [int(b, 16) for b in boundaries]
+    h = zlib.crc32(topic.encode()) & 0xFFFFFFFF
+    i = bisect.bisect_right(bounds, h) - 1
+    return f"0x{bounds[i]:08x}_0x{bounds[i + 1]:08x}"
+
+
+def _owner_via_api(admin: PulsarAdminClient, cluster: str, bundle: str) -> str:
+    owners = [b for b in admin.brokers() if bundle in admin.owned_namespaces(cluster, b)]
+    assert len(owners) == 1, owners
+    return owners[0]
+
+
+def test_cluster_wide_shapes(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    assert admin.clusters() == ["sim-cluster"]
+    assert admin.brokers() == sim.broker_ids == admin.brokers("sim-cluster")
+    assert all(b.startswith("127.0.0.1:") and f"http://{b}" in sim.broker_urls for b in sim.broker_ids)
+    assert admin.leader_broker() == {"serviceUrl": sim.admin_url, "brokerId": sim.broker_ids[0]}
+    assert admin.tenants() == ["public", "tenant-a", "tenant-b"]
+    assert admin.namespaces("tenant-a") == ["tenant-a/orders"]
+    owned = admin.owned_namespaces("sim-cluster", sim.broker_ids[1])  # redirected to broker 1
+    assert set(owned) == set(sim.state.owned_bundles(sim.broker_ids[1])) | {
+        f"pulsar/sim-cluster/{sim.broker_ids[1]}/0x00000000_0xffffffff",  # heartbeat namespaces, as real brokers
+        f"pulsar/{sim.broker_ids[1]}/0x00000000_0xffffffff",
+    }
+    assert all(v == {"broker_assignment": "shared", "is_controlled": False, "is_active": True} for v in owned.values())
+    assert admin.bundles("public/default") == {
+        "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"],
+        "numBundles": 4,
+    }
+
+
+def test_unknown_things_are_404(admin: PulsarAdminClient) -> None:
+    with pytest.raises(NotFoundError) as info:
+        admin.bundles("tenant-a/missing")
+    assert info.value.status_code == 404 and "Namespace does not exist" in str(info.value)
+    with pytest.raises(NotFoundError):
+        admin.namespaces("no-such-tenant")
+    with pytest.raises(NotFoundError):
+        admin.brokers("other-cluster")
+    with pytest.raises(NotFoundError):
+        admin.owned_namespaces("sim-cluster", "127.0.0.1:1")
+
+
+def test_raw_http_unknown_path_and_wrong_method(sim: SimulatedPulsar) -> None:
+    with httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        missing = http.get("/admin/v2/nope")
+        assert missing.status_code == 404 and "reason" in missing.json()
+        wrong = http.post("/admin/v2/brokers")
+        assert wrong.status_code == 405 and "reason" in wrong.json()
+
+
+def test_load_report_is_local_broker_data_and_sums_match_topic_stats(
+    sim: SimulatedPulsar, admin: PulsarAdminClient
+) -> None:
+    for broker in sim.broker_ids:
+        report = admin.load_report(broker)
+        assert report["loadReportType"] == "LocalBrokerData"
+        assert report["webServiceUrl"] == f"http://{broker}"
+        for key in ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut"):
+            assert set(report[key]) == {"usage", "limit"} and report[key]["limit"] > 0
+        topics = admin.topic_stats(broker)
+        per_bundle: dict[str, list[dict]] = {}
+        for ns, bundles in topics.items():
+            for rng, domains in bundles.items():
+                for stats_by_topic in domains.values():
+                    per_bundle.setdefault(f"{ns}/{rng}", []).extend(stats_by_topic.values())
+        assert set(report["lastStats"]) == set(per_bundle) == set(report["bundles"])
+        for bundle, stats in report["lastStats"].items():
+            assert set(stats) == {
+                "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut",
+                "consumerCount", "producerCount", "topics", "cacheSize",
+            }
+            assert stats["topics"] == len(per_bundle[bundle])
+            assert stats["msgRateIn"] == pytest.approx(sum(t["msgRateIn"] for t in per_bundle[bundle]))
+            assert stats["msgThroughputOut"] == pytest.approx(sum(t["msgThroughputOut"] for t in per_bundle[bundle]))
+            assert stats["producerCount"] == sum(t["producerCount"] for t in per_bundle[bundle])
+        assert report["msgRateOut"] == pytest.approx(sum(s["msgRateOut"] for s in report["lastStats"].values()))
+        assert report["numBundles"] == len(report["lastStats"])
+
+
+def test_topics_sit_in_their_crc32_bundle(admin: PulsarAdminClient, sim: SimulatedPulsar) -> None:
+    seen = 0
+    for broker in sim.broker_ids:
+        for ns, bundles in admin.topic_stats(broker).items():
+            boundaries = admin.bundles(ns)["boundaries"]
+            for rng, domains in bundles.items():
+                for topic in domains["persistent"]:
+                    assert _range_of(topic, boundaries) == rng
+                    seen += 1
+    assert seen == len(sim.state.topics())
+
+
+def test_lookup_and_hash_positions_agree_with_crc32(admin: PulsarAdminClient) -> None:
+    topic = "persistent://tenant-a/orders/topic-5"
+    rng = _range_of(topic, admin.bundles("tenant-a/orders")["boundaries"])
+    owner = _owner_via_api(admin, "sim-cluster", f"tenant-a/orders/{rng}")
+    lookup = admin.lookup_topic(topic)
+    assert lookup["httpUrl"] == f"http://{owner}" and lookup["brokerUrl"] == f"pulsar://{owner}"
+    positions = admin.topic_hash_positions("tenant-a/orders", rng, [topic])  # redirected to the owner
+    assert positions == {
+        "namespace": "tenant-a/orders",
+        "bundle": rng,
+        "topicHashPositions": {topic: zlib.crc32(topic.encode()) & 0xFFFFFFFF},
+    }
+    everything = admin.topic_hash_positions("tenant-a/orders", rng)
+    assert topic in everything["topicHashPositions"] and len(everything["topicHashPositions"]) > 1
+
+
+def test_default_split_follows_redirect_and_changes_bundles_exactly(
+    sim: SimulatedPulsar, admin: PulsarAdminClient
+) -> None:
+    owner = sim.broker_ids[0]
+    assert sim.state.owner(f"{HOT}/0xc0000000_0xffffffff") == owner != sim.broker_ids[2]
+    admin.split_bundle(HOT, "0xc0000000_0xffffffff")
+    # range_equally_divide: 0xc0000000 + (0xffffffff - 0xc0000000) // 2 = 0xdfffffff
+    assert admin.bundles(HOT) == {
+        "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xdfffffff", "0xffffffff"],
+        "numBundles": 5,
+    }
+    owned = admin.owned_namespaces("sim-cluster", owner)
+    assert f"{HOT}/0xc0000000_0xdfffffff" in owned and f"{HOT}/0xdfffffff_0xffffffff" in owned
+
+
+def test_split_with_explicit_boundaries(admin: PulsarAdminClient) -> None:
+    admin.split_bundle(HOT, "0x00000000_0x40000000", boundaries=[0x30000000, 0x10000000])
+    assert admin.bundles(HOT)["boundaries"][:5] == [
+        "0x00000000", "0x10000000", "0x30000000", "0x40000000", "0x80000000",
+    ]
+
+
+def test_invalid_splits_answer_412_and_change_nothing(admin: PulsarAdminClient) -> None:
+    before = admin.bundles(HOT)
+    with pytest.raises(PreconditionFailedError) as info:
+        admin.split_bundle(HOT, "0x00000000_0x40000000", algorithm="specified_positions_divide")
+    assert info.value.status_code == 412 and "splitBoundaries must not be empty" in str(info.value)
+    with pytest.raises(PreconditionFailedError, match="Unsupported namespace bundle split algorithm"):
+        admin.split_bundle(HOT, "0x00000000_0x40000000", algorithm="no_such_algorithm")
+    with pytest.raises(PreconditionFailedError):
+        admin.split_bundle(HOT, "0x00000000_0x20000000")  # not a current bundle
+    # Pulsar quirk: out-of-range positions are filtered out -> completes WITHOUT splitting (204)
+    admin.split_bundle(HOT, "0x00000000_0x40000000", boundaries=[0x50000000])
+    assert admin.bundles(HOT) == before
+
+
+def test_split_with_unload_replaces_children(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    admin.split_bundle(HOT, "0x40000000_0x80000000", unload=True)
+    for child in (f"{HOT}/0x40000000_0x60000000", f"{HOT}/0x60000000_0x80000000"):
+        assert _owner_via_api(admin, "sim-cluster", child) != sim.broker_ids[0]
+
+
+def test_unload_with_destination_moves_ownership_and_load(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    source, dest = sim.broker_ids[0], sim.broker_ids[4]
+    bundle = f"{HOT}/0x00000000_0x40000000"
+    moved = admin.load_report(source)["lastStats"][bundle]
+    before_src, before_dst = admin.load_report(source), admin.load_report(dest)
+    admin.unload_bundle(HOT, "0x00000000_0x40000000", destination_broker=dest)
+    assert _owner_via_api(admin, "sim-cluster", bundle) == dest
+    after_src, after_dst = admin.load_report(source), admin.load_report(dest)
+    assert bundle in after_dst["lastStats"] and bundle not in after_src["lastStats"]
+    assert after_dst["msgRateIn"] == pytest.approx(before_dst["msgRateIn"] + moved["msgRateIn"])
+    assert after_src["msgThroughputOut"] == pytest.approx(before_src["msgThroughputOut"] - moved["msgThroughputOut"])
+    assert after_dst["bandwidthOut"]["usage"] > before_dst["bandwidthOut"]["usage"]
+    assert after_dst["lastBundleGains"] == [bundle] and after_src["lastBundleLosses"] == [bundle]
+
+
+def test_unload_to_inactive_destination_is_409(admin: PulsarAdminClient) -> None:
+    with pytest.raises(ConflictError, match="inactive destination broker"):
+        admin.unload_bundle(HOT, "0x00000000_0x40000000", destination_broker="127.0.0.1:1")
+
+
+def test_unload_without_destination_replaces_elsewhere(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    admin.unload_bundle(HOT, "0x80000000_0xc0000000")
+    assert _owner_via_api(admin, "sim-cluster", f"{HOT}/0x80000000_0xc0000000") != sim.broker_ids[0]
+
+
+def test_redirect_location_is_pulsar_shaped(sim: SimulatedPulsar) -> None:
+    owner_of_hot = sim.broker_ids[0]  # also the leader
+    with httpx.Client(timeout=5) as http:
+        # from a non-leader broker: authoritative=false, same path, owner's host:port
+        r = http.put(f"{sim.broker_urls[3]}/admin/v2/namespaces/{HOT}/0x00000000_0x40000000/unload")
+        assert r.status_code == 307
+        loc = urlsplit(r.headers["Location"])
+        assert loc.netloc == owner_of_hot
+        assert loc.path == f"/admin/v2/namespaces/{HOT}/0x00000000_0x40000000/unload"
+        assert parse_qs(loc.query) == {"authoritative": ["false"]}
+        # from the leader about a bundle it does not own: authoritative=true
+        bundle = next(b for b, o in sim.state.owners().items() if o != sim.broker_ids[0])
+        other = sim.state.owner(bundle)
+        r = http.put(f"{sim.admin_url}/admin/v2/namespaces/{bundle}/split?unload=false")
+        assert r.status_code == 307
+        loc = urlsplit(r.headers["Location"])
+        assert loc.netloc == other and parse_qs(loc.query) == {"unload": ["false"], "authoritative": ["true"]}
+        # destinationBroker on a non-leader goes to the leader first (modular load manager)
+        r = http.put(
+            f"{sim.broker_urls[3]}/admin/v2/namespaces/tenant-a/orders/0x00000000_0x40000000/unload",
+            params={"destinationBroker": sim.broker_ids[1]},
+        )
+        assert r.status_code == 307 and urlsplit(r.headers["Location"]).netloc == sim.broker_ids[0]
+
+
+def test_token_auth(tmp_path) -> None:
+    with SimulatedPulsar(generate_cluster(), ephemeral=True, token="s3cret-token") as sim:
+        with PulsarAdminClient.from_url(sim.broker_urls[2], retries=0, timeout=5) as anonymous:
+            with pytest.raises(NotAuthorizedError) as info:
+                anonymous.brokers()
+            assert info.value.status_code == 401
+        with PulsarAdminClient.from_url(sim.broker_urls[2], token="wrong", retries=0, timeout=5) as wrong:
+            with pytest.raises(NotAuthorizedError):
+                wrong.tenants()
+        with PulsarAdminClient.from_url(sim.broker_urls[2], token="s3cret-token", retries=0, timeout=5) as admin:
+            assert admin.brokers() == sim.broker_ids
+            # a PUT redirected to another broker (another port) still carries the token
+            admin.split_bundle(HOT, "0x00000000_0x40000000")
+            assert admin.bundles(HOT)["numBundles"] == 5
+            assert admin.load_report(sim.broker_ids[4])["loadReportType"] == "LocalBrokerData"
+
+
+def test_state_file_survives_restart(tmp_path) -> None:
+    path = tmp_path / "sim-state.json"
+    state = generate_cluster()
+    state.state_file = path
+    with SimulatedPulsar(state, ephemeral=True) as sim, PulsarAdminClient.from_url(sim.admin_url, retries=0) as admin:
+        admin.split_bundle("tenant-a/orders", "0x00000000_0x40000000")
+        admin.unload_bundle(HOT, "0x00000000_0x40000000", destination_broker=sim.broker_ids[3])
+    restored = ClusterState.load(path)
+    with (
+        SimulatedPulsar(restored, ephemeral=True) as sim2,
+        PulsarAdminClient.from_url(sim2.admin_url, retries=0) as admin2,
+    ):
+        assert admin2.bundles("tenant-a/orders")["numBundles"] == 5
+        # ownership kept by broker position although the ephemeral ports changed
+        assert _owner_via_api(admin2, "sim-cluster", f"{HOT}/0x00000000_0x40000000") == sim2.broker_ids[3]
+
+
+def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
+    ready_file = tmp_path / "ready.json"
+    code = (
+        "import argparse, sys\n"
+        "from pulsar_rebalance.cli import simulator_command as m\n"
+        "p = argparse.ArgumentParser(); sub = p.add_subparsers(); m.register(sub)\n"
+        "a = p.parse_args(sys.argv[1:]); raise SystemExit(a.func(a))\n"
+    )
+    env = {**os.environ, "SIM_TEST_TOKEN": "tok-123"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "simulator", "--brokers", "2", "--port-base", "0",
+         "--token-env", "SIM_TEST_TOKEN", "--ready-file", str(ready_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout=30)
+        stderr = proc.stderr.read() if proc.poll() is not None else "(still running)"
+        assert line and line[0].strip(), f"no ready line; stderr={stderr}"
+        ready = json.loads(line[0])
+        assert ready == json.loads(ready_file.read_text())
+        assert len(ready["brokers"]) == 2 and ready["admin_url"] == f"http://{ready['brokers'][0]}"
+        assert "tok-123" not in " ".join(proc.args)
+        with PulsarAdminClient.from_url(ready["admin_url"], token="tok-123", retries=0, timeout=5) as admin:
+            assert admin.brokers() == ready["brokers"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
