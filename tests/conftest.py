@@ -44,13 +44,9 @@ class _ExternalServer:
         self.url = database_url({"DATABASE_URL": url})
 
     def create_database(self, name: str) -> str:
-        import sqlalchemy as sa
+        from pulsar_rebalance.store.engine import create_database
 
-        engine = sa.create_engine(self.url, isolation_level="AUTOCOMMIT")
-        with engine.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        engine.dispose()
-        return str(sa.engine.make_url(self.url).set(database=name).render_as_string(hide_password=False))
+        return create_database(self.url, name)
 
     def stop(self) -> None:
         pass
@@ -76,13 +72,14 @@ def pg_server():
 
 
 @pytest.fixture
-def db_url(pg_server) -> str:
-    """A fresh, migrated database on the shared server, unique to this test."""
-    from pulsar_rebalance.store.engine import migrate
+def db_url(pg_server):
+    """A fresh, migrated database on the shared server, unique to this test (pools closed after)."""
+    from pulsar_rebalance.store.engine import dispose_engines, migrate
 
     url = pg_server.create_database(f"t_{uuid.uuid4().hex[:12]}")
     migrate(url)
-    return url
+    yield url
+    dispose_engines(url)
 
 
 @pytest.fixture(scope="session")

@@ -112,9 +112,10 @@ def test_equal_bundle_data_share_one_planned_destination() -> None:
                "hot2": broker(85, 2000, ["q1", "q2"]), "cold2": broker(20, 500)}
     decision, state = cycle(ModularInput(brokers, bundles), conf, StrategyState())
     by_bundle = {u.bundle: u.destination for u in decision.unloads}
+    # each pair moves (4000 - 1000) * 0.5 = 1500 msg/s: one 900 msg/s bundle each, p1 and q1.
     # p1 and q1 have equal data: both follow the later write (the hot2 -> cold2 pair)
-    assert by_bundle["p1"] == "cold2" and by_bundle["q1"] == "cold2"
-    assert len(state.avg_bundle_broker) == 3
+    assert by_bundle == {"p1": "cold2", "q1": "cold2"}
+    assert [b.broker for b in state.avg_bundle_broker.values()] == ["cold2"]
 
 
 def test_unplanned_bundle_gets_a_seeded_random_broker_that_is_remembered() -> None:

@@ -110,18 +110,18 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     # The simulator's ownership changed exactly as planned, and nothing else moved.
     after = sim.state.snapshot()
     own_before, own_after = _ownership(before), _ownership(after)
-    moved = {f"{a['namespace']}/{a['bundle']}": a["destination_broker"] for a in unloads}
-    split_parents = {f"{a['namespace']}/{a['bundle']}": a for a in splits}
+    moved = {a["bundle"]: a["destination_broker"] for a in unloads}
+    split_parents = {a["bundle"]: a for a in splits}
     for bundle, owner in own_before.items():
         if bundle in moved:
             assert own_after[bundle] == moved[bundle]
         elif bundle in split_parents:
             assert bundle not in own_after  # replaced by its children, which stay on the owner
             a = split_parents[bundle]
-            ns, (lo, hi) = a["namespace"], a["bundle"].split("_")
+            lo, hi = (int(x, 16) for x in a["bundle_range"].split("_"))
             cuts = [lo, *a["boundaries"], hi]
             for c_lo, c_hi in zip(cuts, cuts[1:]):
-                assert own_after[f"{ns}/{c_lo}_{c_hi}"] == owner
+                assert own_after[f"{a['namespace']}/0x{c_lo:08x}_0x{c_hi:08x}"] == owner
         else:
             assert own_after[bundle] == owner, f"{bundle} moved without being in the plan"
 
@@ -132,12 +132,12 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     # Postgres holds the old and new bundle ranges and the ownership history.
     for a in splits:
         parent = _q(db_url, "SELECT * FROM bundle_ranges WHERE namespace = :n AND range_name = :r",
-                    n=a["namespace"], r=a["bundle"])[0]
+                    n=a["namespace"], r=a["bundle_range"])[0]
         assert parent["retired_at"] is not None
         children = _q(db_url, "SELECT range_name FROM bundle_ranges WHERE parent_id = :i AND retired_at IS NULL", i=parent["id"])
         assert len(children) == len(a["boundaries"]) + 1
     for a in unloads:
-        full = f"{a['namespace']}/{a['bundle']}"
+        full = a["bundle"]
         hist = _q(db_url, "SELECT broker_id, valid_to, cause_action_id FROM ownership WHERE bundle = :b ORDER BY valid_from", b=full)
         assert [h["broker_id"] for h in hist] == [a["source_broker"], a["destination_broker"]]
         assert hist[0]["valid_to"] is not None and hist[1]["valid_to"] is None

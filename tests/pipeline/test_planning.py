@@ -68,10 +68,10 @@ def test_plan_orders_splits_first_and_drops_unloads_of_split_bundles():
         splits=[{"bundle": hot, "broker": "b1:8080", "reason": "msgRate 600 > 500"}],
     )
     draft = build_plan(decision=d, params=params, reports=REPORTS, topics_by_bundle={}, ownership={hot: "b1:8080"})
-    kinds = [(a["kind"], a["bundle"]) for a in draft.actions]
+    kinds = [(a["kind"], a["bundle_range"]) for a in draft.actions]
     # range_equally_divide (Pulsar's default) splits [0, 0x40000000) at 0x20000000
     assert kinds == [("split", "0x00000000_0x40000000"), ("unload", "0x40000000_0x80000000")]
-    assert draft.actions[0]["boundaries"] == ["0x20000000"]
+    assert draft.actions[0]["boundaries"] == [0x20000000]
     assert draft.actions[1]["reason"].endswith("destination: least long-term msg rate")
     assert any("dropped: the bundle is split" in n for n in draft.notes)
     assert draft.summary["numBundleUnloads"] == 1 and draft.summary["numBundleSplits"] == 1

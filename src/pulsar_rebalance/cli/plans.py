@@ -111,8 +111,8 @@ def _show(args: argparse.Namespace) -> int:
                   + (f": {a.comment}" if a.comment else "") + "\n")
     out.write("\nactions:\n")
     for a in plan.actions:
-        what = (f"split  {a.namespace}/{a.bundle} at {a.boundaries}" if a.kind == "split"
-                else f"unload {a.namespace}/{a.bundle}  {a.source_broker} -> {a.destination_broker}")
+        what = (f"split  {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries or []]}" if a.kind == "split"
+                else f"unload {a.bundle}  {a.source_broker} -> {a.destination_broker}")
         out.write(f"  [{a.seq}] {what}  [{a.state}]\n        why: {a.reason}\n")
     out.write("\nbrokers (predicted weighted max usage):\n")
     for b, v in sorted((s_.get("brokers") or {}).items()):
@@ -126,13 +126,13 @@ def _show(args: argparse.Namespace) -> int:
 def plan_to_json(plan) -> dict[str, Any]:
     return {
         "plan_id": plan.plan_id, "status": plan.status, "run_id": plan.run_id, "dry_run": plan.dry_run,
-        "created_at": plan.created_at, "expires_at": plan.expires_at, "summary": plan.summary,
+        "created_at": plan.created_at, "expires_at": plan.expires_at, "summary": plan.summary, "result": plan.result,
         "approval": None if plan.approval is None else {
             "decision": plan.approval.decision, "decided_by": plan.approval.decided_by,
             "decided_at": plan.approval.decided_at, "comment": plan.approval.comment,
         },
         "actions": [{
-            "seq": a.seq, "kind": a.kind, "namespace": a.namespace, "bundle": a.bundle,
+            "seq": a.seq, "kind": a.kind, "namespace": a.namespace, "bundle": a.bundle, "bundle_range": a.bundle_range,
             "source_broker": a.source_broker, "destination_broker": a.destination_broker,
             "boundaries": a.boundaries, "reason": a.reason, "predicted": a.predicted,
             "state": a.state, "attempts": a.attempts, "error": a.error,

@@ -588,9 +588,8 @@ def _run_cycle(
 
     splits: list[SplitDecision] = []
     if config.load_balancer_auto_bundle_split_enabled:
-        counts = cycle.namespace_bundle_counts
-        if counts is None:
-            counts = _namespace_counts(cycle, top)
+        derived_counts = _namespace_counts(cycle, top)
+        counts = cycle.namespace_bundle_counts if cycle.namespace_bundle_counts is not None else derived_counts
         if scenario.extensible:
             hit_counts = {b: dict(c) for b, c in state.split_hit_counts.items()}
             sources: Mapping[str, Mapping[str, NamespaceBundleStats]]
@@ -604,7 +603,7 @@ def _run_cycle(
                 found, hit_counts[broker] = extensible_bundles_to_split(
                     broker=broker,
                     bundle_stats=stats,
-                    namespace_bundle_counts=_with_counts(counts, stats),
+                    namespace_bundle_counts=_with_counts(counts, derived_counts, stats),
                     split_condition_hit_counts=hit_counts.get(broker, {}),
                     config=config,
                     path=field_path(cycle.path, src_path.format(broker)),
@@ -615,7 +614,7 @@ def _run_cycle(
             found = modular_bundles_to_split(
                 brokers=cycle.brokers or {},
                 bundle_data=cycle.bundle_data,
-                namespace_bundle_counts=_with_counts(counts, _all_last_stats(cycle)),
+                namespace_bundle_counts=_with_counts(counts, derived_counts, _all_last_stats(cycle)),
                 config=config,
                 path=field_path(cycle.path, "brokers"),
             )
@@ -657,14 +656,14 @@ def _run_cycle(
     return out, state
 
 
-def _with_counts(counts: Mapping[str, int], stats: Mapping[str, Any]) -> Mapping[str, int]:
-    """Given counts, completed for namespaces absent from them (1 bundle at least: the one we see)."""
+def _with_counts(counts: Mapping[str, int], derived: Mapping[str, int], stats: Mapping[str, Any]) -> Mapping[str, int]:
+    """The given counts, completed from the cycle's own bundles for namespaces they do not mention."""
     missing = {namespace_of(b) for b in stats} - set(counts)
     if not missing:
         return counts
     merged = dict(counts)
     for ns in missing:
-        merged[ns] = 1
+        merged[ns] = derived[ns]
     return merged
 
 

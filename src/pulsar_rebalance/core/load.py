@@ -5,8 +5,8 @@ Sources (apache/pulsar): ``pulsar-common/.../policies/data/loadbalancer/`` (``Re
 ``TimeAverageBrokerData``) and ``pulsar-broker/.../loadbalance/extensions/data/BrokerLoadData.java``.
 
 Units: ``msgRate*`` are messages/s, ``msgThroughput*`` bytes/s, ``ResourceUsage`` is (usage, limit)
-in the resource's own unit (cpu: percent of one core x cores; memory: MiB; bandwidth: KB/s as Pulsar
-reports them) - only the ratio matters. ``percent_usage()`` is 0-100 (may exceed 100);
+in the resource's own unit (cpu: percent, limit = cores x 100; memory and direct memory: MiB;
+bandwidth: the NIC unit the broker samples) - only the ratio matters. ``percent_usage()`` is 0-100 (may exceed 100);
 ``max_resource_usage*()`` return fractions (1.0 = 100%).
 
 Arithmetic fidelity: ``ResourceUsage.percentUsage()`` is computed in 32-bit float in Java, and

@@ -100,6 +100,11 @@ class SplitAlgorithm(Protocol):
     ) -> list[int] | None: ...
 
 
+def _num(x: float) -> str:
+    """A number for a reason string: integral values without a fraction, others exactly (repr)."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
 def _fmt_list(values: Sequence[int]) -> str:
     return "[" + ", ".join(format_boundary(v) if 0 <= v <= 0xFFFFFFFF else str(v) for v in values) + "]"
 
@@ -231,9 +236,9 @@ def explain_flow_or_qps_equally_divide(
     if bundle_rate < rate_limit and bundle_thr < thr_limit:
         return SplitOutcome(
             None,
-            f"flow_or_qps_equally_divide: bundle msg rate {bundle_rate:.15g} msg/s < {rate_limit:.15g} "
-            f"(loadBalancerNamespaceBundleMaxMsgRate {max_rate} x {1 + diff:g}) and throughput {bundle_thr:.15g} B/s < "
-            f"{thr_limit:.15g} (loadBalancerNamespaceBundleMaxBandwidthMbytes "
+            f"flow_or_qps_equally_divide: bundle msg rate {_num(bundle_rate)} msg/s < {_num(rate_limit)} "
+            f"(loadBalancerNamespaceBundleMaxMsgRate {max_rate} x {1 + diff:g}) and throughput {_num(bundle_thr)} B/s < "
+            f"{_num(thr_limit)} (loadBalancerNamespaceBundleMaxBandwidthMbytes "
             f"{config.load_balancer_namespace_bundle_max_bandwidth_mbytes} MiB x {1 + diff:g})",
         )
     hash_list.sort()
@@ -251,7 +256,7 @@ def explain_flow_or_qps_equally_divide(
             thr_tmp += thr
     limits = (
         f"limits {max_rate} msg/s and {config.load_balancer_namespace_bundle_max_bandwidth_mbytes} MiB/s "
-        f"({max_bw} B/s) per child; bundle totals {bundle_rate:.15g} msg/s, {bundle_thr:.15g} B/s"
+        f"({max_bw} B/s) per child; bundle totals {_num(bundle_rate)} msg/s, {_num(bundle_thr)} B/s"
     )
     if not results:
         # Pulsar returns an empty list here; NamespaceService treats it like null (no split).

@@ -217,12 +217,12 @@ def broker_load_row(broker: str, report: Mapping[str, Any], *, weights=(1.0, 0.0
     weighted = d.max_resource_usage_with_weight(*weights)
     return {
         "broker_id": broker,
-        "report": dict(report),
-        "cpu": d.cpu.percent_usage(),
-        "memory": d.memory.percent_usage(),
-        "direct_memory": d.direct_memory.percent_usage(),
-        "bandwidth_in": d.bandwidth_in.percent_usage(),
-        "bandwidth_out": d.bandwidth_out.percent_usage(),
+        "raw_report": dict(report),
+        "cpu_usage": d.cpu.percent_usage(),
+        "memory_usage": d.memory.percent_usage(),
+        "direct_memory_usage": d.direct_memory.percent_usage(),
+        "bandwidth_in_usage": d.bandwidth_in.percent_usage(),
+        "bandwidth_out_usage": d.bandwidth_out.percent_usage(),
         "msg_rate_in": d.msg_rate_in,
         "msg_rate_out": d.msg_rate_out,
         "msg_throughput_in": d.msg_throughput_in,

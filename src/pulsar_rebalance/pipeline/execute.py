@@ -27,7 +27,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pulsar_rebalance.core.bundles import bundle_full_name
 from pulsar_rebalance.errors import ExecutionError, ExecutionInProgressError, PulsarAdminError
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import session_scope
@@ -120,7 +119,7 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
                 report.skipped += 1
             else:
                 report.failed += 1
-                report.errors.append(f"{a.kind} {a.namespace}/{a.bundle}: {outcome}")
+                report.errors.append(f"{a.kind} {a.bundle}: {outcome}")
         # Record what the cluster looks like now (ranges, ownership) and the measured load.
         if after_snapshot is not None and not plan.dry_run:
             snap = after_snapshot(client, sorted({a.namespace for a in plan.actions}))
@@ -129,7 +128,7 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
                 for a in plan.actions:
                     cur = repo.get_action(s, action_id=a.id)
                     if cur.state == "completed" and a.kind == "unload":
-                        cause_ids[bundle_full_name(a.namespace, a.bundle)] = a.id
+                        cause_ids[a.bundle] = a.id
                 for ns, bounds in sorted(snap.namespaces.items()):
                     repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds)
                 repo.sync_ownership(
@@ -161,7 +160,7 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
 
 def _run_action(engine, client, plan, cluster: str, action) -> str:
     """Drive one action through its state machine. Returns completed|reconciled|skipped:<why>|<error>."""
-    full = bundle_full_name(action.namespace, action.bundle)
+    full = action.bundle
     with session_scope(engine) as s:
         cur = repo.get_action(s, action_id=action.id)
     if cur.state in ("completed", "skipped"):
@@ -194,9 +193,9 @@ def _run_action(engine, client, plan, cluster: str, action) -> str:
     started = time.monotonic()
     try:
         if action.kind == "split":
-            client.split_bundle(action.namespace, action.bundle, unload=False, boundaries=[int(b, 16) if isinstance(b, str) else int(b) for b in action.boundaries])
+            client.split_bundle(action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries))
         else:
-            client.unload_bundle(action.namespace, action.bundle, destination_broker=action.destination_broker)
+            client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
     except PulsarAdminError as exc:
         return _fail(engine, action, "in_progress", str(exc))
     with session_scope(engine) as s:
@@ -217,14 +216,14 @@ def _fail(engine, action, state: str, error: str) -> str:
             repo.transition_action(s, action_id=action.id, to="in_progress")
         if state != "failed":
             repo.transition_action(s, action_id=action.id, to="failed", error=error)
-    log.error("[%s/%s] %s failed: %s", action.namespace, action.bundle, action.kind, error)
+    log.error("[%s] %s failed: %s", action.bundle, action.kind, error)
     return error
 
 
 def _describe(action) -> str:
     if action.kind == "split":
-        return f"split {action.namespace}/{action.bundle} at {action.boundaries}"
-    return f"unload {action.namespace}/{action.bundle} {action.source_broker} -> {action.destination_broker}"
+        return f"split {action.bundle} at {[f'0x{b:08x}' for b in action.boundaries]}"
+    return f"unload {action.bundle} {action.source_broker} -> {action.destination_broker}"
 
 
 def _boundaries(client, namespace: str) -> list[int]:
@@ -236,22 +235,22 @@ def _owner(client, cluster: str, broker: str, full: str) -> bool:
 
 
 def _already_applied(client, cluster: str, action) -> bool:
-    full = bundle_full_name(action.namespace, action.bundle)
+    full = action.bundle
     if action.kind == "unload":
         return _owner(client, cluster, action.destination_broker, full)
     bounds = set(_boundaries(client, action.namespace))
-    lo, hi = (int(x, 16) for x in action.bundle.split("_"))
-    wanted = {lo, hi, *(int(b, 16) if isinstance(b, str) else int(b) for b in action.boundaries)}
+    lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
+    wanted = {lo, hi, *action.boundaries}
     return wanted <= bounds
 
 
 def _drift(client, cluster: str, action) -> str | None:
     """Why the approved action no longer applies, or None if the cluster still matches the plan."""
-    lo, hi = (int(x, 16) for x in action.bundle.split("_"))
+    lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
     bounds = _boundaries(client, action.namespace)
     if lo not in bounds or hi not in bounds or any(lo < b < hi for b in bounds):
-        return f"bundle {action.namespace}/{action.bundle} no longer exists (split or merged since the plan)"
-    full = bundle_full_name(action.namespace, action.bundle)
+        return f"bundle {action.bundle} no longer exists (split since the plan was made)"
+    full = action.bundle
     if action.source_broker and not _owner(client, cluster, action.source_broker, full):
         return f"{action.source_broker} no longer owns {full}"
     if action.kind == "unload" and action.destination_broker not in client.brokers(cluster):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import split_full_name
+from pulsar_rebalance.core.bundles import parse_boundary, split_full_name
 from pulsar_rebalance.core.prediction import Move, predict
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 
@@ -54,17 +54,18 @@ def build_plan(
             "algorithm": algorithm, "bundle": rng, "topics": {t: dict(r) for t, r in topics.items()},
             "config": dict(params.config),
         })
-        if not result.get("boundaries"):
+        if not result.get("split"):
             notes.append(f"split of {bundle} skipped: {algorithm} found no valid boundary ({result.get('reason', 'no split')})")
             continue
         split_bundles.add(bundle)
         actions.append({
-            "kind": "split", "namespace": ns, "bundle": rng,
+            "kind": "split", "namespace": ns, "bundle_range": rng,
             "source_broker": s.get("broker") or ownership.get(bundle),
             "destination_broker": None,
-            "boundaries": result["boundaries"], "split_algorithm": algorithm,
-            "children": result["children"],
+            "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(result["boundaries"])],
+            "split_algorithm": algorithm,
             "reason": s["reason"],
+            "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner"},
         })
 
     moves: list[Move] = []
@@ -82,10 +83,10 @@ def build_plan(
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
         actions.append({
-            "kind": "unload", "namespace": ns, "bundle": rng,
+            "kind": "unload", "namespace": ns, "bundle_range": rng,
             "source_broker": u["broker"], "destination_broker": dest,
             "boundaries": None, "split_algorithm": None, "reason": reason,
-            "tied": u.get("tied"),
+            "predicted": {"tied": u.get("tied")},
         })
         moves.append(Move(bundle=bundle, source=u["broker"], destination=dest))
 
@@ -94,12 +95,10 @@ def build_plan(
         if a["kind"] == "unload":
             src, dst = a["source_broker"], a["destination_broker"]
             b = prediction["brokers"]
-            a["predicted"] = {
+            a["predicted"].update({
                 "source": {"broker": src, "before": b[src]["before"]["usage"], "after": b[src]["after"]["usage"]},
                 "destination": {"broker": dst, "before": b[dst]["before"]["usage"], "after": b[dst]["after"]["usage"]},
-            }
-        else:
-            a["predicted"] = {"children": a["children"], "loadChange": "none (children stay on the owner)"}
+            })
     for i, a in enumerate(actions):
         a["seq"] = i
     summary = {

@@ -6,6 +6,7 @@ does its work, and writes its results idempotently (a retried task overwrites, n
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import time
@@ -16,7 +17,7 @@ from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 from pulsar_rebalance.pipeline.usage import (
-    BROKER_EMA_STATE, broker_usage_rows, bundle_load_rows, carried, carry, latest, update_time_averages,
+    broker_usage_rows, bundle_load_rows, carried, carry, latest, update_time_averages,
 )
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import session_scope
@@ -78,16 +79,12 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
     examples = [r.asDict() for r in bad.limit(10).collect()]
     mapped.unpersist()
     with session_scope(engine) as s:
-        prev = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=BROKER_EMA_STATE), ctx.run_id)
+        prev = repo.latest_broker_ema(s, cluster_id=run.cluster_id, exclude_run_id=ctx.run_id)
         rows = broker_usage_rows(reports, prev, cfg)
         repo.record_broker_load(s, run_id=ctx.run_id, rows=rows)
-        repo.save_strategy_state(
-            s, cluster_id=run.cluster_id, name=BROKER_EMA_STATE, run_id=ctx.run_id,
-            state=carry(ctx.run_id, prev, {r["broker_id"]: r["usage_ema"] for r in rows}),
-        )
         averages = update_time_averages(reports, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
         repo.save_bundle_time_averages(s, cluster_id=run.cluster_id, run_id=ctx.run_id, data=averages)
-        repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(reports, averages, per_bundle))
+        repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(reports, averages))
         if mismatch_count:
             repo.audit(s, event="topic_bundle_mismatch", actor="compute_usage", run_id=ctx.run_id,
                        details={"count": mismatch_count, "examples": examples})
@@ -111,7 +108,8 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
         bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
         grace_ms = cfg.load_balancer_shedding_grace_period_minutes * 60_000
-        recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since_ms=now_ms - grace_ms)
+        since = dt.datetime.fromtimestamp((now_ms - grace_ms) / 1000, dt.timezone.utc)
+        recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
         name = state_name(params)
         state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
     scenario = build_scenario(
@@ -131,8 +129,6 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
 
 
 def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
-    import datetime as dt
-
     from pulsar_rebalance.pipeline import transforms as T
     from pulsar_rebalance.pipeline.planning import build_plan
 
@@ -171,7 +167,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         repo.set_run_stage(s, run_id=ctx.run_id, stage="plan_split")
         if draft.empty:
             repo.finish_run(s, run_id=ctx.run_id, status="nothing_to_do")
-    rows = [(plan_id, a["seq"], a["kind"], a["namespace"], a["bundle"], a["source_broker"], a["destination_broker"] or "",
+    rows = [(plan_id, a["seq"], a["kind"], a["namespace"], a["bundle_range"], a["source_broker"], a["destination_broker"] or "",
              json.dumps(a.get("boundaries")), a["reason"]) for a in draft.actions]
     spark.createDataFrame(
         rows, "plan_id string, seq int, kind string, namespace string, bundle string, source string, "
@@ -203,7 +199,7 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
     finally:
         with session_scope(engine) as s:
             final = repo.get_plan(s, plan_id=plan.plan_id)
-            states = [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle, a.state, a.attempts, a.error or "")
+            states = [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
                       for a in final.actions]
             if final.status in ("executed", "partially_executed", "failed"):
                 repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")

@@ -1,8 +1,9 @@
 """compute_usage: broker usage (+ EMA across runs) and Pulsar's per-bundle time averages.
 
-State that must survive between runs (broker usage EMA, BundleData short/long-term averages) is
-stored as ``{"runId", "before", "after"}``: a retried task of the same run starts again from
-``before``, so a retry never applies the same sample twice.
+State that must survive between runs is never applied twice by a retried task: the broker usage
+EMA starts from the latest value of an *earlier* run (``latest_broker_ema(exclude_run_id=...)``),
+and BundleData averages are stored as ``{"runId", "before", "after"}`` so a retry of the same run
+starts again from ``before``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from typing import Any
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.pipeline.collect import broker_load_row
 from pulsar_rebalance.pipeline.params import resource_weights
-
-BROKER_EMA_STATE = "broker_usage_ema"
-
 
 def carried(entry: Mapping[str, Any] | None, run_id: str) -> Any:
     """The value a run starts from: ``before`` if this run already wrote the entry, else ``after``."""
@@ -72,22 +70,18 @@ def update_time_averages(
 def bundle_load_rows(
     reports: Mapping[str, Mapping[str, Any]],
     averages: Mapping[str, Mapping[str, Any]],
-    topic_counts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """bundle_load rows: this run's sample (lastStats) + the short/long-term averages after it."""
     rows = []
     for broker, report in sorted(reports.items()):
         data = LocalBrokerData.from_json(report, f"load-report[{broker}]")
         for bundle, st in data.last_stats.items():
-            ns, _, rng = bundle.rpartition("/")
             bd = averages[bundle]["after"]
-            agg = (topic_counts or {}).get(bundle, {})
             rows.append({
-                "bundle": bundle, "namespace": ns, "range_name": rng, "broker_id": broker,
+                "bundle": bundle, "broker_id": broker,
                 "msg_rate_in": st.msg_rate_in, "msg_rate_out": st.msg_rate_out,
                 "msg_throughput_in": st.msg_throughput_in, "msg_throughput_out": st.msg_throughput_out,
                 "topics": st.topics, "producers": st.producer_count, "consumers": st.consumer_count,
                 "short_term": bd.get("shortTermData"), "long_term": bd.get("longTermData"),
-                "topics_mapped": agg.get("topics"), "mismatched_topics": agg.get("mismatched_topics"),
             })
     return rows

@@ -20,11 +20,10 @@ Rules every function follows:
 
 Action state machine (:data:`ALLOWED_TRANSITIONS`; anything else raises ``InvalidTransitionError``)::
 
-    pending ──► in_progress ──► completed
-       │          │   ▲  │
-       │          │   │  └────► failed ──┐
-       │          │   └────────────────────┘ (retry: attempts += 1)
-       └──────────┴──────────► skipped      (moot: reconciled, or never started)
+    pending      ──► in_progress | skipped
+    in_progress  ──► completed | failed | skipped     (skipped: reconciled as moot)
+    failed       ──► in_progress                      (retry: attempts += 1)
+    completed, skipped: final
 
 An action may only move while its plan is ``executing``; see :data:`PLAN_TRANSITIONS` for plans.
 """
@@ -278,6 +277,7 @@ class PlanView(_View):
     config_hash: str
     summary: Any
     decision: Any
+    result: Any
     actions: tuple[ActionView, ...]
     approval: ApprovalView | None
 
@@ -943,6 +943,7 @@ def list_plans(
 
 
 def get_action(s: Session, *, action_id: int) -> ActionView:
+    """One plan action (``InvalidTransitionError`` if the id is unknown: callers only hold ids we issued)."""
     row = s.get(PlanAction, action_id)
     if row is None:
         raise InvalidTransitionError(f"no plan action with id {action_id}")
@@ -1059,7 +1060,13 @@ def expire_due_plans(s: Session, *, now: datetime | None = None, cluster_id: int
 
 
 def set_plan_status(
-    s: Session, *, plan_id: str, status: str, actor: str = "executor", details: Mapping[str, Any] | None = None
+    s: Session,
+    *,
+    plan_id: str,
+    status: str,
+    actor: str = "executor",
+    details: Mapping[str, Any] | None = None,
+    result: Mapping[str, Any] | None = None,
 ) -> bool:
     """Move a plan through its execution statuses (:data:`PLAN_TRANSITIONS`); True if it changed.
 
@@ -1075,7 +1082,10 @@ def set_plan_status(
     plan = _lock_plan(s, plan_id)
     if plan is None:
         raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
+    if result is not None:  # the measured outcome of an execution (mutable, unlike the plan itself)
+        plan.result = _json_value("result", dict(result))
     if plan.status == status:
+        s.flush()
         return False
     allowed = PLAN_TRANSITIONS.get(plan.status, frozenset())
     if status not in allowed:
@@ -1584,6 +1594,7 @@ def _plan_view(p: Plan) -> PlanView:
         config_hash=p.config_hash,
         summary=p.summary,
         decision=p.decision,
+        result=p.result,
         actions=tuple(_action_view(a) for a in p.actions),
         approval=(
             ApprovalView(
@@ -1597,3 +1608,36 @@ def _plan_view(p: Plan) -> PlanView:
             else None
         ),
     )
+
+
+# ------------------------------------------------------------------------------ pipeline read helpers
+
+
+def broker_reports(s: Session, *, run_id: str) -> dict[str, dict[str, Any]]:
+    """``{broker_id: LocalBrokerData JSON}`` exactly as collected in ``run_id``."""
+    rows = s.execute(select(BrokerLoad.broker_id, BrokerLoad.raw_report).where(BrokerLoad.run_id == run_id))
+    return {broker: dict(report) for broker, report in rows}
+
+
+def live_boundaries(s: Session, *, cluster_id: int, namespace: str | None = None) -> dict[str, list[int]]:
+    """``{namespace: sorted boundaries}`` of the live bundle ranges (what Pulsar's ``bundles`` returns)."""
+    out: dict[str, set[int]] = {}
+    for r in live_bundle_ranges(s, cluster_id=cluster_id, namespace=namespace):
+        out.setdefault(r.namespace, set()).update((r.lower, r.upper))
+    return {ns: sorted(bs) for ns, bs in sorted(out.items())}
+
+
+def cluster_name(s: Session, *, cluster_id: int) -> str:
+    row = s.get(Cluster, cluster_id)
+    if row is None:
+        raise StoreError(f"unknown cluster id {cluster_id}")
+    return row.name
+
+
+def latest_run(s: Session, *, since_epoch: float | None = None) -> RunView | None:
+    """The most recently started run (optionally only runs started at/after ``since_epoch`` seconds)."""
+    stmt = select(Run).order_by(Run.started_at.desc(), Run.run_id.desc()).limit(1)
+    if since_epoch is not None:
+        stmt = stmt.where(Run.started_at >= datetime.fromtimestamp(since_epoch, UTC))
+    row = s.execute(stmt).scalar_one_or_none()
+    return None if row is None else _run_view(row)

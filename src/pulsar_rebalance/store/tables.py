@@ -273,6 +273,7 @@ class Plan(Base):
     config_hash: Mapped[str] = mapped_column(Text)
     summary: Mapped[Any] = mapped_column(JSONB)
     decision: Mapped[Any] = mapped_column(JSONB)
+    result: Mapped[Any | None] = mapped_column(JSONB, nullable=True)
 
     actions: Mapped[list[PlanAction]] = relationship(order_by="PlanAction.seq", lazy="raise")
     approval: Mapped[Approval | None] = relationship(lazy="raise")

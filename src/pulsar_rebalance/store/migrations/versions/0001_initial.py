@@ -133,6 +133,7 @@ def upgrade() -> None:
         sa.Column('config_hash', sa.Text(), nullable=False),
         sa.Column('summary', postgresql.JSONB(astext_type=sa.Text()), nullable=False),
         sa.Column('decision', postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+        sa.Column('result', postgresql.JSONB(astext_type=sa.Text()), nullable=True),
         sa.CheckConstraint("status IN ('pending', 'approved', 'rejected', 'expired', 'executing', 'executed', 'partially_executed', 'failed', 'empty')", name=op.f('ck_plans_status')),
         sa.ForeignKeyConstraint(['cluster_id'], ['clusters.id'], name=op.f('fk_plans_cluster_id_clusters')),
         sa.ForeignKeyConstraint(['run_id'], ['runs.run_id'], name=op.f('fk_plans_run_id_runs')),
@@ -285,7 +286,7 @@ $$
 """
 
 _IMMUTABLE_TABLES = {
-    "plans": ("status", "updated_at"),
+    "plans": ("status", "updated_at", "result"),
     "plan_actions": ("state", "attempts", "error", "started_at", "finished_at", "result"),
     "approvals": (),
     "audit_log": (),
