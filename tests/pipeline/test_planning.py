@@ -56,7 +56,7 @@ def decision(unloads=(), splits=()):
     return {"cycle": {"label": "Success", "reason": "Overloaded", "unloads": list(unloads), "splits": list(splits)}}
 
 
-def test_plan_orders_splits_first_and_drops_unloads_of_split_bundles():
+def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle():
     params = RunParams.from_json({})
     hot = "t/n/0x00000000_0x40000000"
     d = decision(
@@ -67,15 +67,27 @@ def test_plan_orders_splits_first_and_drops_unloads_of_split_bundles():
         ],
         splits=[{"bundle": hot, "broker": "b1:8080", "reason": "msgRate 600 > 500"}],
     )
-    draft = build_plan(decision=d, params=params, reports=REPORTS, topics_by_bundle={}, ownership={hot: "b1:8080"})
+    # two topics in the hot bundle: crc32 puts "t/n/a" (0x...) and "t/n/b" in different halves
+    from pulsar_rebalance.core.bundles import topic_hash
+
+    names = [f"persistent://t/n/topic-{i}" for i in range(200)]
+    low = next(n for n in names if topic_hash(n) < 0x20000000)
+    high = next(n for n in names if 0x20000000 <= topic_hash(n) < 0x40000000)
+    topics = {hot: {low: {"msgRateIn": 10.0, "msgRateOut": 10.0, "msgThroughputIn": 1e5, "msgThroughputOut": 1e5},
+                    high: {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6, "msgThroughputOut": 2.9e6}}}
+    draft = build_plan(decision=d, params=params, reports=REPORTS, topics_by_bundle=topics, ownership={hot: "b1:8080"})
     kinds = [(a["kind"], a["bundle_range"]) for a in draft.actions]
-    # range_equally_divide (Pulsar's default) splits [0, 0x40000000) at 0x20000000
-    assert kinds == [("split", "0x00000000_0x40000000"), ("unload", "0x40000000_0x80000000")]
+    # range_equally_divide (Pulsar's default) splits [0, 0x40000000) at 0x20000000; the heavy child moves
+    assert kinds == [("split", "0x00000000_0x40000000"), ("unload", "0x20000000_0x40000000"),
+                     ("unload", "0x40000000_0x80000000")]
     assert draft.actions[0]["boundaries"] == [0x20000000]
-    assert draft.actions[1]["reason"].endswith("destination: least long-term msg rate")
-    assert any("dropped: the bundle is split" in n for n in draft.notes)
-    assert draft.summary["numBundleUnloads"] == 1 and draft.summary["numBundleSplits"] == 1
-    assert [a["seq"] for a in draft.actions] == [0, 1]
+    assert "heaviest child 0x20000000_0x40000000" in draft.actions[1]["reason"]
+    assert draft.actions[2]["reason"].endswith("destination: least long-term msg rate")
+    assert draft.summary["numBundleUnloads"] == 2 and draft.summary["numBundleSplits"] == 1
+    assert [a["seq"] for a in draft.actions] == [0, 1, 2]
+    # the child's share (5.8e6 of b1's 8e6 bytes/s) is what the prediction moves
+    b2 = draft.summary["brokers"]["b2:8080"]
+    assert b2["after"]["msgThroughput"] == pytest.approx(1e6 + 5.8e6 + 2e6)
 
 
 def test_plan_without_destination_records_why_and_is_empty():

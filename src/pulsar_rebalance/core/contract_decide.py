@@ -638,11 +638,9 @@ def _run_cycle(
 
     stats = dict(decision.stats)
     stats.update(extra)
-    label = decision.label
-    if label is Label.SKIP and splits:
-        label = Label.SKIP  # the unload decision stays Skip; splits are reported alongside
+    # The label/reason describe the unload decision (Pulsar's UnloadDecision); splits ride alongside.
     final = Decision(
-        label=label,
+        label=decision.label,
         reason=decision.reason,
         detail=decision.detail,
         unloads=tuple(unloads),

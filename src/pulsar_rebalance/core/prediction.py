@@ -43,10 +43,12 @@ def predict(
     reports: Mapping[str, Mapping[str, Any]],
     moves: Iterable[Move],
     weights: tuple[float, float, float, float, float],
+    extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
 ) -> dict[str, Any]:
     """Per-broker before/after usage for ``moves`` applied to the brokers' load reports.
 
-    Bundle samples come from the source broker's ``lastStats``. Returns
+    Bundle samples come from the source broker's ``lastStats``, or from ``extra_stats`` for bundles
+    that do not exist yet (the children of a split planned in the same plan). Returns
     ``{"brokers": {id: {"before": {...}, "after": {...}}}, "maxUsageBefore", "maxUsageAfter", ...}``.
     """
     parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
@@ -63,7 +65,7 @@ def predict(
     for m in moves:
         if m.source not in parsed or m.destination not in parsed:
             continue
-        st: NamespaceBundleStats | None = parsed[m.source].last_stats.get(m.bundle)
+        st: NamespaceBundleStats | None = parsed[m.source].last_stats.get(m.bundle) or (extra_stats or {}).get(m.bundle)
         if st is None:
             continue
         src, dst = state[m.source], state[m.destination]

@@ -2,8 +2,10 @@
 
 Actions are ordered: splits first (each with the boundaries computed now by the configured split
 algorithm, so execution applies exactly what was approved), then unloads with a destination.
-A bundle chosen for both split and unload is split only (its name no longer exists after the
-split); that is recorded in the plan's notes.
+A bundle chosen for both split and unload is split, and its heaviest child (by the topics' current
+throughput) is unloaded to the planned destination instead: Pulsar would split it and unload all
+children (``loadBalancerAutoUnloadSplitBundlesEnabled``) to wherever lookups land, whereas this plan
+moves exactly one named child to a named broker, so the human approves a concrete move.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import parse_boundary, split_full_name
+from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name, topic_hash
+from pulsar_rebalance.core.load import NamespaceBundleStats
 from pulsar_rebalance.core.prediction import Move, predict
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 
@@ -44,7 +47,7 @@ def build_plan(
     cycle = decision["cycle"]
     actions: list[dict[str, Any]] = []
     notes: list[str] = []
-    split_bundles: set[str] = set()
+    split_children: dict[str, list[str]] = {}
 
     for s in cycle.get("splits", []):
         bundle = s["bundle"]
@@ -57,7 +60,7 @@ def build_plan(
         if not result.get("split"):
             notes.append(f"split of {bundle} skipped: {algorithm} found no valid boundary ({result.get('reason', 'no split')})")
             continue
-        split_bundles.add(bundle)
+        split_children[bundle] = list(result["children"])
         actions.append({
             "kind": "split", "namespace": ns, "bundle_range": rng,
             "source_broker": s.get("broker") or ownership.get(bundle),
@@ -69,17 +72,23 @@ def build_plan(
         })
 
     moves: list[Move] = []
+    child_stats: dict[str, NamespaceBundleStats] = {}
     for u in cycle.get("unloads", []):
         bundle = u["bundle"]
         ns, rng = split_full_name(bundle)
-        if bundle in split_bundles:
-            notes.append(f"unload of {bundle} dropped: the bundle is split in this plan")
-            continue
         dest = u.get("destination")
         if not dest:
             notes.append(f"unload of {bundle} from {u['broker']} dropped: placement found no destination")
             continue
         reason = u["reason"]
+        if bundle in split_children:
+            loads = _child_loads(ns, split_children[bundle], topics_by_bundle.get(bundle, {}))
+            rng = max(split_children[bundle], key=lambda c: loads[c].total_msg_throughput)
+            child_stats[f"{ns}/{rng}"] = loads[rng]
+            parent_thr = sum(v.total_msg_throughput for v in loads.values())
+            reason = (f"{reason}; {bundle} is split in this plan, so its heaviest child {rng} "
+                      f"({loads[rng].total_msg_throughput / 2**20:.2f} of {parent_thr / 2**20:.2f} MiB/s) moves instead")
+            notes.append(f"unload of {bundle} replaced by its child {ns}/{rng} (the bundle is split first)")
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
         actions.append({
@@ -88,9 +97,9 @@ def build_plan(
             "boundaries": None, "split_algorithm": None, "reason": reason,
             "predicted": {"tied": u.get("tied")},
         })
-        moves.append(Move(bundle=bundle, source=u["broker"], destination=dest))
+        moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
-    prediction = predict(reports, moves, resource_weights(cfg))
+    prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats)
     for a in actions:
         if a["kind"] == "unload":
             src, dst = a["source_broker"], a["destination_broker"]
@@ -118,3 +127,25 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=actions, summary=summary, notes=notes)
+
+
+def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]) -> dict[str, NamespaceBundleStats]:
+    """Each child range's load: the sum of the rates of the parent's topics whose hash falls in it."""
+    ranges = [BundleRange.parse(c, f"children[{i}]") for i, c in enumerate(children)]
+    acc = {c: [0.0, 0.0, 0.0, 0.0, 0] for c in children}
+    for topic, r in topics.items():
+        h = topic_hash(topic)
+        for c, br in zip(children, ranges):
+            if br.contains(h):
+                a = acc[c]
+                a[0] += r.get("msgRateIn", 0.0)
+                a[1] += r.get("msgRateOut", 0.0)
+                a[2] += r.get("msgThroughputIn", 0.0)
+                a[3] += r.get("msgThroughputOut", 0.0)
+                a[4] += 1
+                break
+    return {
+        c: NamespaceBundleStats(msg_rate_in=a[0], msg_throughput_in=a[2], msg_rate_out=a[1], msg_throughput_out=a[3],
+                                consumer_count=0, producer_count=0, topics=a[4], cache_size=0)
+        for c, a in acc.items()
+    }

@@ -1,0 +1,179 @@
+"""Benchmark of the ``decide`` contract at fleet scale: 1,000 brokers, 100,000 bundles, one cycle.
+
+Usage::
+
+    /work/venv/bin/python benchmarks/bench_decide.py                 # defaults below, writes docs/benchmarks/decide.md
+    /work/venv/bin/python benchmarks/bench_decide.py --brokers 200 --bundles 20000 --no-write
+
+What is measured:
+
+1. In process: ``json.loads`` of the scenario, ``parse_scenario`` (full validation), ``run_scenario``
+   (ThresholdShedder + split trigger + LeastLongTermMessageRate destinations for every unload) and
+   ``json.dumps`` of the result.
+2. The real command, ``pulsar-rebalance decide FILE --compact`` as a subprocess: wall time of the
+   whole process (interpreter start, imports, reading the file, deciding, printing).
+
+The scenario is generated deterministically (``--seed``): 100 namespaces of equal-width bundles, each
+broker reporting its bundles in ``lastStats`` (rates derived by Pulsar's rule), one BundleData per
+bundle, CPU usage spread so that roughly one broker in ten is above average + 10%.
+Target (issue): the whole CLI process under 10 s on this 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1024 * 1024
+NOW = 1_700_000_000_000
+
+
+def generate(*, brokers: int, bundles: int, seed: int) -> dict[str, Any]:
+    """A ThresholdShedder scenario of ``brokers`` load reports owning ``bundles`` bundles in total."""
+    rng = random.Random(seed)
+    namespaces = 100
+    per_ns = max(1, bundles // namespaces)
+    step = (1 << 32) // per_ns
+    names = []
+    for ns in range(namespaces):
+        for i in range(per_ns):
+            upper = 0xFFFFFFFF if i == per_ns - 1 else (i + 1) * step
+            names.append(f"tenant-{ns % 10}/ns-{ns}/0x{i * step:08x}_0x{upper:08x}")
+    names = names[:bundles]
+    rng.shuffle(names)
+    reports: dict[str, Any] = {}
+    bundle_data: dict[str, Any] = {}
+    per_broker = len(names) // brokers
+    for b in range(brokers):
+        mine = names[b * per_broker : (b + 1) * per_broker] if b < brokers - 1 else names[b * per_broker :]
+        last_stats = {}
+        for name in mine:
+            thr = rng.uniform(0.05, 2.0) * MB
+            rate = thr / 1000.0
+            last_stats[name] = {
+                "msgRateIn": rate, "msgThroughputIn": thr, "msgRateOut": rate * 2, "msgThroughputOut": thr * 2,
+                "consumerCount": rng.randint(0, 20), "producerCount": rng.randint(1, 10),
+                "topics": rng.randint(1, 40), "cacheSize": 0,
+            }
+            short = {"maxSamples": 10, "numSamples": 10, "msgThroughputIn": thr, "msgThroughputOut": thr * 2,
+                     "msgRateIn": rate, "msgRateOut": rate * 2}
+            bundle_data[name] = {"shortTermData": short, "longTermData": {**short, "maxSamples": 1000, "numSamples": 1000},
+                                 "topics": last_stats[name]["topics"]}
+        cpu = rng.uniform(20, 60) if rng.random() > 0.1 else rng.uniform(75, 99)
+        reports[f"broker-{b:04d}.example.com:8080"] = {
+            "webServiceUrl": f"http://broker-{b:04d}.example.com:8080",
+            "pulsarServiceUrl": f"pulsar://broker-{b:04d}.example.com:6650",
+            "cpu": {"usage": cpu * 16, "limit": 1600.0},
+            "memory": {"usage": rng.uniform(2000, 7000), "limit": 8192.0},
+            "directMemory": {"usage": rng.uniform(100, 3000), "limit": 4096.0},
+            "bandwidthIn": {"usage": rng.uniform(1e5, 5e5), "limit": 1.25e6},
+            "bandwidthOut": {"usage": rng.uniform(1e5, 8e5), "limit": 1.25e6},
+            "lastUpdate": NOW,
+            "lastStats": last_stats,
+            "loadReportType": "LocalBrokerData",
+        }
+    return {
+        "shedding": "ThresholdShedder",
+        "seed": seed,
+        "assignDestinations": True,
+        "cycles": [{"brokers": reports, "bundleData": bundle_data, "nowMs": NOW}],
+    }
+
+
+def _timed(fn, *args):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--brokers", type=int, default=1000)
+    parser.add_argument("--bundles", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-write", action="store_true", help="do not write docs/benchmarks/decide.md")
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from pulsar_rebalance.core.contract_decide import parse_scenario, run_scenario
+
+    doc, t_gen = _timed(lambda: generate(brokers=args.brokers, bundles=args.bundles, seed=args.seed))
+    text = json.dumps(doc)
+    del doc
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        fh.write(text)
+        path = fh.name
+    try:
+        loaded, t_load = _timed(json.loads, text)
+        scenario, t_parse = _timed(parse_scenario, loaded)
+        result, t_run = _timed(run_scenario, scenario)
+        out_text, t_dump = _timed(json.dumps, result)
+        cycle = result["cycles"][0]
+
+        cli = str(Path(sys.executable).with_name("pulsar-rebalance"))
+        start = time.perf_counter()
+        proc = subprocess.run([cli, "decide", path, "--compact"], capture_output=True, text=True, timeout=300, check=False)
+        t_cli = time.perf_counter() - start
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return 1
+        same = json.loads(proc.stdout) == json.loads(out_text)
+    finally:
+        os.unlink(path)
+
+    in_process = t_load + t_parse + t_run + t_dump
+    rows = [
+        ("scenario size", f"{len(text) / MB:.1f} MiB JSON ({args.brokers} brokers, {args.bundles} bundles)"),
+        ("json.loads", f"{t_load:.2f} s"),
+        ("parse_scenario (validation)", f"{t_parse:.2f} s"),
+        ("run_scenario (shed + split + place)", f"{t_run:.2f} s"),
+        ("json.dumps (result)", f"{t_dump:.2f} s"),
+        ("in-process total", f"{in_process:.2f} s"),
+        ("CLI `pulsar-rebalance decide FILE` (whole process)", f"{t_cli:.2f} s"),
+        ("decision", f"{cycle['label']}/{cycle['reason']}: {len(cycle['unloads'])} unloads, {len(cycle['splits'])} splits"),
+        ("CLI output == in-process output", str(same)),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    print(f"(generation of the scenario, not counted: {t_gen:.2f} s)")
+
+    if not args.no_write:
+        machine = f"{os.cpu_count()} CPUs (nproc), Python {platform.python_version()}, {platform.platform()}"
+        lines = [
+            "# Benchmark: `decide` at fleet scale",
+            "",
+            f"Command: `/work/venv/bin/python benchmarks/bench_decide.py --brokers {args.brokers} --bundles {args.bundles} --seed {args.seed}`",
+            "",
+            f"Machine: {machine}",
+            "",
+            "Scenario: one cycle, ThresholdShedder with Pulsar's defaults, `assignDestinations: true`",
+            "(LeastLongTermMessageRate placement for every unload), split trigger on; generated",
+            "deterministically by the script (100 namespaces, ~10% of brokers hot).",
+            "",
+            "| step | result |",
+            "|---|---|",
+            *[f"| {name} | {value} |" for name, value in rows],
+            "",
+            f"Target: the whole CLI process under 10 s -> {'met' if t_cli < 10 else 'NOT met'} ({t_cli:.2f} s).",
+            "",
+        ]
+        out = ROOT / "docs" / "benchmarks" / "decide.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines), encoding="utf-8")
+        print(f"wrote {out.relative_to(ROOT)}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

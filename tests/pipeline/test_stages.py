@@ -1,0 +1,99 @@
+"""The five stages run directly (no Airflow): real Spark session, real Postgres, real HTTP simulator.
+
+Also the bad-input contract of issue #2: unreachable admin URL, a broker answering 500, a malformed
+load report -> a clear error and nothing written.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from pulsar_rebalance.errors import AdminConnectError, MalformedResponseError, ServerSideError
+from pulsar_rebalance.pipeline.context import JobContext
+from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.store import repository as repo
+from pulsar_rebalance.store.engine import make_engine, session_scope
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+
+
+@pytest.fixture
+def sim():
+    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as s:
+        yield s
+
+
+def _count(url: str, table: str) -> int:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            return c.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path):
+    from pulsar_rebalance.cli.plans import decide
+    from pulsar_rebalance.pipeline import stages
+
+    engine = make_engine(db_url)
+    client = PulsarAdminClient.from_url(sim.admin_url)
+    ctx = JobContext("manual__2026-11-22T01:00:00+00:00", str(tmp_path / "work"))
+    collected = stages.stage_collect(spark, ctx, params_doc={}, engine=engine, client=client)
+    assert collected["brokers"] == 5 and collected["topics"] > 0
+    usage = stages.stage_compute_usage(spark, ctx, engine=engine)
+    assert usage["topicBundleMismatches"] == 0
+    detected = stages.stage_detect(spark, ctx, engine=engine)
+    assert detected["label"] == "Success" and detected["unloads"] > 0, detected
+    planned = stages.stage_plan(spark, ctx, engine=engine)
+    assert planned["status"] == "pending" and planned["actions"] > 0
+    assert stages.stage_plan(spark, ctx, engine=engine)["plan_id"] == planned["plan_id"]  # retry: same plan
+
+    import os
+    os.environ["PULSAR_REBALANCE_DATABASE_URL"] = db_url
+    try:
+        decide(planned["plan_id"], "approved", by="bob", comment="ok")
+    finally:
+        del os.environ["PULSAR_REBALANCE_DATABASE_URL"]
+    report = stages.stage_execute(spark, ctx, engine=engine, client=client)
+    assert report["status"] == "executed", report
+    assert report["unloads_executed"] == planned["summary"]["numBundleUnloads"]
+    assert report["max_usage_after"] < report["max_usage_before"]
+    # a retry of execute_unload reconciles: nothing is executed twice
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=planned["plan_id"])
+    assert all(a.attempts == 1 and a.state == "completed" for a in plan.actions)
+
+
+def test_unreachable_admin_url_fails_clearly_and_writes_nothing(spark, db_url, tmp_path):
+    from pulsar_rebalance.pipeline import stages
+
+    client = PulsarAdminClient.from_url("http://127.0.0.1:9", timeout=2, retries=0)
+    with pytest.raises(AdminConnectError) as exc:
+        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
+    assert "127.0.0.1:9" in str(exc.value)
+    assert _count(db_url, "runs") == 0 and _count(db_url, "broker_load") == 0
+
+
+def test_broker_answering_500_fails_clearly_and_writes_nothing(spark, sim, db_url, tmp_path):
+    from pulsar_rebalance.pipeline import stages
+
+    sim.inject_error(sim.broker_ids[2], status=500)
+    client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
+    with pytest.raises(ServerSideError) as exc:
+        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
+    assert exc.value.status_code == 500
+    assert _count(db_url, "runs") == 0 and _count(db_url, "bundle_ranges") == 0
+
+
+def test_malformed_load_report_fails_clearly_and_writes_nothing(spark, sim, db_url, tmp_path):
+    from pulsar_rebalance.pipeline import stages
+
+    sim.inject_malformed_load_report(sim.broker_ids[1])
+    client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
+    with pytest.raises(MalformedResponseError) as exc:
+        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
+    assert "load-report" in str(exc.value)
+    assert _count(db_url, "runs") == 0 and _count(db_url, "ownership") == 0
