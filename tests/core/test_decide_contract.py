@@ -308,3 +308,37 @@ def test_cli_decide_rejects_nan_literals() -> None:
     text = json.dumps(scenario()).replace('"usage": 40', '"usage": NaN', 1)
     proc = _cli(text)
     assert proc.returncode == 2 and proc.stdout == "" and "NaN" in proc.stderr
+
+
+def test_transfer_shedder_split_needs_consecutive_hits_kept_in_state() -> None:
+    # the extensible trigger splits on the 4th consecutive hit (threshold 3), counting per broker
+    doc = {"shedding": "TransferShedder", "config": {"loadBalancerSheddingEnabled": False}}
+    state = None
+    found = []
+    for i in range(4):
+        c = cluster()
+        c["nowMs"] = NOW + i * 60_000
+        c["brokers"]["broker-2"]["lastStats"][f"t/ns/{rng(4)}"]["topics"] = 1001
+        run = decide_scenario({**doc, "cycles": [c], **({"state": state} if state else {})})
+        found.append([s["bundle"] for s in run["cycles"][0]["splits"]])
+        state = run["state"]
+        if i < 3:
+            assert state["splitConditionHitCounts"]["broker-2"] == {f"t/ns/{rng(4)}": i + 1}
+    assert found == [[], [], [], [f"t/ns/{rng(4)}"]]
+    assert state["splitConditionHitCounts"]["broker-2"] == {}  # reset after the split
+
+
+def test_transfer_shedder_place_uses_the_extensible_placement() -> None:
+    c = skewed()
+    c["place"] = ["t/new/0x00000000_0xffffffff"]
+    out = decide_scenario({"shedding": "TransferShedder", "cycles": [c]})
+    placed = out["cycles"][0]["placements"]["t/new/0x00000000_0xffffffff"]
+    assert set(placed["tied"]) == {"broker-2", "broker-3"}  # clearly below the average load
+
+
+def test_state_is_validated_with_paths() -> None:
+    assert _error(scenario(state={"thresholdShedder": {}, "bogus": 1})).field == "state.bogus"
+    assert _error(scenario(state={"version": 2})).field == "state.version"
+    assert _error(scenario(state={"avgShedder": {"bundleBrokerMap": [{"bundle": "x"}]}})).field == (
+        "state.avgShedder.bundleBrokerMap[0].bundleDataKey"
+    )

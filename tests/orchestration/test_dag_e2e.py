@@ -116,14 +116,21 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
         if bundle in moved:
             assert own_after[bundle] == moved[bundle]
         elif bundle in split_parents:
-            assert bundle not in own_after  # replaced by its children, which stay on the owner
+            assert bundle not in own_after  # replaced by its children: they stay on the owner unless moved
             a = split_parents[bundle]
             lo, hi = (int(x, 16) for x in a["bundle_range"].split("_"))
             cuts = [lo, *a["boundaries"], hi]
             for c_lo, c_hi in zip(cuts, cuts[1:]):
-                assert own_after[f"{a['namespace']}/0x{c_lo:08x}_0x{c_hi:08x}"] == owner
+                child = f"{a['namespace']}/0x{c_lo:08x}_0x{c_hi:08x}"
+                assert own_after[child] == moved.get(child, owner)
         else:
             assert own_after[bundle] == owner, f"{bundle} moved without being in the plan"
+    assert set(own_after) - set(own_before) == {
+        f"{a['namespace']}/0x{c_lo:08x}_0x{c_hi:08x}"
+        for a in splits
+        for cuts in [[int(a["bundle_range"][:10], 16), *a["boundaries"], int(a["bundle_range"][11:], 16)]]
+        for c_lo, c_hi in zip(cuts, cuts[1:])
+    }
 
     # The max broker usage went down (measured after execution, not just predicted).
     result = plan["result"]
@@ -137,11 +144,20 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
         children = _q(db_url, "SELECT range_name FROM bundle_ranges WHERE parent_id = :i AND retired_at IS NULL", i=parent["id"])
         assert len(children) == len(a["boundaries"]) + 1
     for a in unloads:
-        full = a["bundle"]
-        hist = _q(db_url, "SELECT broker_id, valid_to, cause_action_id FROM ownership WHERE bundle = :b ORDER BY valid_from", b=full)
-        assert [h["broker_id"] for h in hist] == [a["source_broker"], a["destination_broker"]]
-        assert hist[0]["valid_to"] is not None and hist[1]["valid_to"] is None
-        assert hist[1]["cause_action_id"] == a["id"]
+        hist = _q(db_url, "SELECT broker_id, valid_to, cause_action_id, cause FROM ownership WHERE bundle = :b "
+                          "ORDER BY valid_from", b=a["bundle"])
+        if a["bundle"] in own_before:  # a bundle that existed at collect time: old owner closed, new one open
+            assert [h["broker_id"] for h in hist] == [a["source_broker"], a["destination_broker"]]
+            assert hist[0]["valid_to"] is not None
+        else:  # a split child: first recorded on its new owner, caused by the unload
+            assert [h["broker_id"] for h in hist][-1] == a["destination_broker"]
+        assert hist[-1]["valid_to"] is None and hist[-1]["cause_action_id"] == a["id"]
+        assert "alice" in hist[-1]["cause"]
+        # "where was bundle X at time T and why did it move" is one query over the view
+        why = _q(db_url, "SELECT broker_id, approved_by, action_reason FROM bundle_ownership_history "
+                         "WHERE bundle = :b AND valid_from <= now() AND (valid_to IS NULL OR valid_to > now())",
+                 b=a["bundle"])
+        assert why == [{"broker_id": a["destination_broker"], "approved_by": "alice", "action_reason": a["reason"]}]
     approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
     assert approval["decision"] == "approved" and approval["decided_by"] == "alice"
 

@@ -24,7 +24,7 @@ def test_dag_wires_the_six_tasks_in_order():
     for a, b in zip(order, order[1:]):
         assert dag.get_task(b).upstream_task_ids == {a}
     assert dag.max_active_runs == 1
-    assert str(dag.timetable.summary) == "@hourly"
+    assert dag.timetable.description == "Every hour"  # default schedule @hourly (PULSAR_REBALANCE_SCHEDULE)
     for task_id in order[:4] + ["execute_unload"]:
         assert type(dag.get_task(task_id)).__name__ == "PulsarSparkJobOperator"
         assert dag.get_task(task_id).application.endswith(f"spark_jobs/{task_id}.py")

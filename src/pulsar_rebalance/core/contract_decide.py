@@ -39,7 +39,7 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, split_full_name
 from pulsar_rebalance.core.config import PLACEMENT_STRATEGY_CLASSES, SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
-from pulsar_rebalance.core.decision import Decision, Label, Placement, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.decision import Decision, Placement, Reason, SplitDecision, Unload, skip
 from pulsar_rebalance.core.json_input import (
     check_int,
     field_path,
@@ -506,6 +506,12 @@ def _run_cycle(
     recent_brokers = _merge_recent(state.recently_unloaded_brokers, cycle.recently_unloaded_brokers)
     state = state.evolve(recently_unloaded_bundles=recent_bundles, recently_unloaded_brokers=recent_brokers)
 
+    if scenario.placement == "LeastResourceUsageWithWeight" and not scenario.extensible and cycle.brokers is not None:
+        # LeastResourceUsageWithWeight.onActiveBrokersChange: history of brokers no longer active is dropped
+        kept = {b: v for b, v in state.lruww_avg_usage.items() if b in cycle.brokers}
+        if len(kept) != len(state.lruww_avg_usage):
+            state = state.evolve(lruww_avg_usage=kept)
+
     shedder = SHEDDERS[scenario.shedding]
     top: dict[str, list[tuple[str, NamespaceBundleStats]]] | None = cycle.top_bundles
     load_data = cycle.broker_load_data
@@ -591,7 +597,9 @@ def _run_cycle(
         derived_counts = _namespace_counts(cycle, top)
         counts = cycle.namespace_bundle_counts if cycle.namespace_bundle_counts is not None else derived_counts
         if scenario.extensible:
-            hit_counts = {b: dict(c) for b, c in state.split_hit_counts.items()}
+            # one split strategy per broker (Pulsar runs it on each broker): counts of brokers gone are dropped
+            previous = state.split_hit_counts
+            hit_counts: dict[str, dict[str, int]] = {}
             sources: Mapping[str, Mapping[str, NamespaceBundleStats]]
             if cycle.brokers is not None:
                 sources = {b: d.last_stats for b, d in cycle.brokers.items()}
@@ -604,7 +612,7 @@ def _run_cycle(
                     broker=broker,
                     bundle_stats=stats,
                     namespace_bundle_counts=_with_counts(counts, derived_counts, stats),
-                    split_condition_hit_counts=hit_counts.get(broker, {}),
+                    split_condition_hit_counts=previous.get(broker, {}),
                     config=config,
                     path=field_path(cycle.path, src_path.format(broker)),
                 )
@@ -648,10 +656,7 @@ def _run_cycle(
         placements=tuple(placements),
         stats=stats,
     )
-    out = final.to_json()
-    for s, c in zip(out["splits"], splits):
-        s["broker"] = c.broker
-    return out, state
+    return final.to_json(), state
 
 
 def _with_counts(counts: Mapping[str, int], derived: Mapping[str, int], stats: Mapping[str, Any]) -> Mapping[str, int]:

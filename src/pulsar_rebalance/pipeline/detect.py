@@ -13,6 +13,9 @@ from typing import Any
 from pulsar_rebalance.pipeline.params import RunParams
 
 
+MODULAR_SHEDDERS_WITH_PLACEMENT = ("ThresholdShedder", "OverloadShedder", "UniformLoadShedder")
+
+
 def state_name(params: RunParams) -> str:
     return f"decide:{params.shedding_strategy}:{params.placement_strategy}"
 
@@ -33,7 +36,6 @@ def build_scenario(
         config["defaultNamespaceBundleSplitAlgorithm"] = params.split_algorithm
     scenario: dict[str, Any] = {
         "shedding": params.shedding_strategy,
-        "placement": params.placement_strategy,
         "config": config,
         "seed": params.seed,
         "assignDestinations": True,
@@ -45,6 +47,10 @@ def build_scenario(
             "namespaceBundleCounts": {ns: len(bs) - 1 for ns, bs in namespace_boundaries.items()},
         }],
     }
+    if params.shedding_strategy in MODULAR_SHEDDERS_WITH_PLACEMENT:
+        scenario["placement"] = params.placement_strategy
+    # AvgShedder places with its own pairing and TransferShedder with the extensible
+    # LeastResourceUsageWithWeight, as in Pulsar; decide() picks those itself.
     if state:
         scenario["state"] = dict(state)
     return scenario

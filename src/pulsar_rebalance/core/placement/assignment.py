@@ -48,7 +48,12 @@ class ModularPlacementContext:
     time_average: Mapping[str, TimeAverageBrokerData]
     preallocated: dict[str, dict[str, BundleData]] = field(default_factory=dict)
     preallocated_owner: dict[str, str] = field(default_factory=dict)
+    preallocated_rate: dict[str, float] = field(default_factory=dict)
+    """broker -> sum of its preallocated bundles' long-term msgRateIn + msgRateOut (in preallocation order)."""
+    preallocated_topics: dict[str, int] = field(default_factory=dict)
     _ns_ranges: dict[str, dict[str, set[str]]] | None = None
+    """namespace -> broker -> bundles of that namespace owned by or preallocated to the broker."""
+    _usage: dict[tuple[bool, bool], dict[str, float]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -66,24 +71,48 @@ class ModularPlacementContext:
                     ta[broker] = TimeAverageBrokerData.from_bundles(data.bundles, bundle_data, default_stats)
         return cls(brokers=brokers, bundle_data=bundle_data, time_average=ta)
 
-    def namespace_count(self, broker: str, namespace: str) -> int:
-        """Bundles of ``namespace`` owned by or preallocated to ``broker`` (``brokerToNamespaceToBundleRange``)."""
+    def _index(self) -> dict[str, dict[str, set[str]]]:
         if self._ns_ranges is None:
             ranges: dict[str, dict[str, set[str]]] = {}
             for b, data in self.brokers.items():
-                per_ns = ranges.setdefault(b, {})
                 for bundle in data.bundles:
-                    ns = namespace_of(bundle)
-                    per_ns.setdefault(ns, set()).add(bundle)
+                    ranges.setdefault(namespace_of(bundle), {}).setdefault(b, set()).add(bundle)
             self._ns_ranges = ranges
-        return len(self._ns_ranges.get(broker, {}).get(namespace, ()))
+        return self._ns_ranges
+
+    def namespace_count(self, broker: str, namespace: str) -> int:
+        """Bundles of ``namespace`` owned by or preallocated to ``broker`` (``brokerToNamespaceToBundleRange``)."""
+        return len(self._index().get(namespace, {}).get(broker, ()))
+
+    def namespace_counts(self, namespace: str) -> dict[str, set[str]]:
+        """broker -> its bundles of ``namespace`` (brokers without any are absent)."""
+        return self._index().get(namespace, {})
+
+    def usage(self, broker: str, config: LoadBalancerConfig, *, weighted: bool = True) -> float:
+        """Cached max resource usage of a broker (weighted 5-argument form, or unweighted)."""
+        cache = self._usage.setdefault((weighted, True), {})
+        value = cache.get(broker)
+        if value is None:
+            data = self.brokers[broker]
+            value = weighted_usage(data, config) if weighted else unweighted_usage(data)
+            cache[broker] = value
+        return value
+
+    def usages(self, config: LoadBalancerConfig, *, weighted: bool = True) -> dict[str, float]:
+        """Every broker's cached usage (see :meth:`usage`)."""
+        cache = self._usage.setdefault((weighted, True), {})
+        if len(cache) < len(self.brokers):
+            for broker in self.brokers:
+                self.usage(broker, config, weighted=weighted)
+        return cache
 
     def preallocate(self, bundle: str, broker: str, data: BundleData) -> None:
         self.preallocated.setdefault(broker, {})[bundle] = data
         self.preallocated_owner[bundle] = broker
-        self.namespace_count(broker, namespace_of(bundle))  # make sure the index exists
-        assert self._ns_ranges is not None
-        self._ns_ranges.setdefault(broker, {}).setdefault(namespace_of(bundle), set()).add(bundle)
+        lt = data.long_term_data
+        self.preallocated_rate[broker] = self.preallocated_rate.get(broker, 0.0) + (lt.msg_rate_in + lt.msg_rate_out)
+        self.preallocated_topics[broker] = self.preallocated_topics.get(broker, 0) + data.topics
+        self._index().setdefault(namespace_of(bundle), {}).setdefault(broker, set()).add(bundle)
 
 
 _LLTMR = LeastLongTermMessageRate()
@@ -112,6 +141,8 @@ def _run_strategy(
             config=config,
             state=state,
             rng=rng,
+            usage_of=ctx.usages(config, weighted=impl.weighted),
+            preallocated_rate=ctx.preallocated_rate,
         )
     if strategy == "LeastResourceUsageWithWeight":
         return _LRUWW.select_broker(bundle=bundle, candidates=candidates, brokers=ctx.brokers, config=config, state=state, rng=rng)
@@ -141,18 +172,23 @@ def select_broker_for_assignment(
     cands = base
     notes: list[str] = []
     max_topics = config.load_balancer_broker_max_topics
-    small = [
-        b
-        for b in cands
-        if sum(p.topics for p in ctx.preallocated.get(b, {}).values()) + ctx.brokers[b].num_topics <= max_topics
-    ]
+    brokers = ctx.brokers
+    pre_topics = ctx.preallocated_topics
+    small = [b for b in cands if brokers[b].num_topics + pre_topics.get(b, 0) <= max_topics]
     if small and len(small) < len(cands):
         notes.append(f"{len(cands) - len(small)} broker(s) above {max_topics} topics dropped")
         cands = small
     if config.load_balancer_distribute_bundles_evenly_enabled:
         ns = namespace_of(bundle)
-        least = min(ctx.namespace_count(b, ns) for b in cands)
-        even = [b for b in cands if ctx.namespace_count(b, ns) <= least]
+        owned = ctx.namespace_counts(ns)
+        least = 2**31 - 1
+        for b in cands:
+            n = len(owned[b]) if b in owned else 0
+            if n < least:
+                least = n
+                if n == 0:
+                    break
+        even = [b for b in cands if b not in owned] if least == 0 else [b for b in cands if len(owned.get(b, ())) <= least]
         if len(even) < len(cands):
             notes.append(f"kept {len(even)} broker(s) owning the fewest ({least}) bundles of {ns}")
         cands = even
@@ -162,8 +198,7 @@ def select_broker_for_assignment(
     if placement.broker is None:
         return placement, state
     overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
-    chosen = ctx.brokers[placement.broker]
-    usage = unweighted_usage(chosen) if strategy == "LeastLongTermMessageRateUnweighted" else weighted_usage(chosen, config)
+    usage = ctx.usage(placement.broker, config, weighted=strategy != "LeastLongTermMessageRateUnweighted")
     if usage > overload:
         notes.append(f"{placement.broker} overloaded ({usage:.4f}): re-run on all candidates")
         placement, state = _run_strategy(strategy, bundle, data, base, ctx, config, state, rng)

@@ -46,14 +46,17 @@ class LeastLongTermMessageRate:
     ) -> float:
         """``getScore``: +inf when overloaded, else preallocated + time-average long-term msg/s."""
         overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
-        usage = weighted_usage(data, config, with_memory=True) if self.weighted else unweighted_usage(data)
-        if usage > overload:
+        if self.usage(data, config) > overload:
             return math.inf
         total = 0.0
         for bd in preallocated.values():
             lt = bd.long_term_data
             total += lt.msg_rate_in + lt.msg_rate_out
         return total + (time_average.long_term_msg_rate_in + time_average.long_term_msg_rate_out)
+
+    def usage(self, data: LocalBrokerData, config: LoadBalancerConfig) -> float:
+        """The max resource usage compared with the overload threshold (weighted or not, per variant)."""
+        return weighted_usage(data, config, with_memory=True) if self.weighted else unweighted_usage(data)
 
     def select_broker(
         self,
@@ -66,14 +69,27 @@ class LeastLongTermMessageRate:
         config: LoadBalancerConfig,
         state: StrategyState,
         rng: random.Random,
+        usage_of: Mapping[str, float] | None = None,
+        preallocated_rate: Mapping[str, float] | None = None,
     ) -> tuple[Placement, StrategyState]:
-        """``selectBroker``: the lowest-score candidates, a seeded pick among them."""
+        """``selectBroker``: the lowest-score candidates, a seeded pick among them.
+
+        ``usage_of`` (broker -> :meth:`usage`) and ``preallocated_rate`` (broker -> sum of its
+        preallocated bundles' long-term msg/s, accumulated in preallocation order) are optional
+        caches from the placement context; with them a score costs O(1) instead of O(preallocated).
+        """
         best: list[str] = []
         min_score = math.inf
-        scores: dict[str, float] = {}
+        overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
         for broker in candidates:
-            score = self.score(brokers[broker], time_average[broker], preallocated.get(broker, {}), config)
-            scores[broker] = score
+            if usage_of is not None and preallocated_rate is not None:
+                if usage_of[broker] > overload:
+                    score = math.inf
+                else:
+                    ta = time_average[broker]
+                    score = preallocated_rate.get(broker, 0.0) + (ta.long_term_msg_rate_in + ta.long_term_msg_rate_out)
+            else:
+                score = self.score(brokers[broker], time_average[broker], preallocated.get(broker, {}), config)
             if score < min_score:
                 best = [broker]
                 min_score = score

@@ -1,0 +1,70 @@
+"""`pulsar-rebalance plans ...` against a real Postgres: decisions, and the errors an operator can hit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pulsar_rebalance.store import repository as repo
+from pulsar_rebalance.store.engine import make_engine, session_scope
+
+
+@pytest.fixture
+def pending_plan(db_url):
+    with session_scope(make_engine(db_url)) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-1", cluster_id=cid, params={}, work_dir="/tmp/w")
+        plan_id = repo.create_plan(
+            s, run_id="run-1", cluster_id=cid, status="pending", expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False, strategies={"shedding": "ThresholdShedder"}, config={}, summary={"maxUsageBefore": 0.9},
+            decision={}, actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000",
+                                   "source_broker": "b1:8080", "destination_broker": "b2:8080", "reason": "b1 overloaded"}],
+        )
+    return db_url, plan_id
+
+
+def cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url)
+    return subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_approve_records_who_when_and_comment(pending_plan):
+    db_url, plan_id = pending_plan
+    out = cli(db_url, "plans", "approve", plan_id, "--by", "alice", "-m", "off-peak")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["decision"] == "approved" and doc["decided_by"] == "alice" and doc["comment"] == "off-peak"
+    shown = json.loads(cli(db_url, "plans", "show", plan_id, "--json").stdout)
+    assert shown["status"] == "approved" and shown["approval"]["decided_by"] == "alice"
+    assert shown["actions"][0]["reason"] == "b1 overloaded"
+    listed = cli(db_url, "plans", "list")
+    assert plan_id in listed.stdout and "approved" in listed.stdout
+
+
+def test_approving_an_already_decided_plan_is_a_clear_error(pending_plan):
+    db_url, plan_id = pending_plan
+    assert cli(db_url, "plans", "reject", plan_id, "--by", "bob").returncode == 0
+    out = cli(db_url, "plans", "approve", plan_id, "--by", "alice")
+    assert out.returncode == 2 and out.stdout == ""
+    assert plan_id in out.stderr and "rejected" in out.stderr and "bob" in out.stderr
+    with session_scope(make_engine(db_url)) as s:
+        assert repo.get_plan(s, plan_id=plan_id).approval.decided_by == "bob"  # unchanged
+
+
+def test_unknown_plan_id_is_a_clear_error(pending_plan):
+    db_url, _ = pending_plan
+    out = cli(db_url, "plans", "approve", "p-19700101-000000")
+    assert out.returncode == 2 and "p-19700101-000000" in out.stderr and out.stdout == ""
+
+
+def test_missing_database_url_says_what_to_set(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL")}
+    out = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "plans", "list"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode != 0 and "PULSAR_REBALANCE_DATABASE_URL" in out.stderr
