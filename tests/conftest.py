@@ -98,3 +98,17 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """Airflow's metadata DB (SQLite in the temp AIRFLOW_HOME), created once per test session."""
+    from airflow.utils import db
+
+    db.initdb()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import shutil
+
+    shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)

@@ -16,18 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500, method="thread")]
 
 
-@pytest.fixture(scope="module")
-def airflow_db():
-    from airflow.utils import db
-
-    db.initdb()
-
-
 @pytest.fixture
-def cluster():
+def cluster(request):
+    """The default (skewed) simulated cluster; ``@pytest.mark.parametrize("cluster", [1.0], indirect=True)``
+    gives a balanced one (skew 1.0: every namespace equally hot, bundles spread round-robin)."""
     from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
 
-    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
+    skew = getattr(request, "param", 5.0)
+    with SimulatedPulsar(generate_cluster(seed=42, skew=skew), ephemeral=True) as sim:
         yield sim
 
 
@@ -178,6 +174,21 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     assert plan["status"] == "rejected"
     assert _q(db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND state <> 'pending'",
               p=approver.plan_id)[0]["n"] == 0
+
+
+@pytest.mark.parametrize("cluster", [1.0], indirect=True)
+def test_balanced_cluster_ends_green_without_waiting_for_approval(airflow_db, wired):
+    sim, db_url = wired
+    before = sim.state.snapshot()
+    dr, states = _run_dag({"approval_timeout_minutes": 30})  # nobody approves: must not wait
+    assert dr.state == "success"
+    assert states["plan_split"] == "success"
+    assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
+    plan = _q(db_url, "SELECT plan_id, status, summary FROM plans")[0]
+    assert plan["status"] == "empty" and plan["summary"]["decision"]["reason"] == "Balanced"
+    assert _q(db_url, "SELECT status FROM runs")[0]["status"] == "nothing_to_do"
+    assert _q(db_url, "SELECT count(*) AS n FROM approvals")[0]["n"] == 0
+    assert _ownership(sim.state.snapshot()) == _ownership(before)
 
 
 def _ownership(snapshot: dict) -> dict[str, str]:

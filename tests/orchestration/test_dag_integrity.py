@@ -17,14 +17,14 @@ def _dag():
     return bag.get_dag("pulsar_rebalance")
 
 
-def test_dag_wires_the_six_tasks_in_order():
+def test_dag_wires_the_six_tasks_in_order(airflow_db):
     dag = _dag()
     order = ["collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload"]
     assert [t for t in order if t in dag.task_ids] == order
     for a, b in zip(order, order[1:]):
         assert dag.get_task(b).upstream_task_ids == {a}
     assert dag.max_active_runs == 1
-    assert dag.timetable.description == "Every hour"  # default schedule @hourly (PULSAR_REBALANCE_SCHEDULE)
+    assert dag.schedule == "@hourly"  # the default of PULSAR_REBALANCE_SCHEDULE
     for task_id in order[:4] + ["execute_unload"]:
         assert type(dag.get_task(task_id)).__name__ == "PulsarSparkJobOperator"
         assert dag.get_task(task_id).application.endswith(f"spark_jobs/{task_id}.py")

@@ -203,6 +203,14 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         bundle_data = parse_bundle_data_map(obj["bundleData"], bdp)
         for bundle in bundle_data:
             names.check(bundle, field_path(bdp, bundle))
+    else:
+        # No leader-side history given: derive it the way Pulsar's leader does on its first cycle
+        # (updateBundleData: getBundleDataOrDefault, then update with each broker's lastStats sample).
+        for data in brokers.values():
+            for bundle, stats in data.last_stats.items():
+                bd = bundle_data.get(bundle) or BundleData.new_default()
+                bd.update(stats)
+                bundle_data[bundle] = bd
 
     time_average: dict[str, TimeAverageBrokerData] | None = None
     if "timeAverageBrokerData" in obj:
