@@ -2,8 +2,8 @@
 
 Usage::
 
-    /work/venv/bin/python benchmarks/bench_decide.py                 # defaults below, writes docs/benchmarks/decide.md
-    /work/venv/bin/python benchmarks/bench_decide.py --brokers 200 --bundles 20000 --no-write
+    .venv/bin/python benchmarks/bench_decide.py                 # defaults below, writes docs/benchmarks/decide.md
+    .venv/bin/python benchmarks/bench_decide.py --brokers 200 --bundles 20000 --no-write
 
 What is measured:
 
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = [
             "# Benchmark: `decide` at fleet scale",
             "",
-            f"Command: `/work/venv/bin/python benchmarks/bench_decide.py --brokers {args.brokers} --bundles {args.bundles} --seed {args.seed}`",
+            f"Command: `.venv/bin/python benchmarks/bench_decide.py --brokers {args.brokers} --bundles {args.bundles} --seed {args.seed}`",
             "",
             f"Machine: {machine}",
             "",

@@ -41,6 +41,7 @@ from pulsar_rebalance.core.bundles import BundleRange, split_full_name
 from pulsar_rebalance.core.config import PLACEMENT_STRATEGY_CLASSES, SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
 from pulsar_rebalance.core.decision import Decision, Placement, Reason, SplitDecision, Unload, skip
 from pulsar_rebalance.core.json_input import (
+    json_type_name,
     check_int,
     field_path,
     require_object,
@@ -79,22 +80,6 @@ _CYCLE_KEYS = frozenset(
         "availableBrokers",
     }
 )
-
-
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
 
 
 def _check_keys(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
@@ -148,7 +133,7 @@ class _BundleNames:
 
     def check(self, name: object, path: str) -> str:
         if not isinstance(name, str):
-            raise ScenarioError(path, f"expected a bundle name string, got {_type_name(name)}")
+            raise ScenarioError(path, f"expected a bundle name string, got {json_type_name(name)}")
         namespace, sep, range_name = name.rpartition("/")
         if range_name in self._ranges and sep and namespace:
             return name
@@ -232,7 +217,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         for broker, items in raw_tb.items():
             ip = field_path(tbp, broker)
             if not isinstance(items, list):
-                raise ScenarioError(ip, f"expected an array of {{bundleName, stats}}, got {_type_name(items)}")
+                raise ScenarioError(ip, f"expected an array of {{bundleName, stats}}, got {json_type_name(items)}")
             entries: list[tuple[str, NamespaceBundleStats]] = []
             for k, item in enumerate(items):
                 ep = field_path(ip, k)
@@ -254,7 +239,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
     if "place" in obj:
         pp = field_path(path, "place")
         if not isinstance(obj["place"], list):
-            raise ScenarioError(pp, f"expected an array of bundle names, got {_type_name(obj['place'])}")
+            raise ScenarioError(pp, f"expected an array of bundle names, got {json_type_name(obj['place'])}")
         place = [names.check(b, field_path(pp, i)) for i, b in enumerate(obj["place"])]
 
     counts: dict[str, int] | None = None
@@ -272,7 +257,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
     if "availableBrokers" in obj:
         ap = field_path(path, "availableBrokers")
         if not isinstance(obj["availableBrokers"], list):
-            raise ScenarioError(ap, f"expected an array of broker ids, got {_type_name(obj['availableBrokers'])}")
+            raise ScenarioError(ap, f"expected an array of broker ids, got {json_type_name(obj['availableBrokers'])}")
         available = []
         for i, b in enumerate(obj["availableBrokers"]):
             if not isinstance(b, str) or not b:
@@ -353,7 +338,7 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
     if "shedding" in doc:
         raw = doc["shedding"]
         if not isinstance(raw, str):
-            raise ScenarioError("shedding", f"expected a strategy name string, got {_type_name(raw)}")
+            raise ScenarioError("shedding", f"expected a strategy name string, got {json_type_name(raw)}")
         shedding = _short_name(raw, SHEDDING_STRATEGY_CLASSES)
         if shedding not in SHEDDERS:
             raise ScenarioError("shedding", f"unknown shedding strategy {raw!r}; known: {', '.join(SHEDDERS)}")
@@ -372,7 +357,7 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
     if "placement" in doc:
         raw = doc["placement"]
         if not isinstance(raw, str):
-            raise ScenarioError("placement", f"expected a strategy name string, got {_type_name(raw)}")
+            raise ScenarioError("placement", f"expected a strategy name string, got {json_type_name(raw)}")
         placement = _short_name(raw, PLACEMENT_STRATEGY_CLASSES)
         if placement not in table:
             raise ScenarioError("placement", f"unknown placement strategy {raw!r} for {what}; known: {', '.join(table)}")
@@ -414,7 +399,7 @@ def parse_scenario(doc: object) -> Scenario:
     assign = False
     if "assignDestinations" in root:
         if not isinstance(root["assignDestinations"], bool):
-            raise ScenarioError("assignDestinations", f"expected a boolean, got {_type_name(root['assignDestinations'])}")
+            raise ScenarioError("assignDestinations", f"expected a boolean, got {json_type_name(root['assignDestinations'])}")
         assign = root["assignDestinations"]
     state = StrategyState.from_json(root["state"], "state") if "state" in root else StrategyState()
 
@@ -422,7 +407,7 @@ def parse_scenario(doc: object) -> Scenario:
         raise ScenarioError("cycles", "required array is missing")
     raw_cycles = root["cycles"]
     if not isinstance(raw_cycles, list):
-        raise ScenarioError("cycles", f"expected an array of cycles, got {_type_name(raw_cycles)}")
+        raise ScenarioError("cycles", f"expected an array of cycles, got {json_type_name(raw_cycles)}")
     if not raw_cycles:
         raise ScenarioError("cycles", "at least one cycle is required")
     scenario = Scenario(shedding, placement, config, seed, state, assign)

@@ -38,7 +38,7 @@ def field_path(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _type_name(value: object) -> str:
+def json_type_name(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -59,7 +59,7 @@ def check_number(value: object, field: str, *, allow_negative: bool = False) -> 
     tv = type(value)
     if tv is not float and tv is not int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ScenarioError(field, f"expected a number, got {_type_name(value)}")
+            raise ScenarioError(field, f"expected a number, got {json_type_name(value)}")
     if not math.isfinite(value):  # type: ignore[arg-type]
         raise ScenarioError(field, f"expected a finite number, got {value!r}")
     if value < 0 and not allow_negative:  # type: ignore[operator]
@@ -76,7 +76,7 @@ def check_int(value: object, field: str, *, allow_negative: bool = False) -> int
             raise ScenarioError(field, f"expected an integer, got {value!r}")
         result = int(value)  # type: ignore[arg-type]
     else:
-        raise ScenarioError(field, f"expected an integer, got {_type_name(value)}")
+        raise ScenarioError(field, f"expected an integer, got {json_type_name(value)}")
     if result < 0 and not allow_negative:
         raise ScenarioError(field, f"must not be negative, got {result}")
     return result
@@ -88,7 +88,7 @@ def req_mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any
     if value is _MISSING:
         raise ScenarioError(field_path(path, key), "required object is missing")
     if not isinstance(value, Mapping):
-        raise ScenarioError(field_path(path, key), f"expected an object, got {_type_name(value)}")
+        raise ScenarioError(field_path(path, key), f"expected an object, got {json_type_name(value)}")
     return value
 
 
@@ -107,7 +107,7 @@ def req_list(obj: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
     if value is _MISSING:
         raise ScenarioError(field_path(path, key), "required array is missing")
     if not isinstance(value, (list, tuple)):
-        raise ScenarioError(field_path(path, key), f"expected an array, got {_type_name(value)}")
+        raise ScenarioError(field_path(path, key), f"expected an array, got {json_type_name(value)}")
     return value
 
 
@@ -124,7 +124,7 @@ def req_str(obj: Mapping[str, Any], key: str, path: str, *, allow_empty: bool = 
     if value is _MISSING:
         raise ScenarioError(field_path(path, key), "required string is missing")
     if not isinstance(value, str):
-        raise ScenarioError(field_path(path, key), f"expected a string, got {_type_name(value)}")
+        raise ScenarioError(field_path(path, key), f"expected a string, got {json_type_name(value)}")
     if not value and not allow_empty:
         raise ScenarioError(field_path(path, key), "must not be empty")
     return value
@@ -184,7 +184,7 @@ def req_bool(obj: Mapping[str, Any], key: str, path: str) -> bool:
     if value is _MISSING:
         raise ScenarioError(field_path(path, key), "required boolean is missing")
     if not isinstance(value, bool):
-        raise ScenarioError(field_path(path, key), f"expected a boolean, got {_type_name(value)}")
+        raise ScenarioError(field_path(path, key), f"expected a boolean, got {json_type_name(value)}")
     return value
 
 
@@ -201,7 +201,7 @@ def req_str_list(obj: Mapping[str, Any], key: str, path: str) -> list[str]:
     out: list[str] = []
     for i, item in enumerate(items):
         if not isinstance(item, str):
-            raise ScenarioError(field_path(field_path(path, key), i), f"expected a string, got {_type_name(item)}")
+            raise ScenarioError(field_path(field_path(path, key), i), f"expected a string, got {json_type_name(item)}")
         out.append(item)
     return out
 
@@ -216,7 +216,7 @@ def opt_str_list(obj: Mapping[str, Any], key: str, path: str) -> list[str] | Non
 def require_object(value: object, field: str) -> Mapping[str, Any]:
     """Validate an already-extracted value (e.g. a document root or a map value) as an object."""
     if not isinstance(value, Mapping):
-        raise ScenarioError(field or "$", f"expected an object, got {_type_name(value)}")
+        raise ScenarioError(field or "$", f"expected an object, got {json_type_name(value)}")
     return value
 
 
