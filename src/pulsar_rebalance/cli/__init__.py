@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 from pulsar_rebalance.errors import RebalanceError
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # platformdirs (pulled in by the embedded Postgres) warns on every start when XDG_RUNTIME_DIR is
+    # unset, which is normal on servers; it is noise in a CLI's output.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

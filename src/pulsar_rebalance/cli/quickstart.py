@@ -232,6 +232,11 @@ def _result(engine, plan_id: str | None) -> dict[str, Any]:
         "status": plan.status,
         "unloads_executed": sum(a.kind == "unload" for a in done),
         "splits_executed": sum(a.kind == "split" for a in done),
-        "max_usage_before": summary.get("maxUsageBefore"),
-        "max_usage_after": res.get("max_usage_after", summary.get("maxUsageBefore") if plan.status in ("rejected", "expired", "empty") else None),
+        "max_usage_before": _round(summary.get("maxUsageBefore")),
+        "max_usage_after": _round(res.get("max_usage_after") if res else (
+            summary.get("maxUsageBefore") if plan.status in ("rejected", "expired", "empty") else None)),
     }
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 4)

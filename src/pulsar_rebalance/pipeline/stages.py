@@ -201,6 +201,7 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
             final = repo.get_plan(s, plan_id=plan.plan_id)
             states = [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
                       for a in final.actions]
+            repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
             if final.status in ("executed", "partially_executed", "failed"):
                 repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
         if states:
