@@ -68,3 +68,11 @@ def test_missing_database_url_says_what_to_set(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "plans", "list"], capture_output=True,
                          text=True, env=env, timeout=120)
     assert out.returncode != 0 and "PULSAR_REBALANCE_DATABASE_URL" in out.stderr
+
+
+def test_show_plot_writes_a_png_chart(pending_plan, tmp_path):
+    db_url, plan_id = pending_plan
+    out = cli(db_url, "plans", "show", plan_id, "--plot", str(tmp_path / "plan.png"))
+    assert out.returncode == 0, out.stderr
+    png = (tmp_path / "plan.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = psub.add_parser("show", help="one plan with its actions, reasons and predicted effect")
     p.add_argument("plan_id")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--plot", metavar="PNG", help="also write a before/predicted/measured usage chart per broker")
     p.set_defaults(func=_show)
 
     for verb in ("approve", "reject"):
@@ -95,6 +96,10 @@ def _show(args: argparse.Namespace) -> int:
 
     with session_scope(_engine()) as s:
         plan = repo.get_plan(s, plan_id=args.plan_id)
+    if args.plot:
+        from pulsar_rebalance.cli.plot import plot_plan
+
+        print(f"chart written to {plot_plan(plan, args.plot)}", file=sys.stderr)
     if args.json:
         print(json.dumps(plan_to_json(plan), default=str, indent=2))
         return 0

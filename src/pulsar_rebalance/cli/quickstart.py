@@ -67,6 +67,8 @@ def run_demo(args: argparse.Namespace) -> int:
         result = _watch(proc, started, args, deadline=time.monotonic() + args.timeout_minutes * 60)
         if proc.returncode not in (0, None):
             _say(f"the DAG run failed (exit {proc.returncode}); see {log_path}")
+        if result.get("plan_id") and result.get("status") != "empty":
+            _chart(result["plan_id"], state / "plans" / f"{result['plan_id']}.png")
         print(json.dumps(result), flush=True)
         return 0 if result.get("status") not in (None, "failed", "missing") and proc.returncode == 0 else 1
     finally:
@@ -236,6 +238,16 @@ def _result(engine, plan_id: str | None) -> dict[str, Any]:
         "max_usage_after": _round(res.get("max_usage_after") if res else (
             summary.get("maxUsageBefore") if plan.status in ("rejected", "expired", "empty") else None)),
     }
+
+
+def _chart(plan_id: str, path: Path) -> None:
+    from pulsar_rebalance.cli.plot import plot_plan
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import database_url, make_engine, session_scope
+
+    with session_scope(make_engine(database_url())) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+    _say(f"per-broker usage chart (before / predicted / measured): {plot_plan(plan, path)}")
 
 
 def _round(x: float | None) -> float | None:

@@ -45,13 +45,15 @@ class Snapshot:
     bundle_stats_rows: list[dict[str, Any]] = field(default_factory=list)
     collected_at_ms: int = 0
 
+    def weighted_usage(self, weights: tuple[float, float, float, float, float]) -> dict[str, float]:
+        """Pulsar's weighted max resource usage per broker (a fraction; > 1 when over 100%)."""
+        return {
+            b: LocalBrokerData.from_json(r, f"load-report[{b}]").max_resource_usage_with_weight(*weights)
+            for b, r in sorted(self.load_reports.items())
+        }
+
     def max_weighted_usage(self, weights: tuple[float, float, float, float, float]) -> float:
-        """Max over brokers of Pulsar's weighted max resource usage (a fraction; >1 when over 100%)."""
-        usages = [
-            LocalBrokerData.from_json(r, f"load-report[{b}]").max_resource_usage_with_weight(*weights)
-            for b, r in self.load_reports.items()
-        ]
-        return max(usages, default=0.0)
+        return max(self.weighted_usage(weights).values(), default=0.0)
 
 
 def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster: str | None = None) -> Snapshot:

@@ -47,6 +47,7 @@ class ExecutionReport:
     max_usage_before: float | None = None
     max_usage_after: float | None = None
     max_usage_after_predicted: float | None = None
+    broker_usage_after: dict[str, float] = field(default_factory=dict)  # measured, weighted max usage
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -136,6 +137,7 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
                     cause=f"executed plan {plan_id}", cause_action_ids=cause_ids,
                 )
             report.max_usage_after = snap.max_usage
+            report.broker_usage_after = dict(snap.broker_usage)
         if plan.dry_run:
             status = "executed"
         elif report.failed:

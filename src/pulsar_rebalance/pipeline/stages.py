@@ -190,7 +190,8 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
 
     def after(client_, namespaces):
         snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
-        snap.max_usage = snap.max_weighted_usage(weights)
+        snap.broker_usage = snap.weighted_usage(weights)
+        snap.max_usage = max(snap.broker_usage.values(), default=0.0)
         return snap
 
     try:
