@@ -129,6 +129,7 @@ class SimulatedPulsar:
         self._servers: dict[str, _BrokerServer] = {}
         self._threads: list[threading.Thread] = []
         self._faults: dict[str, _BrokerFaults] = {}
+        self._request_faults: list[list] = []  # [method | None, path substring, status, times | None]
         self._faults_lock = threading.Lock()
         self._started = False
 
@@ -214,6 +215,17 @@ class SimulatedPulsar:
             f = self._faults.setdefault(self._resolve(broker), _BrokerFaults())
             f.error_status, f.error_times = status, times
 
+    def inject_request_error(
+        self, status: int = 500, *, method: str | None = None, path_contains: str = "", times: int | None = None
+    ) -> None:
+        """Make every broker answer matching requests (method and a path substring, e.g. one bundle's
+        ``/unload``) with ``status``: ``times`` requests, or until cleared. Targets one admin operation
+        where :meth:`inject_error` takes a whole broker down."""
+        if not 400 <= status <= 599:
+            raise ValueError(f"status must be an HTTP error code, got {status}")
+        with self._faults_lock:
+            self._request_faults.append([method.upper() if method else None, path_contains, status, times])
+
     def inject_malformed_load_report(self, broker: str | int, enabled: bool = True) -> None:
         """Make ``broker``'s load report a truncated (invalid) JSON document with status 200."""
         with self._faults_lock:
@@ -230,6 +242,7 @@ class SimulatedPulsar:
         with self._faults_lock:
             if broker is None:
                 self._faults.clear()
+                self._request_faults.clear()
             else:
                 self._faults.pop(self._resolve(broker), None)
 
@@ -282,8 +295,22 @@ class SimulatedPulsar:
 
     # ------------------------------------------------------------------ request handling
 
+    def _take_request_fault(self, req: _Request) -> int | None:
+        with self._faults_lock:
+            for fault in self._request_faults:
+                method, needle, status, times = fault
+                if (method is None or method == req.method) and needle in req.path:
+                    if times is not None:
+                        fault[3] = times - 1
+                        if fault[3] <= 0:
+                            self._request_faults.remove(fault)
+                    return status
+        return None
+
     def handle(self, req: _Request) -> _Response:
         latency, error_status, req.malformed_load_report = self._take_fault(req.broker_id)
+        if error_status is None:
+            error_status = self._take_request_fault(req)
         if latency:
             time.sleep(latency)
         if error_status is not None:
