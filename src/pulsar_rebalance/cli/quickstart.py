@@ -35,6 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout-minutes", type=float, default=90.0, help="hard limit for the whole DAG run")
     p.set_defaults(func=run_demo)
 
+    p = sub.add_parser(
+        "standalone",
+        help="a local Airflow stack (airflow standalone + embedded Postgres + simulator) for real use",
+    )
+    p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
+    p.add_argument("--port", type=int, default=8080, help="Airflow UI / API port")
+    p.add_argument("--admin-url", default=None,
+                   help="a real Pulsar admin URL instead of the simulator (token from $PULSAR_ADMIN_TOKEN)")
+    p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
+    p.add_argument("--brokers", type=int, default=5, help="simulated brokers")
+    p.set_defaults(func=run_standalone)
+
 
 def _say(msg: str) -> None:
     print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -72,11 +84,7 @@ def run_demo(args: argparse.Namespace) -> int:
         print(json.dumps(result), flush=True)
         return 0 if result.get("status") not in (None, "failed", "missing") and proc.returncode == 0 else 1
     finally:
-        sim.send_signal(signal.SIGTERM)
-        try:
-            sim.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sim.kill()
+        _terminate(sim, grace=10)
 
 
 def _postgres(state: Path):
@@ -96,7 +104,7 @@ def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
     log = open(state / "logs" / "simulator.log", "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--seed", str(args.seed),
-         "--brokers", str(args.brokers), "--ready-file", str(ready)],
+         "--brokers", str(args.brokers), "--port-base", "0", "--ready-file", str(ready)],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     deadline = time.monotonic() + 60
@@ -113,8 +121,11 @@ def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
     raise SystemExit("the simulator did not become ready within 60 s")
 
 
-def _airflow_env(state: Path, app_url: str, airflow_db: str, admin_url: str) -> dict[str, str]:
+def _airflow_env(state: Path, app_url: str, airflow_db: str, admin_url: str, port: int = 8080) -> dict[str, str]:
     env = dict(os.environ)
+    admin_conn: dict[str, Any] = {"conn_type": "http", "host": admin_url}
+    if env.get("PULSAR_ADMIN_TOKEN"):
+        admin_conn["password"] = env["PULSAR_ADMIN_TOKEN"]
     bindir = str(Path(sys.executable).parent)
     env.update({
         "PATH": bindir + os.pathsep + env.get("PATH", ""),
@@ -124,13 +135,85 @@ def _airflow_env(state: Path, app_url: str, airflow_db: str, admin_url: str) -> 
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": airflow_db,
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
-        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps({"conn_type": "http", "host": admin_url}),
+        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps(admin_conn),
         "AIRFLOW_CONN_PULSAR_REBALANCE_DB": json.dumps({"conn_type": "postgres", "extra": {"url": app_url}}),
         "PULSAR_REBALANCE_WORK_DIR": str(state / "work"),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{port}/execution/",
     })
     return env
+
+
+def run_standalone(args: argparse.Namespace) -> int:
+    """Run ``airflow standalone`` wired to the state DB and a Pulsar admin API until Ctrl-C / SIGTERM."""
+    from pulsar_rebalance.store.engine import migrate
+
+    state = Path(args.state_dir).resolve()
+    (state / "logs").mkdir(parents=True, exist_ok=True)
+    server_url, pg = _postgres(state)
+    app_url = pg.create_database("pulsar_rebalance") if pg else server_url
+    airflow_db = pg.create_database("airflow") if pg else os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "")
+    migrate(app_url)
+    sim = None
+    admin_url = args.admin_url
+    if not admin_url:
+        sim, info = _simulator(state, args)
+        admin_url = info["admin_url"]
+        _say(f"simulated Pulsar cluster: {len(info['brokers'])} brokers, admin API at {admin_url}")
+    env = _airflow_env(state, app_url, airflow_db, admin_url, port=args.port)
+    log = state / "logs" / "airflow-standalone.log"
+    proc = _spawn(["airflow", "standalone"], env, log)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        url = f"http://localhost:{args.port}"
+        if _wait_http(f"{url}/api/v2/monitor/health", proc, stop, timeout=300):
+            pw = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
+            _say(f"Airflow is up: {url}  (user admin, password in {pw}); DAG pulsar_rebalance is paused until you "
+                 "unpause it; approve plans with: "
+                 f"PULSAR_REBALANCE_DATABASE_URL='{app_url}' .venv/bin/pulsar-rebalance plans list")
+            print(json.dumps({"airflow_url": url, "admin_url": admin_url, "log": str(log)}), flush=True)
+            while not stop.is_set() and proc.poll() is None:
+                stop.wait(1.0)
+        return 0 if proc.poll() in (None, 0) else 1
+    finally:
+        _say("stopping")
+        _terminate(proc)
+        if sim is not None:
+            _terminate(sim)
+
+
+def _wait_http(url: str, proc: subprocess.Popen, stop: threading.Event, timeout: float) -> bool:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stop.is_set():
+        if proc.poll() is not None:
+            _say(f"airflow standalone exited with {proc.returncode}")
+            return False
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        stop.wait(1.0)
+    return False
+
+
+def _terminate(proc: subprocess.Popen, grace: float = 20.0) -> None:
+    """SIGTERM the process group (airflow standalone's children included), SIGKILL after ``grace``."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+    except ProcessLookupError:
+        pass
 
 
 def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> None:
