@@ -29,7 +29,7 @@ def test_spark_submit_is_next_to_the_interpreter():
 def test_console_script_help_lists_every_command():
     out = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    for cmd in ("decide", "split", "bundles", "plans", "simulator", "demo", "standalone", "db"):
+    for cmd in ("decide", "split", "bundles", "plans", "history", "simulator", "demo", "standalone", "db"):
         assert cmd in out.stdout
 
 

@@ -6,6 +6,8 @@ load report -> a clear error and nothing written.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import sqlalchemy as sa
 
@@ -34,7 +36,7 @@ def _count(url: str, table: str) -> int:
         engine.dispose()
 
 
-def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path):
+def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path, capsys, monkeypatch):
     from pulsar_rebalance.cli.plans import decide
     from pulsar_rebalance.pipeline import stages
 
@@ -65,6 +67,19 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path)
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=planned["plan_id"])
     assert all(a.attempts == 1 and a.state == "completed" for a in plan.actions)
+
+    # "where was bundle X at time T and why did it move", from the CLI
+    from pulsar_rebalance.cli import main
+
+    moved = next(a for a in plan.actions if a.kind == "unload")
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    capsys.readouterr()
+    assert main(["history", moved.bundle, "--json"]) == 0
+    history = json.loads(capsys.readouterr().out)
+    assert history[-1]["broker_id"] == moved.destination_broker and history[-1]["approved_by"] == "bob"
+    assert history[-1]["action_reason"] == moved.reason and history[-1]["valid_to"] is None
+    assert main(["history", moved.bundle, "--at", "2000-01-01T00:00:00"]) == 0
+    assert "no ownership recorded" in capsys.readouterr().out
 
 
 def test_unreachable_admin_url_fails_clearly_and_writes_nothing(spark, db_url, tmp_path):

@@ -20,7 +20,8 @@ from pulsar_rebalance.errors import RebalanceError
 # module name -> sub-commands it registers (documentation only; order = help order)
 _COMMAND_MODULES = (
     "pulsar_rebalance.cli.core_commands",  # decide, split, bundles
-    "pulsar_rebalance.cli.plans",  # plans list|show|approve|reject
+    "pulsar_rebalance.cli.plans",  # plans list|show|approve|reject, db upgrade
+    "pulsar_rebalance.cli.history",  # history BUNDLE [--at T]
     "pulsar_rebalance.cli.simulator_command",  # simulator
     "pulsar_rebalance.cli.quickstart",  # db, demo (the README's main job)
 )

@@ -50,6 +50,17 @@ class SplitCandidate:
         return {"bundle": self.bundle, "broker": self.broker, "reason": self.reason, "metric": self.metric}
 
 
+def _java_int_mul(a: int, b: int) -> int:
+    """Java ``int * int``: the product wraps to 32-bit two's complement (before any widening to long).
+
+    Both split triggers compute ``long maxBundleBandwidth = conf.getLoadBalancerNamespaceBundleMaxBandwidthMbytes()
+    * LoadManagerShared.MIBI`` where both operands are ``int``, so the limit wraps for 2048 MiB and
+    above (2048 -> -2^31: every bundle "exceeds" it; 4096 -> 0). Reproduced on purpose.
+    """
+    r = (a * b) & 0xFFFFFFFF
+    return r - (1 << 32) if r >= (1 << 31) else r
+
+
 def _crossed(
     *,
     topics: int,
@@ -64,7 +75,7 @@ def _crossed(
     max_sessions = config.load_balancer_namespace_bundle_max_sessions
     max_rate = config.load_balancer_namespace_bundle_max_msg_rate
     max_mbytes = config.load_balancer_namespace_bundle_max_bandwidth_mbytes
-    max_bw = max_mbytes * MIBI
+    max_bw = _java_int_mul(max_mbytes, MIBI)
     out: list[tuple[SplitMetric, str]] = []
     if topics > max_topics:
         out.append(("topics", f"topics {topics} > loadBalancerNamespaceBundleMaxTopics {max_topics}"))
@@ -79,7 +90,8 @@ def _crossed(
             (
                 "bandwidth",
                 f"{rate_label} throughput {throughput / MIBI:.6g} MiB/s ({throughput:.15g} B/s) > "
-                f"loadBalancerNamespaceBundleMaxBandwidthMbytes {max_mbytes} ({max_bw} B/s)",
+                f"loadBalancerNamespaceBundleMaxBandwidthMbytes {max_mbytes} ({max_bw} B/s"
+                + (", wrapped by Java int arithmetic)" if max_bw != max_mbytes * MIBI else ")"),
             )
         )
     return out
