@@ -63,7 +63,10 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     assert report["status"] == "executed", report
     assert report["unloads_executed"] == planned["summary"]["numBundleUnloads"]
     assert report["max_usage_after"] < report["max_usage_before"]
-    # a retry of execute_unload reconciles: nothing is executed twice
+    # a retry of execute_unload after it finished does nothing again and returns the recorded outcome
+    owners = sim.state.owners()
+    assert stages.stage_execute(spark, ctx, engine=engine, client=client) == report
+    assert sim.state.owners() == owners
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=planned["plan_id"])
     assert all(a.attempts == 1 and a.state == "completed" for a in plan.actions)

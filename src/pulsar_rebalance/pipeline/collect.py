@@ -109,6 +109,13 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
             ns, rng = split_full_name(bundle)
             if ns in ns_boundaries:
                 ownership[bundle] = broker
+    # Ownership and boundaries are read at slightly different moments; a bundle split in between is
+    # owned under a name our boundaries do not know yet. It is left for the next run, not guessed.
+    live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in ns_boundaries.items() for a, b in zip(bs, bs[1:])}
+    unknown = sorted(set(ownership) - live)
+    for bundle in unknown:
+        log.warning("bundle %s is owned by %s but not in the namespace's boundaries read earlier "
+                    "(split meanwhile?): left for the next run", bundle, ownership.pop(bundle))
     return Snapshot(
         cluster=cluster,
         admin_url=client.base_url,

@@ -87,6 +87,9 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
     approval = plan.approval
     if approval is None or approval.decision != "approved":
         raise ExecutionError(f"plan {plan_id} is {plan.status!r}, not approved: nothing is executed")
+    if plan.status == "executed" and plan.result:  # a retry after a finished execution: nothing left to do
+        log.info("plan %s was already executed; returning the recorded outcome", plan_id)
+        return ExecutionReport(**plan.result)
     report = ExecutionReport(
         plan_id=plan_id, status=plan.status,
         max_usage_before=plan.summary.get("maxUsageBefore"),
