@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -176,7 +176,7 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, note: str = "") ->
 
     result = Result(size=size, note=note)
     log(f"size: {size.label}{f' ({note})' if note else ''}")
-    with contextlib.ExitStack(), contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         t0 = time.perf_counter()
         names = size.namespace_names()
         state = generate_cluster(
@@ -192,7 +192,7 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, note: str = "") ->
         migrate(url)
         engine = make_engine(url)
         client = PulsarAdminClient.from_url(sim.admin_url)
-        stack.callback(client.close) if hasattr(client, "close") else None
+        stack.callback(client.close)
         result.setup_s = time.perf_counter() - t0
         log(f"  {'setup':<16} {result.setup_s:8.2f} s")
 
@@ -434,23 +434,22 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     submit: dict[str, list[float]] = {}
     root = Path(tempfile.mkdtemp(prefix="pr-bench-pipeline-", dir="/tmp"))
-    with contextlib.ExitStack() as stack:
-        stack.callback(shutil.rmtree, root, True)  # runs last (LIFO): after Spark and Postgres stopped
+    try:
         log(f"temp dir {root}")
-        pg = start_postgres(stack, root)
-        spark = start_spark(stack, root)
-        plan = list(sizes)
-        if args.cold_repeat:
-            plan = [sizes[0], *sizes]
-        for i, size in enumerate(plan):
-            note = "cold JVM, first in the session" if args.cold_repeat and i == 0 else ""
-            results.append(run_size(spark, pg, root, size, seed=args.seed, note=note))
-        stack.pop_all().close()  # stop Spark and Postgres before the spark-submit runs compete for the cores
-        stack.callback(shutil.rmtree, root, True)
+        with contextlib.ExitStack() as stack:  # Spark stops first, then Postgres (LIFO), also on error
+            pg = start_postgres(stack, root)
+            spark = start_spark(stack, root)
+            plan = [sizes[0], *sizes] if args.cold_repeat else list(sizes)
+            for i, size in enumerate(plan):
+                note = "cold JVM, first in the session" if args.cold_repeat and i == 0 else ""
+                results.append(run_size(spark, pg, root, size, seed=args.seed, note=note))
+        # measured after Spark and Postgres stopped, so the start-ups do not compete with them for the cores
         log("spark-submit fixed cost")
         submit["trivial"] = measure_submit(root, TRIVIAL_APP, "trivial", args.submit_repeats)
         if args.import_variant:
             submit["imports"] = measure_submit(root, IMPORTING_APP, "trivial_imports", args.submit_repeats)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     total = time.perf_counter() - started
     text = render(results, submit, info, args, total)
     if args.no_write:
