@@ -23,6 +23,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[3]
 
 
+def redact_url(url: str) -> str:
+    """The URL with any password shown as *** (the embedded Postgres has none, so it prints as is)."""
+    from pulsar_rebalance.store.engine import redact_url as _redact
+
+    return _redact(url)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run one complete rebalance on embedded defaults (the README's main job)")
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
@@ -174,7 +181,7 @@ def run_standalone(args: argparse.Namespace) -> int:
             pw = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
             _say(f"Airflow is up: {url}  (user admin, password in {pw}); DAG pulsar_rebalance is paused until you "
                  "unpause it; approve plans with: "
-                 f"PULSAR_REBALANCE_DATABASE_URL='{app_url}' .venv/bin/pulsar-rebalance plans list")
+                 f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list")
             print(json.dumps({"airflow_url": url, "admin_url": admin_url, "log": str(log)}), flush=True)
             while not stop.is_set() and proc.poll() is None:
                 stop.wait(1.0)
@@ -278,7 +285,7 @@ def _ask(plan_id: str, engine) -> None:
     cli_main(["plans", "show", plan_id])
     url = os.environ["PULSAR_REBALANCE_DATABASE_URL"]
     _say("the plan is waiting for approval. From another terminal:\n"
-         f"    PULSAR_REBALANCE_DATABASE_URL='{url}' .venv/bin/pulsar-rebalance plans approve {plan_id} -m 'looks good'\n"
+         f"    PULSAR_REBALANCE_DATABASE_URL='{redact_url(url)}' .venv/bin/pulsar-rebalance plans approve {plan_id} -m 'looks good'\n"
          f"    (or ... plans reject {plan_id})")
     if not sys.stdin.isatty():
         _say("stdin is not a terminal: waiting for a decision from elsewhere (or run with AUTO_APPROVE=1)")
