@@ -24,10 +24,12 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password shown as *** (the embedded Postgres has none, so it prints as is)."""
+    """The URL with its password shown as *** (the embedded Postgres has none: printed as is, copy-pasteable)."""
+    from sqlalchemy.engine import make_url
+
     from pulsar_rebalance.store.engine import redact_url as _redact
 
-    return _redact(url)
+    return _redact(url) if make_url(url).password else url
 
 
 def register(sub: argparse._SubParsersAction) -> None:
