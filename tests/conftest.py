@@ -69,6 +69,9 @@ def pg_server():
         yield server
     finally:
         server.stop()
+        import shutil
+
+        shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture
