@@ -20,7 +20,7 @@ def snapshot():
 
 
 def _scenario(snapshot, params, state=None):
-    averages = update_time_averages(snapshot.load_reports, {}, "r1")
+    averages = update_time_averages(snapshot.parsed, {}, "r1")
     return build_scenario(
         params=params, reports=snapshot.load_reports, bundle_data={b: latest(e) for b, e in averages.items()},
         namespace_boundaries=snapshot.namespaces, recently_unloaded={}, state=state, now_ms=snapshot.collected_at_ms,

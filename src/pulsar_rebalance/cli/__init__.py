@@ -63,6 +63,3 @@ def _is_input_error(exc: RebalanceError) -> bool:
 
     return isinstance(exc, (errors.ScenarioError, errors.ConfigError, errors.PlanError))
 
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -276,12 +276,12 @@ def _watch(proc: subprocess.Popen, started: float, args, *, deadline: float) -> 
                 decide(plan.plan_id, "approved", by="quickstart (AUTO_APPROVE=1)", comment="unattended demo run")
                 _say(f"plan {plan.plan_id} approved automatically (AUTO_APPROVE=1)")
             else:
-                _ask(plan.plan_id, engine)
+                _ask(plan.plan_id)
         time.sleep(1.0)
     return _result(engine, plan_id)
 
 
-def _ask(plan_id: str, engine) -> None:
+def _ask(plan_id: str) -> None:
     from pulsar_rebalance.cli import main as cli_main
 
     cli_main(["plans", "show", plan_id])

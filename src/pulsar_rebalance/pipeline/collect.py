@@ -44,13 +44,11 @@ class Snapshot:
     topic_rows: list[dict[str, Any]] = field(default_factory=list)
     bundle_stats_rows: list[dict[str, Any]] = field(default_factory=list)
     collected_at_ms: int = 0
+    parsed: dict[str, LocalBrokerData] = field(default_factory=dict)  # load_reports, validated and parsed once
 
     def weighted_usage(self, weights: tuple[float, float, float, float, float]) -> dict[str, float]:
         """Pulsar's weighted max resource usage per broker (a fraction; > 1 when over 100%)."""
-        return {
-            b: LocalBrokerData.from_json(r, f"load-report[{b}]").max_resource_usage_with_weight(*weights)
-            for b, r in sorted(self.load_reports.items())
-        }
+        return {b: d.max_resource_usage_with_weight(*weights) for b, d in sorted(self.parsed.items())}
 
     def max_weighted_usage(self, weights: tuple[float, float, float, float, float]) -> float:
         return max(self.weighted_usage(weights).values(), default=0.0)
@@ -88,6 +86,7 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         raise NotFoundError(f"namespaces not found in cluster {cluster!r}: {sorted(missing)}", status_code=404)
 
     reports: dict[str, dict[str, Any]] = {}
+    parsed_reports: dict[str, LocalBrokerData] = {}
     topic_rows: list[dict[str, Any]] = []
     stats_rows: list[dict[str, Any]] = []
     ownership: dict[str, str] = {}
@@ -100,6 +99,7 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
                 f"load report of broker {broker} is not a LocalBrokerData: {exc}", url=f"{broker}/admin/v2/broker-stats/load-report"
             ) from exc
         reports[broker] = report
+        parsed_reports[broker] = parsed
         stats_rows.extend(_bundle_stats_rows(broker, parsed, ns_boundaries))
         topic_rows.extend(topic_rows_from_stats(broker, client.topic_stats(broker), ns_boundaries))
         owned = client.owned_namespaces(cluster, broker)
@@ -120,18 +120,15 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         cluster=cluster,
         admin_url=client.base_url,
         leader=leader,
-        brokers={b: _web_url(client, b) for b in brokers},
+        brokers={b: client.broker_url(b) for b in brokers},
         namespaces=ns_boundaries,
         load_reports=reports,
         ownership=ownership,
         topic_rows=topic_rows,
         bundle_stats_rows=stats_rows,
         collected_at_ms=int(time.time() * 1000),
+        parsed=parsed_reports,
     )
-
-
-def _web_url(client, broker: str) -> str:
-    return client.broker_url(broker)
 
 
 def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -199,7 +196,7 @@ def _rate(stats: Mapping[str, Any], key: str) -> float:
 
 def record_snapshot(
     session, snapshot: Snapshot, *, run_id: str, params: Mapping[str, Any], work_dir: str,
-    weights: tuple[float, float, float, float, float] = (1.0, 0.0, 0.0, 1.0, 1.0),
+    weights: tuple[float, float, float, float, float],
 ) -> int:
     """Write the snapshot (run, brokers, raw reports, live ranges, ownership) in the caller's transaction."""
     from pulsar_rebalance.store import repository as repo
@@ -208,7 +205,8 @@ def record_snapshot(
     repo.start_run(session, run_id=run_id, cluster_id=cluster_id, params=dict(params), work_dir=work_dir)
     repo.upsert_brokers(session, cluster_id=cluster_id, run_id=run_id, brokers=snapshot.brokers)
     repo.record_broker_load(
-        session, run_id=run_id, rows=[broker_load_row(b, r, weights=weights) for b, r in snapshot.load_reports.items()]
+        session, run_id=run_id, rows=[broker_load_row(b, r, weights=weights, parsed=snapshot.parsed.get(b))
+              for b, r in snapshot.load_reports.items()]
     )
     for ns, bounds in sorted(snapshot.namespaces.items()):
         repo.sync_bundle_ranges(session, cluster_id=cluster_id, run_id=run_id, namespace=ns, boundaries=bounds)
@@ -220,9 +218,16 @@ def record_snapshot(
     return cluster_id
 
 
-def broker_load_row(broker: str, report: Mapping[str, Any], *, weights=(1.0, 0.0, 0.0, 1.0, 1.0), ema: float | None = None) -> dict[str, Any]:
-    """One broker_load row from a raw LocalBrokerData JSON report."""
-    d = LocalBrokerData.from_json(report, f"load-report[{broker}]")
+def broker_load_row(
+    broker: str,
+    report: Mapping[str, Any],
+    *,
+    weights: tuple[float, float, float, float, float],
+    ema: float | None = None,
+    parsed: LocalBrokerData | None = None,
+) -> dict[str, Any]:
+    """One broker_load row from a raw LocalBrokerData JSON report (``parsed``: the same report, if already parsed)."""
+    d = parsed or LocalBrokerData.from_json(report, f"load-report[{broker}]")
     weighted = d.max_resource_usage_with_weight(*weights)
     return {
         "broker_id": broker,

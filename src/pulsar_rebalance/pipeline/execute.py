@@ -145,8 +145,6 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
             status = "executed"
         elif report.failed:
             status = "failed" if not (report.unloads_executed or report.splits_executed) else "partially_executed"
-        elif report.skipped and (report.unloads_executed or report.splits_executed):
-            status = "partially_executed"
         elif report.skipped:
             status = "partially_executed"
         else:
@@ -207,10 +205,8 @@ def _run_action(engine, client, plan, cluster: str, action) -> str:
         repo.transition_action(s, action_id=action.id, to="completed",
                                result={"seconds": round(time.monotonic() - started, 3)})
         if action.kind == "split":
-            bounds = client.bundles(action.namespace)["boundaries"]
             repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=action.namespace,
-                                    boundaries=[int(b, 16) if isinstance(b, str) else int(b) for b in bounds],
-                                    action_id=action.id)
+                                    boundaries=_boundaries(client, action.namespace), action_id=action.id)
     log.info("[%s] %s done: %s", full, action.kind, _describe(action))
     return "completed"
 

@@ -17,7 +17,7 @@ from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 from pulsar_rebalance.pipeline.usage import (
-    broker_usage_rows, bundle_load_rows, carried, carry, latest, update_time_averages,
+    broker_usage_rows, bundle_load_rows, carried, carry, latest, parse_reports, update_time_averages,
 )
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import session_scope
@@ -80,11 +80,12 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
     mapped.unpersist()
     with session_scope(engine) as s:
         prev = repo.latest_broker_ema(s, cluster_id=run.cluster_id, exclude_run_id=ctx.run_id)
-        rows = broker_usage_rows(reports, prev, cfg)
+        parsed = parse_reports(reports)
+        rows = broker_usage_rows(reports, parsed, prev, cfg)
         repo.record_broker_load(s, run_id=ctx.run_id, rows=rows)
-        averages = update_time_averages(reports, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
+        averages = update_time_averages(parsed, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
         repo.save_bundle_time_averages(s, cluster_id=run.cluster_id, run_id=ctx.run_id, data=averages)
-        repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(reports, averages))
+        repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(parsed, averages))
         if mismatch_count:
             repo.audit(s, event="topic_bundle_mismatch", actor="compute_usage", run_id=ctx.run_id,
                        details={"count": mismatch_count, "examples": examples})

@@ -33,48 +33,54 @@ def carry(run_id: str, before: Any, after: Any) -> dict[str, Any]:
     return {"runId": run_id, "before": before, "after": after}
 
 
+def parse_reports(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, LocalBrokerData]:
+    """Each broker's LocalBrokerData, parsed once per stage."""
+    return {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in sorted(reports.items())}
+
+
 def broker_usage_rows(
-    reports: Mapping[str, Mapping[str, Any]], prev_ema: Mapping[str, float] | None, cfg
+    reports: Mapping[str, Mapping[str, Any]],
+    parsed: Mapping[str, LocalBrokerData],
+    prev_ema: Mapping[str, float] | None,
+    cfg,
 ) -> list[dict[str, Any]]:
     """broker_load rows with Pulsar's weighted max usage and its EMA (history = loadBalancerHistoryResourcePercentage)."""
     h = cfg.load_balancer_history_resource_percentage
     weights = resource_weights(cfg)
     rows = []
     for broker, report in sorted(reports.items()):
-        u = LocalBrokerData.from_json(report, f"load-report[{broker}]").max_resource_usage_with_weight(*weights)
+        d = parsed[broker]
+        u = d.max_resource_usage_with_weight(*weights)
         prev = (prev_ema or {}).get(broker)
         ema = u if prev is None else prev * h + (1 - h) * u
-        rows.append(broker_load_row(broker, report, weights=weights, ema=ema))
+        rows.append(broker_load_row(broker, report, weights=weights, ema=ema, parsed=d))
     return rows
 
 
 def update_time_averages(
-    reports: Mapping[str, Mapping[str, Any]], previous: Mapping[str, Any], run_id: str
+    parsed: Mapping[str, LocalBrokerData], previous: Mapping[str, Any], run_id: str
 ) -> dict[str, dict[str, Any]]:
     """Pulsar leader's updateBundleData(): fold each broker's lastStats into the bundle's BundleData.
 
     ``previous`` maps bundle -> carried entry. Returns bundle -> new carried entry.
     """
     out: dict[str, dict[str, Any]] = {}
-    for broker, report in sorted(reports.items()):
-        data = LocalBrokerData.from_json(report, f"load-report[{broker}]")
+    for _, data in sorted(parsed.items()):
         for bundle, stats in data.last_stats.items():
             start = carried(previous.get(bundle), run_id)
             bd = BundleData.from_json(start, f"bundleData.{bundle}") if start else BundleData.new_default()
-            updated = bd.update(stats)
-            bd = updated if updated is not None else bd
+            bd.update(stats)
             out[bundle] = carry(run_id, start, bd.to_json())
     return out
 
 
 def bundle_load_rows(
-    reports: Mapping[str, Mapping[str, Any]],
+    parsed: Mapping[str, LocalBrokerData],
     averages: Mapping[str, Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
     """bundle_load rows: this run's sample (lastStats) + the short/long-term averages after it."""
     rows = []
-    for broker, report in sorted(reports.items()):
-        data = LocalBrokerData.from_json(report, f"load-report[{broker}]")
+    for broker, data in sorted(parsed.items()):
         for bundle, st in data.last_stats.items():
             bd = averages[bundle]["after"]
             rows.append({
