@@ -16,6 +16,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Test this checkout's code even when the shared .venv's editable install points at another one
+# (git worktrees); subprocesses (spark-submit, the CLI) inherit it through PYTHONPATH.
+sys.path.insert(0, str(ROOT / "src"))
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
 
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="pr-test-airflow-")
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
