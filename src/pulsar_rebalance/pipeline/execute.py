@@ -237,8 +237,9 @@ def _owner(client, cluster: str, broker: str, full: str) -> bool:
 
 def _already_applied(client, cluster: str, action) -> bool:
     full = action.bundle
-    if action.kind == "unload":
-        return _owner(client, cluster, action.destination_broker, full)
+    if action.kind == "unload":  # a destination that left the cluster owns nothing (and 404s)
+        return action.destination_broker in client.brokers(cluster) and _owner(
+            client, cluster, action.destination_broker, full)
     bounds = set(_boundaries(client, action.namespace))
     lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
     wanted = {lo, hi, *action.boundaries}
@@ -252,8 +253,11 @@ def _drift(client, cluster: str, action) -> str | None:
     if lo not in bounds or hi not in bounds or any(lo < b < hi for b in bounds):
         return f"bundle {action.bundle} no longer exists (split since the plan was made)"
     full = action.bundle
+    active = client.brokers(cluster)
+    if action.source_broker and action.source_broker not in active:  # it died: Pulsar re-assigns its bundles
+        return f"source broker {action.source_broker} is not active (it left the cluster)"
     if action.source_broker and not _owner(client, cluster, action.source_broker, full):
         return f"{action.source_broker} no longer owns {full}"
-    if action.kind == "unload" and action.destination_broker not in client.brokers(cluster):
+    if action.kind == "unload" and action.destination_broker not in active:
         return f"destination broker {action.destination_broker} is not active"
     return None

@@ -180,6 +180,8 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
 
 
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
+    """Execute the run's approved plan. ``spark=None`` (the job's ``--without-spark``) skips only the
+    Parquet copy of the action states; Postgres holds the whole outcome either way."""
     from pulsar_rebalance.pipeline.execute import execute_plan
 
     with session_scope(engine) as s:
@@ -206,7 +208,7 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
             repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
             if final.status in ("executed", "partially_executed", "failed"):
                 repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
-        if states:
+        if states and spark is not None:
             spark.createDataFrame(
                 states, "plan_id string, seq int, kind string, namespace string, bundle string, state string, "
                         "attempts int, error string",
