@@ -33,6 +33,8 @@ from pulsar_rebalance.store.engine import session_scope
 
 log = logging.getLogger(__name__)
 ACTOR = "execute_unload"
+INTERRUPTED = ("interrupted: the previous attempt ended before its outcome was recorded, "
+               "and Pulsar shows no effect of it; sending it again")
 
 
 @dataclass
@@ -75,6 +77,10 @@ class _ClusterLock:
         try:
             self.conn.execute(sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"})
             self.conn.commit()
+        except sa.exc.DBAPIError as err:  # e.g. Postgres restarted: a session lock ends with its connection
+            log.warning("execution lock of cluster %r released with its connection (unlock failed: %s)",
+                        self.cluster, type(err.orig).__name__)
+            self.conn.invalidate()  # close it for good, so the lock cannot outlive this execution
         finally:
             self.conn.close()
 
@@ -191,8 +197,9 @@ def _run_action(engine, client, plan, cluster: str, action) -> str:
         log.warning("[%s] %s skipped: %s", full, action.kind, drift)
         return f"skipped:{drift}"
     with session_scope(engine) as s:  # intent, committed before the side effect
-        if cur.state != "in_progress":
-            repo.transition_action(s, action_id=action.id, to="in_progress")
+        if cur.state == "in_progress":  # an attempt died between intent and outcome, without effect: close it
+            repo.transition_action(s, action_id=action.id, to="failed", error=INTERRUPTED)
+        repo.transition_action(s, action_id=action.id, to="in_progress")  # attempts += 1
     started = time.monotonic()
     try:
         if action.kind == "split":
