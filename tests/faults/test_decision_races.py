@@ -18,7 +18,7 @@ from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import make_engine, session_scope
 from pulsar_rebalance.store.tables import Approval, AuditLog
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 RACER = Path(__file__).with_name("racer.py")
 RACES = 60
