@@ -57,6 +57,11 @@ class Figures:
     lost: int = 0
     note: str = ""
 
+    def record(self, faults: int, inv: Invariants, *, ok: bool = True, note: str = "") -> None:
+        """One case's figures from its final check: all ``faults`` survived iff ``ok`` and the invariants hold."""
+        self.faults, self.duplicates, self.lost, self.note = faults, inv.duplicates, inv.lost, note
+        self.survived = faults if ok and inv.ok else 0
+
 
 _LEDGER: dict[str, Figures] = {}
 
@@ -197,6 +202,15 @@ class World:
             proc.communicate()
             raise
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def retry_to_the_end(self, figures: Figures, *, faults: int, note: str, **env: str):
+        """The last retry: run the job, check the invariants, record the figures, then require both."""
+        done = self.run_job(**env)
+        inv = self.check()
+        figures.record(faults, inv, ok=done.returncode == 0, note=note)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert inv.ok, inv.problems
+        return done, inv
 
     def wait_idle(self, deadline_s: float = 30) -> None:
         """Wait until the simulator handles no request (e.g. one held by injected latency)."""

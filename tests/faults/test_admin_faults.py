@@ -21,13 +21,7 @@ def _fail_then_retry(w, figures, faults: int, note: str):
     assert failed and all(a.error for a in failed)
     w.sim.clear_faults()
     w.wait_idle()
-    second = w.run_job()
-    inv = w.check()
-    figures.faults, figures.duplicates, figures.lost = faults, inv.duplicates, inv.lost
-    figures.survived = faults if inv.ok and second.returncode == 0 else 0
-    figures.note = note
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert inv.ok, inv.problems
+    _, inv = w.retry_to_the_end(figures, faults=faults, note=note)
     assert inv.plan_status == "executed" and inv.states == {"completed": len(w.plan().actions)}
     return first, failed
 
@@ -68,13 +62,8 @@ def test_admin_timeouts_whose_request_lands_later(world_factory, figures):
     assert first.returncode != 0 and "timed out" in first.stderr.lower()
     assert {a.id for a in w.plan().actions if a.state == "failed"} == {split.id, *(a.id for a in slow)}
     w.wait_idle()  # the late requests took effect meanwhile
-    second = w.run_job()
-    inv = w.check()
-    figures.faults, figures.duplicates, figures.lost = 3, inv.duplicates, inv.lost
-    figures.survived = 3 if inv.ok and second.returncode == 0 else 0
-    figures.note = "client timeout 1 s, broker answers after 2.5 s and applies the call; retry reconciled all 3"
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert inv.ok, inv.problems
+    second, _ = w.retry_to_the_end(
+        figures, faults=3, note="client timeout 1 s, broker answers after 2.5 s and applies the call; retry reconciled all 3")
     final = {a.id: a for a in w.plan().actions}
     assert all(final[a.id].result == {"reconciled": True} for a in (split, *slow))
     assert '"reconciled": 3' in second.stdout

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-LATENCY_S = 0.15  # every admin answer is slow, so the first execution is still running when the second starts
+LATENCY_S = 0.08  # every admin answer is slow, so the first execution is still running when the second starts
 
 
 def _start_second_while_first_runs(w, first_run: str, second_run: str):

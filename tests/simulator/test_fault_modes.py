@@ -5,29 +5,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from pulsar_rebalance.errors import AdminConnectError, AdminTimeoutError, ServerSideError
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator import SimulatedPulsar
 
 pytestmark = pytest.mark.timeout(60)
 
 HOT = "tenant-b/events"  # all its bundles start on broker 0 (the leader)
-
-
-@pytest.fixture
-def sim() -> Iterator[SimulatedPulsar]:
-    with SimulatedPulsar(generate_cluster(), ephemeral=True) as s:
-        yield s
-
-
-@pytest.fixture
-def admin(sim: SimulatedPulsar) -> Iterator[PulsarAdminClient]:
-    with PulsarAdminClient.from_url(sim.broker_urls[2], timeout=5, retries=0) as client:
-        yield client
 
 
 def _hot_bundle(sim: SimulatedPulsar, i: int = 0) -> tuple[str, str]:

@@ -186,13 +186,7 @@ class SimulatedPulsar:
             self.state.rename_brokers(mapping)
             ids = [mapping[b] for b in ids]
         for broker_id, server in zip(ids, bound):
-            server.broker_id = broker_id
-            self._servers[broker_id] = server
-            thread = threading.Thread(
-                target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"sim-broker-{broker_id}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+            self._serve(broker_id, server)
         self._started = True
         logger.info("simulated Pulsar cluster %s serving brokers %s", self.state.cluster, ids)
         return self
@@ -218,7 +212,18 @@ class SimulatedPulsar:
         broker_id = self._resolve(broker)
         if broker_id in self._servers:
             raise ValueError(f"broker {broker_id} is running")
-        server = _BrokerServer(_split_host_port(broker_id), self)
+        deadline = time.monotonic() + 10
+        while True:  # the port may be briefly held (a client socket took it while the broker was down)
+            try:
+                server = _BrokerServer(_split_host_port(broker_id), self)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                threading.Event().wait(0.1)
+        self._serve(broker_id, server)
+
+    def _serve(self, broker_id: str, server: _BrokerServer) -> None:
         server.broker_id = broker_id
         self._servers[broker_id] = server
         thread = threading.Thread(
@@ -651,8 +656,8 @@ def _split_host_port(broker_id: str) -> tuple[str, int]:
 
 def _stop_server(server: _BrokerServer) -> None:
     server.shutdown()
+    server.server_close()  # the port is free before any client can see its connection drop
     server.close_connections()
-    server.server_close()
 
 
 class _BrokerServer(ThreadingHTTPServer):
