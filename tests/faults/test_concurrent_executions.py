@@ -1,27 +1,38 @@
 """Two executions at once on one cluster (each in its own process): the same plan twice (a task whose
-zombie attempt still runs) and two different approved plans. One runs; the other is refused with a
-message naming the cause and touches nothing; run afterwards, it finishes or reports the recorded
-outcome. Nothing is executed twice."""
+zombie attempt still runs) and two different approved plans. The first is held in the middle of an
+admin call while the second starts: the second is refused with a message naming the cause and
+touches nothing; run afterwards, it finishes or reports the recorded outcome. Nothing is executed
+twice."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-LATENCY_S = 0.08  # every admin answer is slow, so the first execution is still running when the second starts
-
-
 def _start_second_while_first_runs(w, first_run: str, second_run: str):
-    w.sim.inject_request_latency(LATENCY_S)
-    first = w.start_job(run_id=first_run)
-    w.wait_for(lambda: w.sim.executed(), 60, "the first execution to carry out an action")
-    second = w.start_job(run_id=second_run)
-    out2, err2 = second.communicate(timeout=120)
+    """The first execution is held inside its first admin call (the simulator does not answer) until
+    the second one, started meanwhile, has ended."""
+    reached, release = threading.Event(), threading.Event()
+
+    def hold(record):
+        if record.executed and not reached.is_set():
+            reached.set()
+            release.wait(120)
+
+    w.sim.add_request_listener(hold)
+    try:
+        first = w.start_job(run_id=first_run, PULSAR_ADMIN_TIMEOUT="120")
+        w.wait_for(reached.is_set, 60, "the first execution to carry out an action")
+        second = w.start_job(run_id=second_run)
+        out2, err2 = second.communicate(timeout=120)
+    finally:
+        release.set()
+        w.sim.remove_request_listener(hold)
     out1, err1 = first.communicate(timeout=180)
-    w.sim.clear_faults()
     return (first.returncode, out1, err1), (second.returncode, out2, err2)
 
 
