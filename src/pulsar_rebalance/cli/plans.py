@@ -50,17 +50,37 @@ def _engine():
     return make_engine(database_url())
 
 
-def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None) -> dict[str, Any]:
-    """Record an approval/rejection. The single code path used by the CLI, tests and the quick start."""
+def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None,
+           airflow_client=None) -> dict[str, Any]:
+    """Record an approval/rejection. The single code path used by the CLI, tests and the quick start.
+
+    A plan waiting at its Airflow gate is answered through Airflow's REST API (see
+    :mod:`.airflow_api`): the decision is then Airflow's user's, and the gate guard records it.
+    """
+    from pulsar_rebalance.errors import PlanAtGateError
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import session_scope
 
     who = by or os.environ.get("PULSAR_REBALANCE_USER") or getpass.getuser()
-    with session_scope(_engine()) as s:
-        approval = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment)
+    try:
+        with session_scope(_engine()) as s:
+            approval = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment,
+                                        via="cli")
+    except PlanAtGateError as exc:
+        from pulsar_rebalance.cli.airflow_api import answer_gate
+
+        with session_scope(_engine()) as s:
+            content_hash = repo.get_plan(s, plan_id=plan_id).content_hash
+        answer_gate(exc.gate, plan_id=plan_id, decision=decision, comment=comment, plan_hash=content_hash,
+                    client=airflow_client)
+        with session_scope(_engine()) as s:
+            approval = repo.get_plan(s, plan_id=plan_id).approval
+        if approval is None:  # Airflow took it but no guard recorded it: the gate records it when it resumes
+            return {"plan_id": plan_id, "decision": decision, "decided_by": "(Airflow user)", "via": "airflow-gate",
+                    "decided_at": None, "comment": comment, "note": "answered at the Airflow gate"}
     return {
         "plan_id": plan_id, "decision": approval.decision, "decided_by": approval.decided_by,
-        "decided_at": approval.decided_at.isoformat(), "comment": approval.comment,
+        "decided_at": approval.decided_at.isoformat(), "comment": approval.comment, "via": approval.via,
     }
 
 

@@ -1003,6 +1003,18 @@ def open_gate(s: Session, *, plan_id: str, gate: Mapping[str, Any], now: datetim
     return get_plan(s, plan_id=plan_id)
 
 
+def plan_at_gate(s: Session, *, dag_id: str, run_id: str, task_id: str) -> PlanView | None:
+    """The plan waiting (or having waited) at the Airflow gate ``dag_id/run_id/task_id``, if any."""
+    plan = s.execute(
+        _plan_query().where(
+            Plan.gate["dag_id"].astext == dag_id,
+            Plan.gate["run_id"].astext == run_id,
+            Plan.gate["task_id"].astext == task_id,
+        )
+    ).scalar_one_or_none()
+    return _plan_view(plan) if plan is not None else None
+
+
 def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime | None = None) -> bool:
     """The stop switch: the executor runs no further action of ``plan_id`` (in-flight ones finish).
 
