@@ -95,7 +95,8 @@ def build_plan(
             "kind": "unload", "namespace": ns, "bundle_range": rng,
             "source_broker": u["broker"], "destination_broker": dest,
             "boundaries": None, "split_algorithm": None, "reason": reason,
-            "predicted": {"tied": u.get("tied")},
+            "predicted": {"tied": u.get("tied"),
+                          "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats)},
         })
         moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
@@ -127,6 +128,20 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=actions, summary=summary, notes=notes)
+
+
+_LOAD_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount",
+              "consumerCount")
+
+
+def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[str, NamespaceBundleStats]) -> dict:
+    """The moved bundle's load at planning time (the executor's drift check compares against it)."""
+    if bundle in child_stats:
+        c = child_stats[bundle]
+        return {"msgRateIn": c.msg_rate_in, "msgRateOut": c.msg_rate_out, "msgThroughputIn": c.msg_throughput_in,
+                "msgThroughputOut": c.msg_throughput_out, "topics": c.topics}
+    stats = (report.get("lastStats") or {}).get(bundle) or {}
+    return {k: stats[k] for k in _LOAD_KEYS if k in stats}
 
 
 def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]) -> dict[str, NamespaceBundleStats]:
