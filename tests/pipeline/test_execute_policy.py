@@ -210,3 +210,25 @@ def test_content_not_matching_the_approval_is_refused(world):
     with pytest.raises(ExecutionError, match="not what was approved"):
         execute_plan(engine, client, plan_id=plan_id)
     assert client.unloads == []
+
+
+def test_plans_resume_abort_stop_from_the_cli(world, db_url, monkeypatch, capsys):
+    import json
+
+    from pulsar_rebalance.cli import main
+
+    sim, engine, client, cid = world
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    monkeypatch.setenv("PULSAR_ADMIN_URL", sim.admin_url)
+    first = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    _die_mid_execution(engine, first)
+    assert main(["plans", "resume", first, "--by", "bob"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "executed"
+    second = _plan(engine, cid, "run-2", _unloads(sim, 2, offset=3))
+    assert main(["plans", "stop", second, "--by", "carol"]) == 0
+    assert json.loads(capsys.readouterr().out)["stop_requested"]["by"] == "carol"
+    _die_mid_execution(engine, second)
+    assert main(["plans", "abort", second, "--by", "carol"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "aborted"
+    assert main(["plans", "abort", second]) == 2  # already final: a clear refusal, exit 2
+    assert "only interrupted" in capsys.readouterr().err

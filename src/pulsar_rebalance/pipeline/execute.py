@@ -46,6 +46,7 @@ import sqlalchemy as sa
 from pulsar_rebalance.errors import (
     ExecutionError,
     ExecutionInProgressError,
+    PlanStateError,
     PulsarAdminError,
     StalePlanError,
 )
@@ -228,7 +229,8 @@ def resume_plan(engine, client, *, plan_id: str, by: str, policy: ExecutionPolic
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
         if plan.status not in RESUMABLE:
-            raise ExecutionError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be resumed")
+            raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be resumed",
+                                 plan_id=plan_id)
         repo.audit(s, event="plan.resumed", actor=by, plan_id=plan_id, run_id=plan.run_id)
     return execute_plan(engine, client, plan_id=plan_id, policy=policy, after_snapshot=after_snapshot,
                         actor=f"resume by {by}")
@@ -245,7 +247,8 @@ def abort_plan(engine, *, plan_id: str, by: str):
         plan = repo.get_plan(s, plan_id=plan_id)
         cluster = repo.cluster_name(s, cluster_id=plan.cluster_id)
     if plan.status not in RESUMABLE:
-        raise ExecutionError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be aborted")
+        raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be aborted",
+                             plan_id=plan_id)
     try:
         lock = _ClusterLock(engine, cluster).__enter__()
     except ExecutionInProgressError as exc:
