@@ -251,7 +251,8 @@ def _kill(proc: subprocess.Popen) -> None:
 def _answer_gate(env: dict[str, str], plan_id: str, decision: str, user: str, comment: str) -> None:
     """Answer the plan's Required Action through Airflow's own API (in a process with Airflow's env)."""
     subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli.airflow_api", plan_id, decision, user, comment],
-                   env={**env, "PULSAR_REBALANCE_DATABASE_URL": os.environ["PULSAR_REBALANCE_DATABASE_URL"]},
+                   env={**env, "PULSAR_REBALANCE_DATABASE_URL": os.environ["PULSAR_REBALANCE_DATABASE_URL"],
+                        "PYTHONWARNINGS": "ignore"},
                    check=True, stdout=subprocess.DEVNULL, timeout=300)
 
 
