@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
@@ -152,6 +153,17 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
+    if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
+        from pulsar_rebalance.pipeline.planning import build_rollback_plan
+
+        with session_scope(engine) as s:
+            original = repo.get_plan(s, plan_id=params.rollback_plan)
+        if original.cluster_id != run.cluster_id:
+            raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
+        draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
+        decision = {"cycle": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}",
+                              "unloads": [], "splits": []}}
+        return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
     split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
     if split_bundles:
@@ -163,6 +175,10 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
             }
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
                        ownership=ownership)
+    return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
+
+
+def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now) -> dict[str, Any]:
     cfg = params.lb_config()
     with session_scope(engine) as s:
         expired = repo.expire_due_plans(s, now=now, cluster_id=run.cluster_id)  # TTLs end even without a gate
