@@ -24,14 +24,19 @@ def parse_args(
 
 
 def setup_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
+    """Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
 
 
 def session(app: str):
     from pyspark.sql import SparkSession
 
     setup_logging()
-    return SparkSession.builder.appName(app).getOrCreate()
+    spark = SparkSession.builder.appName(app).getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
 
 
 def emit(stage: str, result: dict) -> None:
