@@ -27,8 +27,8 @@ RACES = 60
 def _pending_plans(engine, n: int, *, expires_at=None) -> list[str]:
     ids = []
     with session_scope(engine) as s:
-        cluster_id = repo.get_or_create_cluster(s, name="race-cluster", admin_url="http://127.0.0.1:1")
-        for i in range(n):
+        for i in range(n):  # one cluster each: a newer pending plan of a cluster supersedes the older one
+            cluster_id = repo.get_or_create_cluster(s, name=f"race-cluster-{i}", admin_url="http://127.0.0.1:1")
             run_id = f"race-{i:03d}"
             repo.start_run(s, run_id=run_id, cluster_id=cluster_id, params={})
             ids.append(repo.create_plan(
