@@ -64,6 +64,7 @@ class Figures:
 
 
 _LEDGER: dict[str, Figures] = {}
+_STARTED = time.monotonic()  # this conftest is imported when collection starts
 
 
 @pytest.fixture
@@ -96,9 +97,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         path = Path(target)
         header = path.read_text(encoding="utf-8").split("<!-- table -->")[0] if path.exists() else "# Fault injection\n\n"
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        took = time.monotonic() - _STARTED
+        load = os.getloadavg()[0]
         path.write_text(
             header + "<!-- table -->\n" + "\n".join(_table())
-            + f"\n\nGenerated {stamp} by `bash scripts/fault-report.sh` (pytest exit status {int(exitstatus)}).\n",
+            + f"\n\nGenerated {stamp} by `bash scripts/fault-report.sh` (pytest exit status {int(exitstatus)}; "
+            f"{took:.0f} s wall time on {os.cpu_count()} cores at load average {load:.1f}).\n",
             encoding="utf-8",
         )
         terminalreporter.write_line(f"fault table written to {path}")
