@@ -468,10 +468,11 @@ def _derive_extensible(
     assert cycle.brokers is not None and cycle.now_ms is not None
     load: dict[str, BrokerLoadData] = {}
     top: dict[str, list[tuple[str, NamespaceBundleStats]]] = {}
-    saved = dict(state.transfer_broker_load_data)
+    previous = state.transfer_broker_load_data
+    saved: dict[str, Mapping[str, Any]] = {}  # brokers gone lose their BrokerLoadData (and its EMAs)
     k = config.load_balancer_max_number_of_bundles_in_bundle_load_report
     for broker, data in cycle.brokers.items():
-        prev = saved.get(broker)
+        prev = previous.get(broker)
         bld = BrokerLoadData.from_json(prev, f"state.transferShedder.brokerLoadData.{broker}") if prev else BrokerLoadData()
         usage = SystemResourceUsage(data.cpu, data.memory, data.direct_memory, data.bandwidth_in, data.bandwidth_out)
         bld.update(
