@@ -23,8 +23,12 @@ Input (see docs/core-decide.md for the full description and an example)::
              "nowMs": ms, "place": [bundle], "namespaceBundleCounts": {"tenant/ns": n},
              "availableBrokers": [id]}
 
-Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "splits", "placements", "stats"}],
-"state": {...}, "shedding", "placement", "seed"}``.
+Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "executed", "splits", "placements", "stats"}],
+"state": {...}, "shedding", "placement", "seed"}``. ``unloads`` is what the strategy selected;
+``executed`` (``{"unloads", "dropped"}``) is what the leader's ``doLoadShedding`` would do with it
+(destination from ``selectBroker`` over all brokers, the source included; drops with their reason).
+The cycle order is: splits, then shedding, then ``place`` lookups (see :func:`_run_cycle`). The core
+follows apache/pulsar commit 009a9bf2 (docs/core-decide.md).
 
 Keys starting with ``_`` and ``description`` are ignored everywhere (comments); any other unknown
 key is an error, so a misspelt option is never silently ignored.
