@@ -70,6 +70,23 @@ def test_admin_timeouts_whose_request_lands_later(world_factory, figures):
 
 
 @pytest.mark.slow
+def test_admin_timeout_retried_at_once_waits_for_the_late_request(world_factory, figures):
+    w = world_factory()
+    w.make_plan(splits=0, unloads=2)
+    slow = [a for a in w.plan().actions if a.kind == "unload"][0]
+    # the broker holds the request 10 s (longer than a job's start-up), then carries it out
+    w.sim.inject_request_latency(10, method="PUT", path_contains=f"{slow.bundle}/unload", times=1)
+    first = w.run_job(PULSAR_ADMIN_TIMEOUT="1")
+    assert first.returncode != 0 and "outcome unknown (timed out)" in first.stderr
+    # no waiting here: the Airflow retry comes at once, while the request is still in flight in the broker
+    second, inv = w.retry_to_the_end(
+        figures, faults=1, note="client timeout 1 s, retried at once while the broker still held the request (10 s); "
+                                "the executor waited for it to land and reconciled it")
+    final = {a.id: a for a in w.plan().actions}
+    assert final[slow.id].result == {"reconciled": True} and inv.duplicates == 0
+
+
+@pytest.mark.slow
 def test_redirects_to_the_owner_while_the_leader_moves(world_factory, figures):
     w = world_factory()
     w.make_plan(splits=1, unloads=6)

@@ -14,7 +14,10 @@ Before anything runs (under the cluster's execution lock):
 
 For every action (splits first, sequentially; then unloads with bounded parallelism, at most
 ``max_unloads_per_broker`` at a time from or to one broker, ``max_unloads_per_run`` in all,
-``unload_pacing_seconds`` apart; the stop switch ``plans stop`` skips whatever has not started):
+``unload_pacing_seconds`` apart; the stop switch ``plans stop`` skips whatever has not started;
+an attempt whose outcome is unknown — it timed out, or its process died mid-call — is re-checked
+against Pulsar until ``settle_seconds`` after it was sent, so a late-landing request is reconciled,
+never sent twice):
 
     1. reconcile  if a previous attempt got as far as IN_PROGRESS/FAILED, ask Pulsar whether the
                   effect is already there (destination owns the bundle / the split boundaries exist)
@@ -44,6 +47,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from pulsar_rebalance.errors import (
+    AdminTimeoutError,
     ExecutionError,
     ExecutionInProgressError,
     PlanStateError,
@@ -67,6 +71,7 @@ class ExecutionPolicy:
     pacing_seconds: float = 0.0
     drift_tolerance: float | None = 0.5  # None: no load check
     allow_pulsar_shedding: bool = False
+    settle_seconds: float = 30.0  # how long an unknown-outcome attempt may still land before a re-send
 
     @classmethod
     def from_params(cls, params) -> ExecutionPolicy:
@@ -287,7 +292,7 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
             repo.transition_action(s, action_id=action.id, to="skipped", result={"dryRun": True, "wouldDo": _describe(action)})
         return "skipped:dry-run"
     try:
-        if cur.state in ("in_progress", "failed") and _already_applied(client, cluster, action):
+        if cur.state in ("in_progress", "failed") and _settled(client, cluster, action, cur, gate.policy.settle_seconds):
             with session_scope(engine) as s:
                 if cur.state == "failed":
                     repo.transition_action(s, action_id=action.id, to="in_progress")
@@ -316,6 +321,8 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
                 client.split_bundle(action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries))
             else:
                 client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
+        except AdminTimeoutError as exc:  # the request may still land: the retry waits for it first
+            return _fail(engine, action, "in_progress", f"{OUTCOME_UNKNOWN}: {exc}")
         except PulsarAdminError as exc:
             return _fail(engine, action, "in_progress", str(exc))
     with session_scope(engine) as s:
@@ -327,6 +334,26 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
     log.info("[%s] %s done: %s", full, action.kind, _describe(action))
     gate.pace()
     return "completed"
+
+
+OUTCOME_UNKNOWN = "outcome unknown (timed out)"
+
+
+def _settled(client, cluster: str, action, cur, settle_seconds: float) -> bool:
+    """Has an earlier attempt taken effect? For an attempt whose outcome is unknown (it timed out, or
+    its process died mid-call) the request may still be in flight inside Pulsar: keep asking until
+    ``settle_seconds`` after it was sent before concluding it did not, so it is never sent twice."""
+    if _already_applied(client, cluster, action):
+        return True
+    unknown = cur.state == "in_progress" or (cur.error or "").startswith(OUTCOME_UNKNOWN)
+    if not unknown or cur.started_at is None:
+        return False
+    deadline = cur.started_at.timestamp() + settle_seconds
+    while time.time() < deadline:
+        time.sleep(min(0.5, max(0.0, deadline - time.time())))  # polling Pulsar for the effect, bounded
+        if _already_applied(client, cluster, action):
+            return True
+    return False
 
 
 class _Gate:
