@@ -49,16 +49,19 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     params = RunParams.from_json(params_doc)  # bad params fail here, before any write
     snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster)
     weights = resource_weights(params.lb_config())
+    # Whole snapshot or nothing: the Parquet is written inside the database transaction, which
+    # commits only once it is there (a failed write rolls the rows back; a retry overwrites the files).
     with session_scope(engine) as s:
         record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
-    spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
-    spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
-        ctx.path(C.BUNDLE_STATS)
-    )
+        spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
+        spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
+            ctx.path(C.BUNDLE_STATS)
+        )
     return {
         "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
         "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
         "maxUsage": snap.max_weighted_usage(weights),
+        "warnings": len(snap.check.warnings) if snap.check else 0,
     }
 
 
@@ -141,6 +144,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         reports = repo.broker_reports(s, run_id=ctx.run_id)
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
+        snapshot_check = repo.snapshot_check(s, run_id=ctx.run_id)
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
     split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
@@ -153,7 +157,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
             }
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
-                       ownership=ownership)
+                       ownership=ownership, snapshot_check=snapshot_check)
     cfg = params.lb_config()
     with session_scope(engine) as s:
         plan_id = repo.create_plan(
