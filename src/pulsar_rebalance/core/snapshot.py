@@ -12,7 +12,9 @@ Rules (Pulsar's types: ``NamespaceBundleStats``, ``LocalBrokerData``, ``Resource
 
 * **Boundaries** of every namespace cover ``0x00000000``–``0xffffffff``, strictly increasing (no
   gap, no overlap): Pulsar creates a namespace over the full range and splits keep it covered.
-* **Ownership**: a claim comes from a listed broker, names a valid bundle; a bundle claimed by two
+* **Ownership**: a claim comes from a listed broker, names a valid bundle (bundles nobody lists are
+  normal in Pulsar - ownership is taken on first lookup - but also what a broker missing from the
+  broker list looks like: one warning per namespace); a bundle claimed by two
   brokers is rejected in the contract and, in collect (each broker's ``ownedNamespaces`` is read at
   a different moment, so an unload in flight shows it twice), left out of the plan with a warning.
   A bundle owned under a range the boundaries do not have (split meanwhile) is left out likewise.
@@ -358,6 +360,15 @@ def validate_snapshot(
     for ns, bs in boundaries.items():
         check_namespace_boundaries(ns, bs, f"bundles[{ns}].boundaries")
     check = resolve_ownership(claims, brokers=brokers, boundaries=boundaries, transitional=True)
+    claimed = {b for bs in claims.values() for b in bs}
+    for ns, bs in sorted(boundaries.items()):
+        unowned = [f"0x{a:08x}_0x{b:08x}" for a, b in zip(bs, bs[1:]) if f"{ns}/0x{a:08x}_0x{b:08x}" not in claimed]
+        if unowned:
+            check.warnings.append(SnapshotWarning(
+                "bundles_without_owner",
+                f"namespace {ns}: {len(unowned)} of {len(bs) - 1} bundles have no owner among the listed brokers "
+                f"({', '.join(unowned[:5])}{', ...' if len(unowned) > 5 else ''}): not loaded yet, or owned by a broker "
+                "outside the broker list; the plan neither moves nor places them", field=f"bundles[{ns}]"))
     for broker, data in reports.items():
         raw = (raw_reports or {}).get(broker)
         check.warnings.extend(check_load_report(broker, data, f"load-report[{broker}]", None if raw is None else raw.keys()))
