@@ -19,10 +19,19 @@ def parse_args(description: str, argv: Sequence[str] | None = None, *, with_para
 
 
 def session(app: str):
+    """The job's SparkSession, after which the operator's secrets file is merged into the environment
+    (in cluster deploy mode the file arrives through ``--files``, i.e. SparkFiles)."""
+    from pyspark import SparkFiles
     from pyspark.sql import SparkSession
 
+    from pulsar_rebalance.pipeline.context import load_secrets
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
-    return SparkSession.builder.appName(app).getOrCreate()
+    spark = SparkSession.builder.appName(app).getOrCreate()
+    names = load_secrets(spark_files_dir=SparkFiles.getRootDirectory())
+    if names:
+        logging.getLogger(__name__).info("secrets loaded from the operator's file: %s", ", ".join(names))
+    return spark
 
 
 def emit(stage: str, result: dict) -> None:
