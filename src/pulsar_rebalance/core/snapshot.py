@@ -208,14 +208,14 @@ def check_load_report(
     limit 0 and is not worth a warning); None = all five resources were given.
     """
     given = None if present is None else set(present)
-    for attr, (name, top) in _BROKER_COUNTERS.items():
-        _java_range(getattr(data, attr), top, broker=broker, field=f"{path}.{name}")
-    for bundle, st in data.last_stats.items():
+    for bundle, st in data.last_stats.items():  # first: the broker's counters may be sums of these
         for attr, (name, top) in _BUNDLE_COUNTERS.items():
             _java_range(getattr(st, attr), top, broker=broker, bundle=bundle, field=f"{path}.lastStats.{bundle}.{name}")
         if not math.isfinite(st.total_msg_throughput) or not math.isfinite(st.total_msg_rate):
             raise SnapshotError(f"load report of broker {broker}: bundle {bundle}'s in + out rates overflow a double",
                                 broker=broker, bundle=bundle, field=f"{path}.lastStats.{bundle}")
+    for attr, (name, top) in _BROKER_COUNTERS.items():
+        _java_range(getattr(data, attr), top, broker=broker, field=f"{path}.{name}")
     if not math.isfinite(data.total_msg_throughput) or not math.isfinite(data.total_msg_rate):
         raise SnapshotError(f"load report of broker {broker}: msgThroughputIn + msgThroughputOut overflows a double",
                             broker=broker, field=f"{path}.msgThroughputIn")
@@ -260,22 +260,21 @@ def check_bundle_stats_owners(
                 raise SnapshotError(
                     f"bundle {bundle} is in the load reports of both {other} and {broker}: a load report lists "
                     "another broker's bundle", broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats")
-            ns, _ = split_full_name(bundle)
-            if wanted_ns is not None and ns not in wanted_ns:
-                continue
-            owner = ownership.get(bundle)
-            if bundle in skip:
-                continue
-            if owner is None:
-                warnings.append(SnapshotWarning(
-                    "bundle_stats_without_owner",
-                    f"bundle {bundle} is in the load report of {broker} but no broker lists it as owned "
-                    "(unloaded meanwhile?): left out of this plan",
-                    broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats"))
-            elif owner != broker:
-                raise SnapshotError(
-                    f"the load report of {broker} lists bundle {bundle}, which is owned by {owner}",
-                    broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats")
+    for bundle, broker in reporter.items():
+        ns, _ = split_full_name(bundle)
+        if bundle in skip or (wanted_ns is not None and ns not in wanted_ns):
+            continue
+        owner = ownership.get(bundle)
+        if owner is None:
+            warnings.append(SnapshotWarning(
+                "bundle_stats_without_owner",
+                f"bundle {bundle} is in the load report of {broker} but no broker lists it as owned "
+                "(unloaded meanwhile?): left out of this plan",
+                broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats"))
+        elif owner != broker:
+            raise SnapshotError(
+                f"the load report of {broker} lists bundle {bundle}, which is owned by {owner}",
+                broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats")
     return warnings
 
 
