@@ -230,6 +230,16 @@ def case_broker_listed_twice(sim):
     return [sim.broker_ids[0], "listed twice"]
 
 
+def case_topic_stats_nested_deeper_than_python_parses(sim):
+    sim.inject_answer(TOPIC_STATS, b"[" * 100_000 + b"]" * 100_000, broker=1)
+    return [sim.broker_ids[1], "broker-stats/topics", "not JSON"]
+
+
+def case_load_report_with_a_5000_digit_number(sim):
+    sim.inject_answer(LOAD_REPORT, b'{"cpu": {"usage": ' + b"9" * 5000 + b', "limit": 100}}', broker=2)
+    return [sim.broker_ids[2], "load-report", "not JSON"]
+
+
 REJECTED = [v for k, v in sorted(globals().items()) if k.startswith("case_")]
 
 
