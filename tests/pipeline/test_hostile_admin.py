@@ -128,36 +128,34 @@ def case_subscription_consumer_count_long(sim):
     return [sim.broker_ids[1], "subscriptions.s.consumerCount"]
 
 
-def case_report_lists_another_brokers_bundle(sim):
+def _move_stats(sim, *, drop_from_owner: bool) -> tuple[str, str, str]:
+    """Broker 0's load report also lists a bundle of broker 1 (whose report keeps or drops it)."""
     a, b = sim.broker_ids[0], sim.broker_ids[1]
     theirs = _stats_bundle(sim, b)
     stats = sim.state.load_report(b)["lastStats"][theirs]
 
-    def answer(body):
-        body["lastStats"][theirs] = copy.deepcopy(stats)
-        body.pop("bundles", None)
-        return body
-    sim.inject_answer(LOAD_REPORT, answer, broker=a)
-    return [a, b, theirs, "lastStats"]
+    def edit(add: bool):
+        def answer(body):
+            if add:
+                body["lastStats"][theirs] = copy.deepcopy(stats)
+            else:
+                body["lastStats"].pop(theirs)
+            body.pop("bundles", None)
+            return body
+        return answer
+    sim.inject_answer(LOAD_REPORT, edit(True), broker=a)
+    if drop_from_owner:
+        sim.inject_answer(LOAD_REPORT, edit(False), broker=b)
+    return a, b, theirs
+
+
+def case_report_lists_another_brokers_bundle(sim):
+    a, b, theirs = _move_stats(sim, drop_from_owner=False)
+    return [a, b, theirs, "lastStats", "load reports of both"]
 
 
 def case_report_lists_bundle_owned_elsewhere(sim):
-    # only in one report: broker 0 reports broker 1's bundle, broker 1's report leaves it out
-    a, b = sim.broker_ids[0], sim.broker_ids[1]
-    theirs = _stats_bundle(sim, b)
-    stats = sim.state.load_report(b)["lastStats"][theirs]
-
-    def add(body):
-        body["lastStats"][theirs] = copy.deepcopy(stats)
-        body.pop("bundles", None)
-        return body
-
-    def drop(body):
-        body["lastStats"].pop(theirs)
-        body.pop("bundles", None)
-        return body
-    sim.inject_answer(LOAD_REPORT, add, broker=a)
-    sim.inject_answer(LOAD_REPORT, drop, broker=b)
+    a, b, theirs = _move_stats(sim, drop_from_owner=True)
     return [a, b, theirs, "owned by"]
 
 

@@ -176,25 +176,19 @@ def resolve_ownership(
     check = SnapshotCheck(ownership={})
     for bundle, who in owners.items():
         if len(who) > 1:
-            if not transitional:
-                raise SnapshotError(f"bundle {bundle} is owned by {len(who)} brokers: {', '.join(who)}",
-                                    broker=who[1], bundle=bundle, field="ownedNamespaces")
-            check.warnings.append(SnapshotWarning(
-                "bundle_claimed_twice",
-                f"bundle {bundle} is listed as owned by {' and '.join(who)} (their ownedNamespaces were read at "
-                "different moments: an unload in flight?): left out of this plan",
-                broker=who[0], bundle=bundle, field="ownedNamespaces"))
+            kind, error = "bundle_claimed_twice", f"bundle {bundle} is owned by {len(who)} brokers: {', '.join(who)}"
+            warning = (f"bundle {bundle} is listed as owned by {' and '.join(who)} (their ownedNamespaces were read "
+                       "at different moments: an unload in flight?): left out of this plan")
         elif bundle not in live:
-            if not transitional:
-                raise SnapshotError(f"bundle {bundle} owned by {who[0]} is not a bundle of its namespace's boundaries",
-                                    broker=who[0], bundle=bundle, field="ownedNamespaces")
-            check.warnings.append(SnapshotWarning(
-                "bundle_not_in_boundaries",
-                f"bundle {bundle} is owned by {who[0]} but is not in the namespace's boundaries read earlier "
-                "(split meanwhile?): left out of this plan",
-                broker=who[0], bundle=bundle, field="ownedNamespaces"))
+            kind, error = "bundle_not_in_boundaries", f"bundle {bundle} owned by {who[0]} is not a bundle of its namespace's boundaries"
+            warning = (f"bundle {bundle} is owned by {who[0]} but is not in the namespace's boundaries read earlier "
+                       "(split meanwhile?): left out of this plan")
         else:
             check.ownership[bundle] = who[0]
+            continue
+        if not transitional:
+            raise SnapshotError(error, broker=who[-1], bundle=bundle, field="ownedNamespaces")
+        check.warnings.append(SnapshotWarning(kind, warning, broker=who[0], bundle=bundle, field="ownedNamespaces"))
     return check
 
 
