@@ -199,3 +199,24 @@ def test_decide_rejects_numbers_outside_pulsars_types_instead_of_crashing(mutate
 def test_decide_still_accepts_distinct_bundles():
     out = decide_scenario(_scenario({B1: copy.deepcopy(_report([LOW])), B2: _report([HIGH])}))
     assert out["cycles"][0]["label"] in ("Success", "Skip")
+
+
+@pytest.mark.parametrize("text, words", [("a\x00b", r"U\+0000"), ("a\ud800", "UTF-8")])
+def test_strings_postgres_cannot_store_are_rejected_at_any_depth(text, words):
+    deep: object = {"x": text}
+    for _ in range(5000):  # deeper than Python's recursion limit: the check is iterative
+        deep = [deep]
+    report = _report([LOW], extra=deep)
+    with pytest.raises(SnapshotError, match=words) as exc:
+        _validate({B1: report, B2: _report([HIGH])})
+    assert exc.value.broker == B1 and exc.value.field.startswith(f"load-report[{B1}].extra")
+    with pytest.raises(SnapshotError, match=words):
+        _validate({B1: _report([LOW]), B2: _report([HIGH])}, brokers=[B1, B2, "b3" + text])
+    with pytest.raises(SnapshotError, match=words):
+        validate_topic_stats({}, broker=B1, bundle=LOW, topic="persistent://t/ns/" + text)
+
+
+def test_a_leader_that_is_not_a_string_is_rejected():
+    parsed = {B1: LocalBrokerData.from_json(_report([LOW]), "r")}
+    with pytest.raises(SnapshotError, match="leader"):
+        validate_snapshot(brokers=[B1], boundaries={NS: HALF}, claims={B1: [LOW]}, reports=parsed, leader=5)

@@ -238,6 +238,24 @@ def case_load_report_with_a_5000_digit_number(sim):
     return [sim.broker_ids[2], "load-report", "not JSON"]
 
 
+def case_load_report_string_with_nul(sim):
+    # found by the Hypothesis suite: PostgreSQL's JSONB cannot hold U+0000 (it failed in the INSERT)
+    b = sim.broker_ids[0]
+    sim.inject_answer(LOAD_REPORT, report_field("brokerVersionString", value="4.0.0\x00"), broker=b)
+    return [b, "brokerVersionString", "U+0000"]
+
+
+def case_topic_name_with_lone_surrogate(sim):
+    def answer(body):
+        ns, rng, topic, stats = _first_topic(body)
+        domains = body[ns][rng]
+        domain = next(d for d, topics in domains.items() if topic in topics)
+        domains[domain][topic + "\ud800"] = domains[domain].pop(topic)
+        return body
+    sim.inject_answer(TOPIC_STATS, answer, broker=3)
+    return [sim.broker_ids[3], "topic", "UTF-8"]
+
+
 REJECTED = [v for k, v in sorted(globals().items()) if k.startswith("case_")]
 
 

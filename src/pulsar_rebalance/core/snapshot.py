@@ -27,6 +27,8 @@ Rules (Pulsar's types: ``NamespaceBundleStats``, ``LocalBrokerData``, ``Resource
   A resource whose ``limit`` is 0 reads 0 % (Pulsar's formula): accepted, with a warning.
 * **Topic stats** (``broker-stats/topics``): rates finite non-negative doubles, ``producerCount``
   and subscription ``consumerCount`` Java ints (validated with pydantic).
+* **Text**: every name and every string of a load report (stored as JSONB) is storable: no U+0000,
+  valid UTF-8.
 
 Pure: no I/O, no Airflow/Spark/SQLAlchemy/HTTP.
 """
@@ -101,6 +103,39 @@ class SnapshotCheck:
 
 
 EXCLUDING_KINDS = frozenset({"bundle_claimed_twice", "bundle_not_in_boundaries", "bundle_stats_without_owner"})
+
+
+# ------------------------------------------------------------------------------------------- text
+def check_text(value: str, field: str, *, broker: str | None = None, bundle: str | None = None,
+               topic: str | None = None) -> None:
+    """A string Postgres (text, JSONB) and Parquet can hold: no U+0000 and valid UTF-8 (no lone surrogate)."""
+    if "\x00" in value:
+        problem = "contains the character U+0000, which PostgreSQL cannot store"
+    else:
+        try:
+            value.encode("utf-8")
+            return
+        except UnicodeEncodeError:
+            problem = "is not valid UTF-8 (a lone surrogate)"
+    raise SnapshotError(f"{field} {value[:60]!r} {problem}", broker=broker, bundle=bundle, topic=topic, field=field)
+
+
+def check_storable(doc: Any, field: str, *, broker: str | None = None) -> None:
+    """Every key and string of a JSON document passes :func:`check_text` (iterative: any depth)."""
+    stack: list[tuple[Any, str]] = [(doc, field)]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > 240:  # deep nesting: keep the message readable
+            path = f"{path[:120]}...{path[-80:]}"
+        if isinstance(value, str):
+            check_text(value, path, broker=broker)
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str):
+                    check_text(k, f"{path} key", broker=broker)
+                stack.append((v, f"{path}.{k}"))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
 
 
 # ------------------------------------------------------------------------------------------- boundaries
@@ -322,6 +357,7 @@ class TopicStats(BaseModel):
 
 def validate_topic_stats(raw: Any, *, broker: str, bundle: str, topic: str) -> TopicStats:
     """Parse one topic's stats, or raise a SnapshotError naming broker, bundle, topic and field."""
+    check_text(topic, "topic", broker=broker, bundle=bundle, topic=topic)
     try:
         return TopicStats.model_validate(raw)
     except ValidationError as exc:
@@ -341,17 +377,28 @@ def validate_snapshot(
     claims: Mapping[str, Iterable[str]],
     reports: Mapping[str, LocalBrokerData],
     raw_reports: Mapping[str, Mapping[str, Any]] | None = None,
-    leader: str | None = None,
+    leader: Any = None,
+    cluster: str | None = None,
 ) -> SnapshotCheck:
     """Every rule of this module over what collect read (``claims``: wanted namespaces only;
     ``raw_reports``: the load reports as received, to tell an absent resource from a zero limit)."""
+    if cluster is not None:
+        check_text(cluster, "clusters")
+    if leader is not None:
+        if not isinstance(leader, str):
+            raise SnapshotError(f"the leader broker is not a string: {leader!r:.60}", field="leaderBroker")
+        check_text(leader, "leaderBroker", broker=leader)
     seen: set[str] = set()
     for b in brokers:
+        check_text(b, "brokers", broker=b)
         if b in seen:
             raise SnapshotError(f"broker {b} is listed twice in the cluster's broker list", broker=b, field="brokers")
         seen.add(b)
     for ns, bs in boundaries.items():
+        check_text(ns, "namespaces")
         check_namespace_boundaries(ns, bs, f"bundles[{ns}].boundaries")
+    for broker, raw in (raw_reports or {}).items():
+        check_storable(raw, f"load-report[{broker}]", broker=broker)
     check = resolve_ownership(claims, brokers=brokers, boundaries=boundaries, transitional=True)
     claimed = {b for bs in claims.values() for b in bs}
     for ns, bs in sorted(boundaries.items()):

@@ -15,7 +15,7 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name
 from pulsar_rebalance.core.load import LocalBrokerData
-from pulsar_rebalance.core.snapshot import SnapshotCheck, validate_snapshot, validate_topic_stats
+from pulsar_rebalance.core.snapshot import SnapshotCheck, check_text, validate_snapshot, validate_topic_stats
 from pulsar_rebalance.errors import MalformedResponseError, ScenarioError
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
     # snapshot that contradicts itself, and turns what Pulsar can show mid-transition (a bundle
     # claimed twice, split between two reads) into warnings for the plan with the bundle left out.
     check = validate_snapshot(brokers=brokers, boundaries=ns_boundaries, claims=claims, reports=parsed_reports,
-                              raw_reports=reports, leader=leader)
+                              raw_reports=reports, leader=leader, cluster=cluster)
     for w in check.warnings:
         log.warning("%s", w.message)
     return Snapshot(
@@ -158,6 +158,7 @@ def topic_rows_from_stats(broker: str, stats: Any, wanted_ns: Mapping[str, Any])
         for rng, domains in _mapping(bundles, broker, ns).items():
             BundleRange.parse(rng, f"broker-stats/topics[{broker}].{ns}")
             for domain, topics in _mapping(domains, broker, f"{ns}/{rng}").items():
+                check_text(domain, "domain", broker=broker, bundle=f"{ns}/{rng}")
                 for topic, ts in _mapping(topics, broker, f"{ns}/{rng}/{domain}").items():
                     st = validate_topic_stats(ts, broker=broker, bundle=f"{ns}/{rng}", topic=topic)
                     rows.append({
