@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from pulsar_rebalance.errors import SnapshotError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
@@ -194,7 +195,17 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
     weights = resource_weights(params.lb_config())
 
     def after(client_, namespaces):
-        snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+        # Right after unloads, brokers' answers may show a bundle mid-transfer (e.g. in two load
+        # reports, read one after the other): the snapshot validation rejects that, so read again.
+        for attempt in range(3):
+            try:
+                snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+                break
+            except SnapshotError as exc:
+                if attempt == 2:
+                    raise
+                log.warning("the cluster is mid-transition after execution (%s); reading it again", exc)
+                time.sleep(1.0 + attempt)
         snap.broker_usage = snap.weighted_usage(weights)
         snap.max_usage = max(snap.broker_usage.values(), default=0.0)
         return snap
