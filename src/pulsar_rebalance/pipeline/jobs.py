@@ -26,8 +26,12 @@ def session(app: str):
 
     from pulsar_rebalance.pipeline.context import load_secrets
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
+    # Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
     spark = SparkSession.builder.appName(app).getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
     names = load_secrets(spark_files_dir=SparkFiles.getRootDirectory())
     if names:
         logging.getLogger(__name__).info("secrets loaded from the operator's file: %s", ", ".join(names))
