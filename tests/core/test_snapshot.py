@@ -79,6 +79,15 @@ def test_claims_from_an_unlisted_broker_or_of_a_non_bundle_are_rejected():
         resolve_ownership({B1: [f"{NS}/0x0_zz"]}, brokers=[B1], boundaries={NS: HALF})
 
 
+@pytest.mark.parametrize("name", ["no-slash", "ns/0x00000000_0x80000000", f"{NS}/0x80000000_0x00000000", f"{NS}/"])
+def test_load_report_bundle_names_must_be_bundles(name):
+    report = _report([LOW])
+    report["lastStats"][name] = _stats()
+    with pytest.raises(SnapshotError, match="not a bundle name") as exc:
+        check_load_report(B1, LocalBrokerData.from_json(report, "r"), "r")
+    assert exc.value.broker == B1 and exc.value.bundle == name
+
+
 def test_an_owned_bundle_unknown_to_the_boundaries_is_left_out_with_a_warning():
     child = f"{NS}/0x00000000_0x40000000"
     check = resolve_ownership({B1: [child, HIGH]}, brokers=[B1], boundaries={NS: HALF})

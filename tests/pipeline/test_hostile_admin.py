@@ -256,6 +256,13 @@ def case_topic_name_with_lone_surrogate(sim):
     return [sim.broker_ids[3], "topic", "UTF-8"]
 
 
+def case_load_report_stats_of_a_non_bundle(sim):
+    b = sim.broker_ids[1]
+    stats = next(iter(sim.state.load_report(b)["lastStats"].values()))
+    sim.inject_answer(LOAD_REPORT, report_field("lastStats", "not-a-bundle", value=stats), broker=b)
+    return [b, "not-a-bundle", "lastStats", "not a bundle name"]
+
+
 REJECTED = [v for k, v in sorted(globals().items()) if k.startswith("case_")]
 
 

@@ -201,12 +201,7 @@ def resolve_ownership(
                 f"broker {broker} owns bundles but is not in the cluster's broker list {sorted(listed)}",
                 broker=broker, bundle=first, field="ownedNamespaces")
         for bundle in bundles:
-            try:
-                ns, rng = split_full_name(bundle)
-                BundleRange.parse(rng, "ownedNamespaces")
-            except (ValueError, ScenarioError) as exc:
-                raise SnapshotError(f"broker {broker} owns {bundle!r}, which is not a bundle name: {exc}",
-                                    broker=broker, bundle=bundle, field="ownedNamespaces") from None
+            _check_bundle_name(bundle, broker=broker, field="ownedNamespaces")
             owners.setdefault(bundle, []).append(broker)
     check = SnapshotCheck(ownership={})
     for bundle, who in owners.items():
@@ -238,6 +233,7 @@ def check_load_report(
     """
     given = None if present is None else set(present)
     for bundle, st in data.last_stats.items():  # first: the broker's counters may be sums of these
+        _check_bundle_name(bundle, broker=broker, field=f"{path}.lastStats")
         for attr, (name, top) in _BUNDLE_COUNTERS.items():
             _java_range(getattr(st, attr), top, broker=broker, bundle=bundle, field=f"{path}.lastStats.{bundle}.{name}")
         if not math.isfinite(st.total_msg_throughput) or not math.isfinite(st.total_msg_rate):
@@ -305,6 +301,18 @@ def check_bundle_stats_owners(
                 f"the load report of {broker} lists bundle {bundle}, which is owned by {owner}",
                 broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats")
     return warnings
+
+
+def _check_bundle_name(bundle: str, *, broker: str, field: str) -> None:
+    """``tenant/namespace/0x..._0x...`` (what Pulsar's LoadManagerShared splits at the last '/')."""
+    try:
+        ns, rng = split_full_name(bundle)
+        if "/" not in ns:
+            raise ValueError("the namespace must be 'tenant/namespace'")
+        BundleRange.parse(rng, field)
+    except (ValueError, ScenarioError) as exc:
+        raise SnapshotError(f"broker {broker} reports {bundle!r:.80}, which is not a bundle name: {exc}",
+                            broker=broker, bundle=bundle, field=field) from None
 
 
 def _java_range(value: int, top: int, *, broker: str, field: str, bundle: str | None = None) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name
+from pulsar_rebalance.core.bundles import BundleRange, parse_boundary
 from pulsar_rebalance.core.load import LocalBrokerData
 from pulsar_rebalance.core.snapshot import SnapshotCheck, check_text, validate_snapshot, validate_topic_stats
 from pulsar_rebalance.errors import MalformedResponseError, ScenarioError
@@ -134,7 +134,7 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
 def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for bundle, st in data.last_stats.items():
-        ns, rng = split_full_name(bundle)
+        ns, _, rng = bundle.rpartition("/")  # a malformed name is rejected by validate_snapshot
         if ns not in wanted_ns:
             continue
         rows.append({
