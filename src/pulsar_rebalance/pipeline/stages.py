@@ -167,6 +167,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         if original.cluster_id != run.cluster_id:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
         draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
+        draft.summary["warnings"] = list(snapshot_check.get("warnings", []))  # what collect saw, for the reviewer
         decision = {"cycle": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}",
                               "unloads": [], "splits": []}}
         return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
