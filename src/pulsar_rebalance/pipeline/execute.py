@@ -115,6 +115,10 @@ class _ClusterLock:
         try:
             self.conn.execute(sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"})
             self.conn.commit()
+        except sa.exc.DBAPIError as err:  # e.g. Postgres restarted: a session lock ends with its connection
+            log.warning("execution lock of cluster %r released with its connection (unlock failed: %s)",
+                        self.cluster, type(err.orig).__name__)
+            self.conn.invalidate()  # close it for good, so the lock cannot outlive this execution
         finally:
             self.conn.close()
 
@@ -446,8 +450,9 @@ def _owner(client, cluster: str, broker: str, full: str) -> bool:
 
 def _already_applied(client, cluster: str, action) -> bool:
     full = action.bundle
-    if action.kind == "unload":
-        return _owner(client, cluster, action.destination_broker, full)
+    if action.kind == "unload":  # a destination that left the cluster owns nothing (and 404s)
+        return action.destination_broker in client.brokers(cluster) and _owner(
+            client, cluster, action.destination_broker, full)
     bounds = set(_boundaries(client, action.namespace))
     lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
     wanted = {lo, hi, *action.boundaries}
@@ -461,9 +466,12 @@ def _drift(client, cluster: str, action, tolerance: float | None = None) -> str 
     if lo not in bounds or hi not in bounds or any(lo < b < hi for b in bounds):
         return f"bundle {action.bundle} no longer exists (split since the plan was made)"
     full = action.bundle
+    active = client.brokers(cluster)
+    if action.source_broker and action.source_broker not in active:  # it died: Pulsar re-assigns its bundles
+        return f"source broker {action.source_broker} is not active (it left the cluster)"
     if action.source_broker and not _owner(client, cluster, action.source_broker, full):
         return f"{action.source_broker} no longer owns {full}"
-    if action.kind == "unload" and action.destination_broker not in client.brokers(cluster):
+    if action.kind == "unload" and action.destination_broker not in active:
         return f"destination broker {action.destination_broker} is not active"
     if action.kind == "unload" and tolerance is not None:
         return _load_drift(client, action, tolerance)
