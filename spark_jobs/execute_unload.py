@@ -16,7 +16,7 @@ def main(argv=None) -> int:
     from pulsar_rebalance.store.engine import database_url, make_engine
 
     if args.without_spark:
-        _job.setup_logging()
+        _job.plain_process()
         spark = None
     else:
         spark = _job.session(f"execute_unload {args.run_id}")

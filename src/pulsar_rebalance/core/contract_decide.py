@@ -80,8 +80,9 @@ from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
 from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
 from pulsar_rebalance.core.split_algorithms import get_split_boundaries
 from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
+from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
 from pulsar_rebalance.core.state import StrategyState
-from pulsar_rebalance.errors import ConfigError, ScenarioError
+from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
 
 _TOP_KEYS = frozenset({"shedding", "placement", "config", "seed", "state", "assignDestinations", "cycles"})
 _CYCLE_KEYS = frozenset(
@@ -200,7 +201,9 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
                 names.check(bundle, f"{p}.bundles[{i}]")
             for bundle in data.last_stats:
                 names.check(bundle, f"{p}.lastStats.{bundle}")
+            check_load_report(broker, data, p)
             brokers[broker] = data
+        _check_one_owner(brokers, bp)
 
     bundle_data: dict[str, BundleData] = {}
     if "bundleData" in obj:
@@ -294,6 +297,19 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
     )
     _check_cycle_shape(cycle, scenario)
     return cycle
+
+
+def _check_one_owner(brokers: Mapping[str, LocalBrokerData], path: str) -> None:
+    """The snapshot rules of core.snapshot that a cycle can break: a bundle under two brokers, or
+    two bundles of a namespace whose ranges overlap, is a contradiction (Pulsar owns each hash once)."""
+    owner: dict[str, str] = {}
+    for broker, data in brokers.items():
+        for bundle in dict.fromkeys((*data.bundles, *data.last_stats)):
+            other = owner.setdefault(bundle, broker)
+            if other != broker:
+                raise SnapshotError(f"bundle {bundle} is under two brokers: {other} and {broker}",
+                                    broker=broker, bundle=bundle, field=field_path(path, broker))
+    check_no_overlap(owner, path)
 
 
 def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:

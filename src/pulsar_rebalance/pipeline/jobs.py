@@ -30,12 +30,28 @@ def setup_logging() -> None:
     logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
 
 
+def plain_process() -> None:
+    """Set-up of a job run without Spark (``--without-spark``): logging, and the operator's secrets file."""
+    from pulsar_rebalance.pipeline.context import load_secrets
+
+    setup_logging()
+    load_secrets()
+
+
 def session(app: str):
+    """The job's SparkSession, after which the operator's secrets file is merged into the environment
+    (in cluster deploy mode the file arrives through ``--files``, i.e. SparkFiles)."""
+    from pyspark import SparkFiles
     from pyspark.sql import SparkSession
+
+    from pulsar_rebalance.pipeline.context import load_secrets
 
     setup_logging()
     spark = SparkSession.builder.appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    names = load_secrets(spark_files_dir=SparkFiles.getRootDirectory())
+    if names:
+        logging.getLogger(__name__).info("secrets loaded from the operator's file: %s", ", ".join(names))
     return spark
 
 

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from pulsar_rebalance.errors import ConfigError, StoreError
+from pulsar_rebalance.errors import ConfigError, SnapshotError, StoreError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
@@ -50,16 +50,19 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     params = RunParams.from_json(params_doc)  # bad params fail here, before any write
     snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster)
     weights = resource_weights(params.lb_config())
+    # Whole snapshot or nothing: the Parquet is written inside the database transaction, which
+    # commits only once it is there (a failed write rolls the rows back; a retry overwrites the files).
     with session_scope(engine) as s:
         record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
-    spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
-    spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
-        ctx.path(C.BUNDLE_STATS)
-    )
+        spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
+        spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
+            ctx.path(C.BUNDLE_STATS)
+        )
     result = {
         "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
         "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
         "maxUsage": snap.max_weighted_usage(weights),
+        "warnings": len(snap.check.warnings) if snap.check else 0,
     }
     log.info("Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
              result["cluster"], result["brokers"], result["namespaces"], result["bundles"], result["topics"],
@@ -153,6 +156,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         reports = repo.broker_reports(s, run_id=ctx.run_id)
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
+        snapshot_check = repo.snapshot_check(s, run_id=ctx.run_id)
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
     if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
@@ -163,6 +167,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         if original.cluster_id != run.cluster_id:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
         draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
+        draft.summary["warnings"] = list(snapshot_check.get("warnings", []))  # what collect saw, for the reviewer
         decision = {"cycle": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}",
                               "unloads": [], "splits": []}}
         return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
@@ -176,7 +181,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
             }
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
-                       ownership=ownership)
+                       ownership=ownership, snapshot_check=snapshot_check)
     return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
 
 
@@ -243,7 +248,17 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
     weights = resource_weights(params.lb_config())
 
     def after(client_, namespaces):
-        snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+        # Right after unloads, brokers' answers may show a bundle mid-transfer (e.g. in two load
+        # reports, read one after the other): the snapshot validation rejects that, so read again.
+        for attempt in range(3):
+            try:
+                snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+                break
+            except SnapshotError as exc:
+                if attempt == 2:
+                    raise
+                log.warning("the cluster is mid-transition after execution (%s); reading it again", exc)
+                time.sleep(1.0 + attempt)
         snap.broker_usage = snap.weighted_usage(weights)
         snap.max_usage = max(snap.broker_usage.values(), default=0.0)
         return snap

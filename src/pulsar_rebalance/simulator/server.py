@@ -153,6 +153,7 @@ class SimulatedPulsar:
         # [method | None, path substring, value, times | None, kind]; kind "error" / "error-after" (value =
         # status) or "latency" (value = seconds)
         self._request_faults: list[list] = []
+        self._answers: list[tuple[str | None, str, Any]] = []  # (broker | None, exact GET path, answer)
         self._faults_lock = threading.Lock()
         # Pulsar's dynamic configuration overrides (what ``pulsar-admin brokers update-dynamic-config`` stores).
         # The simulated operator followed our README: Pulsar's own shedding is off, so the two balancers
@@ -313,6 +314,24 @@ class SimulatedPulsar:
         with self._faults_lock:
             self._faults.setdefault(self._resolve(broker), _BrokerFaults()).malformed_load_report = enabled
 
+    def inject_answer(self, path: str, answer: Any, *, broker: str | int | None = None) -> None:
+        """Answer ``GET path`` (exact path, e.g. ``/admin/v2/broker-stats/topics``) on ``broker`` (or any
+        broker) with status 200 and a hostile body: ``answer(body)`` if callable (it gets the JSON the
+        simulator would have sent, a deep copy, and returns the new one), else ``answer`` itself.
+        A body that is ``bytes`` is sent verbatim (e.g. JSON with ``NaN`` or 2**63 literals)."""
+        with self._faults_lock:
+            self._answers.append((None if broker is None else self._resolve(broker), path, answer))
+
+    def _take_answer(self, req: _Request, resp: _Response) -> _Response:
+        with self._faults_lock:
+            hits = [a for b, p, a in self._answers if unquote(p) == unquote(req.path) and b in (None, req.broker_id)]
+        for answer in hits:
+            if resp.status != 200 or req.method != "GET":
+                break
+            body = answer(json.loads(json.dumps(resp.body))) if callable(answer) else answer
+            resp = _Response(200, body, resp.headers)
+        return resp
+
     def inject_latency(self, broker: str | int, seconds: float) -> None:
         """Delay every answer of ``broker`` by ``seconds``."""
         if seconds < 0:
@@ -325,6 +344,7 @@ class SimulatedPulsar:
             if broker is None:
                 self._faults.clear()
                 self._request_faults.clear()
+                self._answers.clear()
             else:
                 self._faults.pop(self._resolve(broker), None)
 
@@ -471,7 +491,7 @@ class SimulatedPulsar:
                 continue
             req.params = {str(i): unquote(g) for i, g in enumerate(match.groups())}
             try:
-                return fn(self, req)
+                return self._take_answer(req, fn(self, req)) if self._answers else fn(self, req)
             except _Redirect as redirect:
                 return _Response(307, None, {"Location": redirect.location})
             except PulsarRestError as exc:
