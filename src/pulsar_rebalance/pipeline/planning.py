@@ -68,7 +68,8 @@ def build_plan(
             "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(result["boundaries"])],
             "split_algorithm": algorithm,
             "reason": s["reason"],
-            "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner"},
+            "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner",
+                          "bundle": _bundle_traffic(reports, s.get("broker") or ownership.get(bundle), bundle)},
         })
 
     moves: list[Move] = []
@@ -95,7 +96,8 @@ def build_plan(
             "kind": "unload", "namespace": ns, "bundle_range": rng,
             "source_broker": u["broker"], "destination_broker": dest,
             "boundaries": None, "split_algorithm": None, "reason": reason,
-            "predicted": {"tied": u.get("tied")},
+            "predicted": {"tied": u.get("tied"),
+                          "bundle": _bundle_traffic(reports, u["broker"], f"{ns}/{rng}", child_stats.get(f"{ns}/{rng}"))},
         })
         moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
@@ -120,6 +122,12 @@ def build_plan(
         "usageStdAfterPredicted": prediction["usageStdAfter"],
         "brokers": prediction["brokers"],
         "notes": notes,
+        "dataQuality": {
+            "brokersReporting": len(reports),
+            "brokersOwningBundles": len(set(ownership.values())),
+            "bundleSamples": sum(len(r.get("lastStats") or {}) for r in reports.values()),
+            "bundlesOwned": len(ownership),
+        },
         "strategies": {
             "shedding": params.shedding_strategy, "placement": params.placement_strategy,
             "splitAlgorithm": algorithm,
@@ -127,6 +135,23 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=actions, summary=summary, notes=notes)
+
+
+def _bundle_traffic(
+    reports: Mapping[str, Mapping[str, Any]], broker: str | None, bundle: str, child: NamespaceBundleStats | None = None
+) -> dict[str, Any]:
+    """What an action's bundle carries, for the plan summary: the owner's ``NamespaceBundleStats`` sample.
+
+    A split child (unloaded in the same plan as its split) has no sample yet: its rates and topic count
+    come from the parent's topics that hash into it; its producer/consumer counts are unknown (None).
+    """
+    if child is not None:
+        return {"msgRateIn": child.msg_rate_in, "msgRateOut": child.msg_rate_out,
+                "msgThroughputIn": child.msg_throughput_in, "msgThroughputOut": child.msg_throughput_out,
+                "topics": child.topics, "producerCount": None, "consumerCount": None}
+    st = ((reports.get(broker or "") or {}).get("lastStats") or {}).get(bundle) or {}
+    keys = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount", "consumerCount")
+    return {k: st.get(k) for k in keys}
 
 
 def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]) -> dict[str, NamespaceBundleStats]:
