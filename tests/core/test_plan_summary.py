@@ -61,7 +61,10 @@ def test_traffic_moved_and_reconnecting_clients_sum_the_unloads_only():
 def test_an_unrecorded_count_makes_the_totals_incomplete_not_zero():
     actions = [dict(ACTIONS[1], predicted={"bundle": traffic(1, 1, 1, 1, 1, None, None)}), dict(ACTIONS[2], predicted={})]
     s = summarize_plan(summary={}, actions=actions)
-    assert not s.moved.complete
+    assert not s.moved.complete and s.moved.unknown == ("msg_rate_in", "msg_rate_out", "msg_throughput_in",
+                                                       "msg_throughput_out", "topics", "producers", "consumers")
+    only_clients = summarize_plan(summary={}, actions=actions[:1]).moved
+    assert only_clients.unknown == ("producers", "consumers") and only_clients.topics == 1
     assert s.unloads[0].traffic.producers is None and s.unloads[1].traffic.msg_rate is None
 
 

@@ -110,7 +110,7 @@ class SplitLine:
 
 @dataclass(frozen=True)
 class Totals:
-    """Sums over the unloads; ``complete`` is False when some unload did not record a value."""
+    """Sums over the unloads; ``unknown`` names the fields some unload did not record (the sum is a lower bound)."""
 
     msg_rate_in: float
     msg_rate_out: float
@@ -119,7 +119,11 @@ class Totals:
     topics: int
     producers: int
     consumers: int
-    complete: bool
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.unknown
 
     @property
     def msg_rate(self) -> float:
@@ -216,12 +220,12 @@ def summarize_plan(
 def _totals(traffic: Sequence[BundleTraffic]) -> Totals:
     fields = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "topics", "producers", "consumers")
     sums = {f: sum(getattr(t, f) or 0 for t in traffic) for f in fields}
-    complete = all(getattr(t, f) is not None for t in traffic for f in fields)
+    unknown = tuple(f for f in fields if any(getattr(t, f) is None for t in traffic))
     return Totals(
         msg_rate_in=float(sums["msg_rate_in"]), msg_rate_out=float(sums["msg_rate_out"]),
         msg_throughput_in=float(sums["msg_throughput_in"]), msg_throughput_out=float(sums["msg_throughput_out"]),
         topics=int(sums["topics"]), producers=int(sums["producers"]), consumers=int(sums["consumers"]),
-        complete=complete,
+        unknown=unknown,
     )
 
 
