@@ -78,6 +78,10 @@ class PlanAtGateError(PlanError):
         self.gate = gate or {}
 
 
+class PlanStateError(PlanError):
+    """The command does not apply to the plan in its current status (e.g. aborting an executed plan)."""
+
+
 class StalePlanError(PlanError):
     """The plan was made from a snapshot older than the cluster's last execution."""
 

@@ -29,13 +29,13 @@ ACTIONS = [
     {"seq": 0, "kind": "split", "bundle": "t/n/0x00000000_0x40000000", "source_broker": "b1",
      "destination_broker": None, "boundaries": [0x20000000], "split_algorithm": "range_equally_divide",
      "predicted": {"children": ["0x00000000_0x20000000", "0x20000000_0x40000000"],
-                   "bundle": traffic(600, 600, 6e6, 6e6, 10, 5, 9)}, "state": "completed"},
+                   "bundleLoad": traffic(600, 600, 6e6, 6e6, 10, 5, 9)}, "state": "completed"},
     {"seq": 1, "kind": "unload", "bundle": "t/n/0x20000000_0x40000000", "source_broker": "b1",
-     "destination_broker": "b2", "predicted": {"bundle": traffic(100, 200, 1e6, 2e6, 3, 2, 4),
+     "destination_broker": "b2", "predicted": {"bundleLoad": traffic(100, 200, 1e6, 2e6, 3, 2, 4),
                                                 "source": {"before": 0.9, "after": 0.7},
                                                 "destination": {"before": 0.3, "after": 0.5}}, "state": "completed"},
     {"seq": 2, "kind": "unload", "bundle": "t/n/0x40000000_0x80000000", "source_broker": "b1",
-     "destination_broker": "b3", "predicted": {"bundle": traffic(50, 50, 5e5, 5e5, 2, 1, 1)}, "state": "skipped"},
+     "destination_broker": "b3", "predicted": {"bundleLoad": traffic(50, 50, 5e5, 5e5, 2, 1, 1)}, "state": "skipped"},
 ]
 
 
@@ -59,7 +59,7 @@ def test_traffic_moved_and_reconnecting_clients_sum_the_unloads_only():
 
 
 def test_an_unrecorded_count_makes_the_totals_incomplete_not_zero():
-    actions = [dict(ACTIONS[1], predicted={"bundle": traffic(1, 1, 1, 1, 1, None, None)}), dict(ACTIONS[2], predicted={})]
+    actions = [dict(ACTIONS[1], predicted={"bundleLoad": traffic(1, 1, 1, 1, 1, None, None)}), dict(ACTIONS[2], predicted={})]
     s = summarize_plan(summary={}, actions=actions)
     assert not s.moved.complete and s.moved.unknown == ("msg_rate_in", "msg_rate_out", "msg_throughput_in",
                                                        "msg_throughput_out", "topics", "producers", "consumers")

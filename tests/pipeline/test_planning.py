@@ -127,12 +127,12 @@ def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
                                   "t/n/0x80000000_0xc0000000": "b2:8080"})
     split, child, whole = draft.actions
     # the split bundle's own sample (from b1's lastStats)
-    assert split["predicted"]["bundle"] == {"msgRateIn": 300.0, "msgRateOut": 300.0, "msgThroughputIn": 3e6,
+    assert split["predicted"]["bundleLoad"] == {"msgRateIn": 300.0, "msgRateOut": 300.0, "msgThroughputIn": 3e6,
                                             "msgThroughputOut": 3e6, "topics": 4, "producerCount": 1, "consumerCount": 1}
     # a split child has no sample yet: rates and topics from its topics, client counts unknown
-    assert child["predicted"]["bundle"] == {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6,
-                                            "msgThroughputOut": 2.9e6, "topics": 1, "producerCount": None,
-                                            "consumerCount": None}
-    assert whole["predicted"]["bundle"]["msgThroughputIn"] == 1e6 and whole["predicted"]["bundle"]["producerCount"] == 1
+    assert child["predicted"]["bundleLoad"] == {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6,
+                                                "msgThroughputOut": 2.9e6, "topics": 1}
+    assert whole["predicted"]["bundleLoad"]["msgThroughputIn"] == 1e6
+    assert whole["predicted"]["bundleLoad"]["producerCount"] == 1
     assert draft.summary["dataQuality"] == {"brokersReporting": 2, "brokersOwningBundles": 2, "bundleSamples": 3,
                                             "bundlesOwned": 3}

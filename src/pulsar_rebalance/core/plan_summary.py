@@ -69,7 +69,7 @@ class BundleTraffic:
 
     @classmethod
     def from_predicted(cls, predicted: Mapping[str, Any] | None) -> BundleTraffic:
-        b = (predicted or {}).get("bundle") or {}
+        b = (predicted or {}).get("bundleLoad") or {}
         return cls(
             msg_rate_in=_num(b.get("msgRateIn")), msg_rate_out=_num(b.get("msgRateOut")),
             msg_throughput_in=_num(b.get("msgThroughputIn")), msg_throughput_out=_num(b.get("msgThroughputOut")),

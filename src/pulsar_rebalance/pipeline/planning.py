@@ -69,7 +69,8 @@ def build_plan(
             "split_algorithm": algorithm,
             "reason": s["reason"],
             "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner",
-                          "bundle": _bundle_traffic(reports, s.get("broker") or ownership.get(bundle), bundle)},
+                          "bundleLoad": _bundle_load(reports.get(s.get("broker") or ownership.get(bundle) or "", {}),
+                                                     bundle, {})},
         })
 
     moves: list[Move] = []
@@ -97,7 +98,7 @@ def build_plan(
             "source_broker": u["broker"], "destination_broker": dest,
             "boundaries": None, "split_algorithm": None, "reason": reason,
             "predicted": {"tied": u.get("tied"),
-                          "bundle": _bundle_traffic(reports, u["broker"], f"{ns}/{rng}", child_stats.get(f"{ns}/{rng}"))},
+                          "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats)},
         })
         moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
@@ -137,21 +138,20 @@ def build_plan(
     return PlanDraft(actions=actions, summary=summary, notes=notes)
 
 
-def _bundle_traffic(
-    reports: Mapping[str, Mapping[str, Any]], broker: str | None, bundle: str, child: NamespaceBundleStats | None = None
-) -> dict[str, Any]:
-    """What an action's bundle carries, for the plan summary: the owner's ``NamespaceBundleStats`` sample.
+_LOAD_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount",
+              "consumerCount")
 
-    A split child (unloaded in the same plan as its split) has no sample yet: its rates and topic count
-    come from the parent's topics that hash into it; its producer/consumer counts are unknown (None).
-    """
-    if child is not None:
-        return {"msgRateIn": child.msg_rate_in, "msgRateOut": child.msg_rate_out,
-                "msgThroughputIn": child.msg_throughput_in, "msgThroughputOut": child.msg_throughput_out,
-                "topics": child.topics, "producerCount": None, "consumerCount": None}
-    st = ((reports.get(broker or "") or {}).get("lastStats") or {}).get(bundle) or {}
-    keys = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount", "consumerCount")
-    return {k: st.get(k) for k in keys}
+
+def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[str, NamespaceBundleStats]) -> dict:
+    """The bundle's load at planning time: the executor's drift check compares against it, and the plan
+    page sums it into traffic moved and clients that reconnect. A split child has no sample yet: its
+    rates and topic count come from the parent's topics hashing into it, its client counts are absent."""
+    if bundle in child_stats:
+        c = child_stats[bundle]
+        return {"msgRateIn": c.msg_rate_in, "msgRateOut": c.msg_rate_out, "msgThroughputIn": c.msg_throughput_in,
+                "msgThroughputOut": c.msg_throughput_out, "topics": c.topics}
+    stats = (report.get("lastStats") or {}).get(bundle) or {}
+    return {k: stats[k] for k in _LOAD_KEYS if k in stats}
 
 
 def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]) -> dict[str, NamespaceBundleStats]:

@@ -180,7 +180,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
 
 
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
-    from pulsar_rebalance.pipeline.execute import execute_plan
+    from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan
 
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
@@ -196,8 +196,8 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
         return snap
 
     try:
-        report = execute_plan(engine, client, plan_id=plan.plan_id, max_parallel=params.max_parallel_unloads,
-                              after_snapshot=after)
+        report = execute_plan(engine, client, plan_id=plan.plan_id, after_snapshot=after,
+                              policy=ExecutionPolicy.from_params(params))
     finally:
         with session_scope(engine) as s:
             final = repo.get_plan(s, plan_id=plan.plan_id)

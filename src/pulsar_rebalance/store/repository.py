@@ -101,7 +101,7 @@ ALLOWED_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
 PLAN_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "approved": frozenset({"executing"}),
-        "executing": frozenset({"executed", "partially_executed", "failed", "interrupted"}),
+        "executing": frozenset({"executed", "partially_executed", "failed", "interrupted", "aborted"}),
         "interrupted": frozenset({"executing", "aborted"}),
         "partially_executed": frozenset({"executing", "aborted"}),
         "failed": frozenset({"executing", "aborted"}),
@@ -945,13 +945,14 @@ def supersede_plans(
     statuses: Collection[str] = ("pending",),
     older_than: datetime | None = None,
     exclude: Collection[str] = (),
+    only: Collection[str] | None = None,
     now: datetime | None = None,
 ) -> list[str]:
     """Mark the cluster's plans in ``statuses`` (pending and/or approved) ``superseded``; returns their ids.
 
     Each gets an approval row (decision ``superseded`` by ``system``, the reason as comment), its
     ``superseded_by`` and an audit row. Only plans created before ``older_than`` (default: all)
-    and not in ``exclude`` (and never ``by_plan_id`` itself) are touched.
+    and not in ``exclude`` (and never ``by_plan_id`` itself) are touched; ``only`` restricts to those ids.
     """
     allowed = {"pending", "approved"}
     if not set(statuses) <= allowed:
@@ -964,6 +965,8 @@ def supersede_plans(
         stmt = stmt.where(Plan.created_at < older_than)
     if exclude:
         stmt = stmt.where(Plan.plan_id.not_in(list(exclude)))
+    if only is not None:
+        stmt = stmt.where(Plan.plan_id.in_(list(only)))
     done = []
     for plan in s.execute(_for_update(stmt.order_by(Plan.created_at))).scalars():
         previous = plan.status
@@ -1001,6 +1004,18 @@ def open_gate(s: Session, *, plan_id: str, gate: Mapping[str, Any], now: datetim
               details=dict(gate))
     s.expire_all()
     return get_plan(s, plan_id=plan_id)
+
+
+def plan_at_gate(s: Session, *, dag_id: str, run_id: str, task_id: str) -> PlanView | None:
+    """The plan waiting (or having waited) at the Airflow gate ``dag_id/run_id/task_id``, if any."""
+    plan = s.execute(
+        _plan_query().where(
+            Plan.gate["dag_id"].astext == dag_id,
+            Plan.gate["run_id"].astext == run_id,
+            Plan.gate["task_id"].astext == task_id,
+        )
+    ).scalar_one_or_none()
+    return _plan_view(plan) if plan is not None else None
 
 
 def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime | None = None) -> bool:
@@ -1351,6 +1366,50 @@ def transition_action(
         details={"from": previous, "to": to, "attempts": action.attempts, **({"error": error} if error else {})},
     )
     return _action_view(action)
+
+
+def record_resend(s: Session, *, action_id: int, reason: str, actor: str = "executor") -> ActionView:
+    """An ``in_progress`` action is sent again (a crash left its outcome unknown and Pulsar shows no
+    effect): count the attempt and record why, without leaving ``in_progress``."""
+    action = s.execute(_for_update(select(PlanAction).where(PlanAction.id == action_id))).scalar_one_or_none()
+    if action is None or action.state != "in_progress":
+        raise InvalidTransitionError(f"action {action_id} is not in_progress: nothing to re-send")
+    action.attempts += 1
+    action.started_at = datetime.now(UTC)
+    s.flush()
+    audit(s, event="action.resent", actor=actor, plan_id=action.plan_id, action_id=action_id,
+          details={"attempts": action.attempts, "reason": reason})
+    return _action_view(action)
+
+
+def interrupt_dead_executions(s: Session, *, cluster_id: int, except_plan_id: str | None = None) -> list[str]:
+    """Mark ``interrupted`` every plan of the cluster still ``executing`` other than ``except_plan_id``.
+
+    Call it only while holding the cluster's execution lock: the lock is a Postgres session lock, so a
+    plan that says ``executing`` while nobody else holds it belongs to a process that died.
+    """
+    stmt = select(Plan.plan_id).where(Plan.cluster_id == cluster_id, Plan.status == "executing")
+    if except_plan_id is not None:
+        stmt = stmt.where(Plan.plan_id != except_plan_id)
+    dead = list(s.execute(stmt).scalars())
+    for plan_id in dead:
+        set_plan_status(s, plan_id=plan_id, status="interrupted", actor=SYSTEM_ACTOR,
+                        details={"reason": "its execution process died (the cluster's execution lock was free)"})
+        logger.warning("[%s] execution interrupted: its process died; resume or abort it", plan_id)
+    return dead
+
+
+def last_execution_activity(s: Session, *, cluster_id: int, exclude_plan_id: str) -> tuple[datetime, str] | None:
+    """``(when, plan_id)`` of the newest start or end of a real (not dry-run) execution on the cluster."""
+    row = s.execute(
+        select(AuditLog.at, AuditLog.plan_id)
+        .join(Plan, Plan.plan_id == AuditLog.plan_id)
+        .where(Plan.cluster_id == cluster_id, Plan.plan_id != exclude_plan_id, Plan.dry_run.is_(False),
+               AuditLog.event.in_(("execution_started", "execution_finished")))
+        .order_by(AuditLog.at.desc())
+        .limit(1)
+    ).first()
+    return (row[0], row[1]) if row else None
 
 
 def audit(
