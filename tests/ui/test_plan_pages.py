@@ -158,3 +158,11 @@ def test_airflow_mounts_the_plugin_and_lists_its_nav_entry(airflow_db, seeded_db
         "name": "Rebalance plans", "href": "pulsar-rebalance/", "url_route": "pulsar-rebalance",
         "destination": "nav", "category": "browse"}
     assert page.status_code == 200 and seeded_db.pending in page.text
+
+
+def test_without_a_state_database_the_pages_say_what_to_configure(client, monkeypatch):
+    for var in ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL", "AIRFLOW_CONN_PULSAR_REBALANCE_DB"):
+        monkeypatch.delenv(var, raising=False)
+    r = client.get(f"{URL_PREFIX}/", headers={"Authorization": f"Bearer {_token('viewer', 'viewer')}"})
+    assert r.status_code == 503 and "pulsar_rebalance_db" in r.text
+    assert client.get(f"{URL_PREFIX}/").status_code == 401  # auth comes first

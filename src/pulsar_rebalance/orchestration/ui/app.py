@@ -100,6 +100,12 @@ def create_app() -> FastAPI:
             return Response(f"no plan with id {plan_id!r}", status_code=404, media_type="text/plain")
         return Response(plan_png(plan), media_type="image/png", headers={"Cache-Control": "private, no-cache"})
 
+    @app.exception_handler(NoStateDatabase)
+    def _no_db(request: Request, exc: NoStateDatabase) -> HTMLResponse:
+        return _page(request, "error.html", title="No state database", status_code=503,
+                     message="The plan pages cannot find the state database: define the Airflow Connection "
+                             "pulsar_rebalance_db (or set PULSAR_REBALANCE_DATABASE_URL) for the api-server.")
+
     @app.middleware("http")
     async def _headers(request: Request, call_next):  # framed by the Airflow UI only (nav entry iframe)
         response = await call_next(request)
@@ -110,11 +116,18 @@ def create_app() -> FastAPI:
     return app
 
 
+class NoStateDatabase(Exception):
+    """Neither the ``pulsar_rebalance_db`` Connection nor ``PULSAR_REBALANCE_DATABASE_URL`` is set."""
+
+
 def _session():
-    from pulsar_rebalance.orchestration.connections import database_url
+    from pulsar_rebalance.orchestration.connections import server_database_url
     from pulsar_rebalance.store.engine import make_engine, session_scope
 
-    return session_scope(make_engine(database_url()))
+    url = server_database_url()
+    if not url:
+        raise NoStateDatabase
+    return session_scope(make_engine(url))
 
 
 def _own_root(request: Request) -> str:
