@@ -125,12 +125,12 @@ class AirflowStack:
                                   stdin=subprocess.DEVNULL, timeout=timeout)
         assert done.returncode == 0, f"airflow {' '.join(args)} failed; see {log}:\n{log.read_text()[-3000:]}"
 
-    def start(self, component: str, *args: str) -> None:
+    def start(self, component: str, *args: str, env: dict[str, str] | None = None) -> None:
         import subprocess
 
         log = open(self.home / f"{component}.log", "ab")
         self.procs[component] = subprocess.Popen(
-            ["airflow", component, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            ["airflow", component, *args], env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
 
@@ -163,13 +163,16 @@ class AirflowStack:
         assert r.status_code == 201, r.text
         return r.json()["access_token"]
 
-    def stop(self, grace: float = 20.0) -> None:
+    def stop(self, *components: str, grace: float = 20.0) -> None:
+        """Stop ``components`` (default: all started), newest first."""
+        import os
         import signal
 
         import psutil
 
-        for proc in self.procs.values():
-            if proc.poll() is not None:
+        for name in components or reversed(list(self.procs)):
+            proc = self.procs.pop(name, None)
+            if proc is None or proc.poll() is not None:
                 continue
             try:
                 children = psutil.Process(proc.pid).children(recursive=True)
@@ -191,14 +194,11 @@ class AirflowStack:
                     p.kill()
                 except psutil.NoSuchProcess:
                     pass
-            if proc.poll() is None:
-                import os
-
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=30)
+            try:  # whatever is left of its process group (it was started in its own session)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -246,6 +246,8 @@ def airflow_stack(pg_server, state_db, tmp_path_factory):
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
         "PYTHONPATH": str(root / "src"),
+        "PULSAR_REBALANCE_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run
+        "PULSAR_REBALANCE_WORK_DIR": str(home / "work"),
     })
     env.pop("PULSAR_REBALANCE_DATABASE_URL", None)  # the plugin must find the DB through the Connection
     env.pop("DATABASE_URL", None)
@@ -283,9 +285,13 @@ def pipeline_plan(spark, state_db, tmp_path_factory):
 @pytest.fixture
 def browser():
     """Headless Chromium (Debian's package) through its chromedriver."""
+    from pathlib import Path
+
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    assert not missing, f"{missing} not found: the browser test needs Debian's chromium and chromium-driver packages"
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
@@ -297,3 +303,21 @@ def browser():
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def dag_workers(airflow_stack):
+    """The scheduler and dag-processor next to the api-server, and a simulated cluster for the DAG's tasks:
+    with them a triggered ``pulsar_rebalance`` run really runs (LocalExecutor, spark-submit per task)."""
+    import json
+
+    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+
+    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
+        env = {"AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps({"conn_type": "http", "host": sim.admin_url})}
+        try:
+            airflow_stack.start("dag-processor", env=env)
+            airflow_stack.start("scheduler", env=env)
+            yield sim
+        finally:
+            airflow_stack.stop("scheduler", "dag-processor")
