@@ -164,6 +164,7 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     _login(browser, airflow_stack, "admin")
     browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{plan.plan_id}")
     wait = WebDriverWait(browser, 60)
+    browser.set_window_size(1440, 1900)  # the Airflow UI fits the viewport: a tall one shows the whole form
     wait.until(EC.element_to_be_clickable((By.ID, "gate-link"))).click()
     try:
         wait.until(lambda b: "/required_actions" in b.current_url)
@@ -174,8 +175,9 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
         assert plan.plan_id in browser.find_element(By.TAG_NAME, "body").text
     except TimeoutException as exc:
         raise AssertionError(f"the gate page did not show as expected; see {_dump(browser, airflow_stack.home, 'gate')}") from exc
-    browser.execute_script("window.scrollTo(0, 0);")
-    _full_page_screenshot(browser, IMG / "gate.png")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'end'});", approve)
+    browser.save_screenshot(str(IMG / "gate.png"))
+    browser.set_window_size(1440, 1000)
     approve.click()
 
     _until(lambda: tis().get("execute_unload") in ("running", "success"), 300, "execute_unload to start", poll=2)
