@@ -64,6 +64,9 @@ with DAG(
         "auto_approve_max_unloads": Param(None, type=["null", "integer"], minimum=1,
                                           description="auto-approve plans of at most this many unloads and no "
                                                       "split (recorded as approved by the policy); null = off"),
+        "rollback_plan": Param(None, type=["null", "string"],
+                               description="a plan id: plan to return its completed unloads to their previous "
+                                           "owners (needs approval like any plan) instead of running the shedder"),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
         "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
     },

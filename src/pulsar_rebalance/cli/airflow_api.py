@@ -84,3 +84,38 @@ def answer_gate(gate: dict[str, Any], *, plan_id: str, decision: str, comment: s
     reason = {401: "not authenticated", 403: "not allowed to decide this plan", 404: "the gate is gone",
               409: "refused"}.get(r.status_code, f"HTTP {r.status_code}")
     raise AirflowGateError(f"Airflow did not take the answer to plan {plan_id} ({reason}): {detail}", plan_id=plan_id)
+
+
+def answer_in_process(gate: dict[str, Any], *, plan_id: str, decision: str, comment: str | None,
+                      plan_hash: str | None, user: str) -> dict[str, Any]:
+    """Answer the gate through Airflow's own Core API app, in this process, as ``user``.
+
+    For the quick start, which runs ``airflow dags test`` without an api-server: the request still goes
+    through Airflow's real route, its auth manager and our gate guard. The process's environment must
+    be the Airflow one (AIRFLOW_HOME, the metadata DB).
+    """
+    from fastapi.testclient import TestClient
+
+    from airflow.api_fastapi.app import create_app, get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    with TestClient(create_app(apps="core")) as client:
+        token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username=user, role="admin"))
+        client.headers["Authorization"] = f"Bearer {token}"
+        return answer_gate(gate, plan_id=plan_id, decision=decision, comment=comment, plan_hash=plan_hash,
+                           client=client)
+
+
+if __name__ == "__main__":  # python -m pulsar_rebalance.cli.airflow_api PLAN_ID DECISION USER [COMMENT]
+    import json
+    import sys
+
+    from pulsar_rebalance.store import repository as _repo
+    from pulsar_rebalance.store.engine import database_url, make_engine, session_scope
+
+    _plan_id, _decision, _user, *_rest = sys.argv[1:]
+    with session_scope(make_engine(database_url())) as _s:
+        _plan = _repo.get_plan(_s, plan_id=_plan_id)
+    print(json.dumps(answer_in_process(_plan.gate, plan_id=_plan_id, decision=_decision, user=_user,
+                                       comment=_rest[0] if _rest else None, plan_hash=_plan.content_hash),
+                     default=str))

@@ -143,6 +143,7 @@ def _list(args: argparse.Namespace) -> int:
     from pulsar_rebalance.store.engine import session_scope
 
     with session_scope(_engine()) as s:
+        repo.expire_due_plans(s)  # a plan whose window ended is shown (and recorded) as expired
         plans = repo.list_plans(s, status=args.status, limit=args.limit)
     if not plans:
         print("no plans")
@@ -165,6 +166,7 @@ def _show(args: argparse.Namespace) -> int:
     from pulsar_rebalance.store.engine import session_scope
 
     with session_scope(_engine()) as s:
+        repo.expire_plan(s, plan_id=args.plan_id)  # no-op unless its window ended
         plan = repo.get_plan(s, plan_id=args.plan_id)
     if args.plot:
         from pulsar_rebalance.cli.plot import plot_plan

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ class RunParams:
     drift_tolerance: float = 0.5  # skip an unload whose bundle's msg rate moved more than this fraction
     allow_pulsar_shedding: bool = False  # execute even when Pulsar's own shedding is on
     auto_approve_max_unloads: int | None = None  # read by the approval gate; None = off
+    rollback_plan: str | None = None  # plan this run rolls back (instead of running the shedder)
     seed: int = 0
 
     @classmethod
@@ -85,6 +87,7 @@ class RunParams:
             drift_tolerance=drift,
             allow_pulsar_shedding=bool(doc.get("allow_pulsar_shedding", False)),
             auto_approve_max_unloads=auto,
+            rollback_plan=_rollback(doc.get("rollback_plan")),
             seed=int(doc.get("seed", 0) or 0),
         )
         params.lb_config()  # validate the broker.conf keys and the split algorithm now, not mid-run
@@ -104,6 +107,14 @@ class RunParams:
         d["namespaces"] = list(self.namespaces)
         d["config"] = dict(self.config)
         return d
+
+
+def _rollback(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
+        raise ConfigError(f"rollback_plan must be a plan id, got {value!r}", key="rollback_plan")
+    return value
 
 
 def _int_in(key: str, value: Any, lo: int, hi: int) -> int:

@@ -174,3 +174,67 @@ def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mappi
                                 consumer_count=0, producer_count=0, topics=a[4], cache_size=0)
         for c, a in acc.items()
     }
+
+
+def build_rollback_plan(
+    *,
+    original,
+    params: RunParams,
+    reports: Mapping[str, Mapping[str, Any]],
+    ownership: Mapping[str, str],
+) -> PlanDraft:
+    """A plan that returns the bundles moved by ``original`` (a stored plan view) to their owners before it.
+
+    Only completed unloads are reversed, and only where the bundle still exists and is still owned by
+    the broker the plan moved it to (anything else moved since: left alone, with a note). Splits are
+    not reversed: Pulsar cannot merge bundles. The rollback is an ordinary plan: it needs approval.
+    """
+    actions: list[dict[str, Any]] = []
+    notes: list[str] = []
+    moves: list[Move] = []
+    who = f" (approved by {original.approval.decided_by})" if original.approval else ""
+    for a in original.actions:
+        if a.kind == "split" and a.state == "completed":
+            notes.append(f"split of {a.bundle} is not reversed: Pulsar cannot merge bundles")
+            continue
+        if a.kind != "unload" or a.state != "completed":
+            continue
+        now_owner = ownership.get(a.bundle)
+        if now_owner is None:
+            notes.append(f"{a.bundle} no longer exists (split since): not moved back")
+            continue
+        if now_owner != a.destination_broker:
+            notes.append(f"{a.bundle} is on {now_owner} now, not on {a.destination_broker} where plan "
+                         f"{original.plan_id} put it: left alone")
+            continue
+        if a.source_broker not in reports:
+            notes.append(f"{a.bundle}: its previous owner {a.source_broker} is not in the cluster any more: left alone")
+            continue
+        actions.append({
+            "kind": "unload", "namespace": a.namespace, "bundle_range": a.bundle_range,
+            "source_broker": now_owner, "destination_broker": a.source_broker, "boundaries": None,
+            "split_algorithm": None,
+            "reason": f"rollback of plan {original.plan_id}{who}: return {a.bundle} to {a.source_broker}, its owner "
+                      "before that plan executed",
+            "predicted": {"rollbackOf": {"plan_id": original.plan_id, "action_seq": a.seq},
+                          "bundleLoad": _bundle_load(reports.get(now_owner, {}), a.bundle, {})},
+        })
+        moves.append(Move(bundle=a.bundle, source=now_owner, destination=a.source_broker))
+    prediction = predict(reports, moves, resource_weights(params.lb_config()))
+    for i, a in enumerate(actions):
+        a["seq"] = i
+    summary = {
+        "decision": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}"},
+        "rollbackOf": original.plan_id,
+        "numBundleSplits": 0,
+        "numBundleUnloads": len(actions),
+        "maxUsageBefore": prediction["maxUsageBefore"],
+        "maxUsageAfterPredicted": prediction["maxUsageAfter"],
+        "usageStdBefore": prediction["usageStdBefore"],
+        "usageStdAfterPredicted": prediction["usageStdAfter"],
+        "brokers": prediction["brokers"],
+        "notes": notes,
+        "strategies": {"shedding": "rollback", "placement": "previous owner", "splitAlgorithm": None},
+        "dryRun": params.dry_run,
+    }
+    return PlanDraft(actions=actions, summary=summary, notes=notes)

@@ -984,6 +984,11 @@ def supersede_plans(
     return done
 
 
+def plans_superseded_by(s: Session, *, plan_id: str) -> list[str]:
+    """Ids of the plans that ``plan_id`` superseded."""
+    return list(s.execute(select(Plan.plan_id).where(Plan.superseded_by == plan_id).order_by(Plan.created_at)).scalars())
+
+
 def open_gate(s: Session, *, plan_id: str, gate: Mapping[str, Any], now: datetime | None = None) -> PlanView:
     """Record that ``plan_id`` now waits at an Airflow approval gate (if it is still pending).
 
