@@ -274,7 +274,8 @@ def pipeline_plan(spark, state_db, tmp_path_factory):
     with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
         client = PulsarAdminClient.from_url(sim.admin_url)
         ctx = JobContext("manual__2026-11-23T12:00:00+00:00", str(tmp_path_factory.mktemp("work")))
-        stages.stage_collect(spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 600}, engine=engine, client=client)
+        params = {"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 600}
+        stages.stage_collect(spark, ctx, params_doc=params, engine=engine, client=client)
         stages.stage_compute_usage(spark, ctx, engine=engine)
         stages.stage_detect(spark, ctx, engine=engine)
         planned = stages.stage_plan(spark, ctx, engine=engine)

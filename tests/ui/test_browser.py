@@ -131,7 +131,8 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     _until(lambda: httpx.get(f"{api}/dags/pulsar_rebalance", headers=admin, timeout=30).status_code == 200, 300,
            "the dag-processor to register pulsar_rebalance")
     assert httpx.patch(f"{api}/dags/pulsar_rebalance", json={"is_paused": False}, headers=admin, timeout=30).status_code == 200
-    created = httpx.post(f"{api}/dags/pulsar_rebalance/dagRuns", json={"logical_date": None, "conf": {"shedding_strategy": "ThresholdShedder"}},
+    conf = {"shedding_strategy": "ThresholdShedder"}
+    created = httpx.post(f"{api}/dags/pulsar_rebalance/dagRuns", json={"logical_date": None, "conf": conf},
                          headers=admin, timeout=30)
     assert created.status_code == 200, created.text
     run_id = created.json()["dag_run_id"]
