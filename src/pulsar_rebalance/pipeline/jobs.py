@@ -9,22 +9,31 @@ import sys
 from collections.abc import Sequence
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None, *, with_params: bool = False) -> argparse.Namespace:
+def parse_args(
+    description: str, argv: Sequence[str] | None = None, *, with_params: bool = False, without_spark: bool = False
+) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--run-id", required=True, help="Airflow dag_run id (or any unique run id)")
     p.add_argument("--work-dir", required=True, help="root for run-scoped Parquet/JSON (local path or any Spark URL)")
     if with_params:
         p.add_argument("--params-json", default="{}", help="run parameters as JSON (no secrets)")
+    if without_spark:
+        p.add_argument("--without-spark", action="store_true",
+                       help="run the stage in this Python process without starting Spark (no Parquet copy of the outcome)")
     return p.parse_args(argv)
+
+
+def setup_logging() -> None:
+    """Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
 
 
 def session(app: str):
     from pyspark.sql import SparkSession
 
-    # Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stdout)
-    logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
+    setup_logging()
     spark = SparkSession.builder.appName(app).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from pulsar_rebalance.errors import ConfigError
+from pulsar_rebalance.errors import ConfigError, StoreError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
@@ -231,6 +231,8 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
 
 
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
+    """Execute the run's approved plan. ``spark=None`` (the job's ``--without-spark``) skips only the
+    Parquet copy of the action states; Postgres holds the whole outcome either way."""
     from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan
 
     with session_scope(engine) as s:
@@ -246,20 +248,36 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
         snap.max_usage = max(snap.broker_usage.values(), default=0.0)
         return snap
 
+    failure: BaseException | None = None
     try:
         report = execute_plan(engine, client, plan_id=plan.plan_id, after_snapshot=after,
                               policy=ExecutionPolicy.from_params(params))
+    except BaseException as exc:
+        failure = exc
+        raise
     finally:
-        with session_scope(engine) as s:
-            final = repo.get_plan(s, plan_id=plan.plan_id)
-            states = [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
-                      for a in final.actions]
-            repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
-            if final.status in ("executed", "partially_executed", "failed"):
-                repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
-        if states:
+        try:
+            states = _record_execution(engine, ctx, plan.plan_id)
+        except StoreError as exc:
+            if failure is None:
+                raise
+            log.error("could not record the end of execute_unload for run %s (%s); the failure above stands",
+                      ctx.run_id, exc)
+            states = []
+        if states and spark is not None:
             spark.createDataFrame(
                 states, "plan_id string, seq int, kind string, namespace string, bundle string, state string, "
                         "attempts int, error string",
             ).write.mode("overwrite").parquet(ctx.path(C.EXECUTION))
     return report.to_json()
+
+
+def _record_execution(engine, ctx: C.JobContext, plan_id: str) -> list[tuple]:
+    """The run's stage and (once the plan is final) its status; returns the action states."""
+    with session_scope(engine) as s:
+        final = repo.get_plan(s, plan_id=plan_id)
+        repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
+        if final.status in ("executed", "partially_executed", "failed"):
+            repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
+    return [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
+            for a in final.actions]
