@@ -107,3 +107,32 @@ def test_bad_run_params_name_the_offending_key(doc, key):
     with pytest.raises(ConfigError) as exc:
         RunParams.from_json(doc)
     assert key in str(exc.value)
+
+
+def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
+    """The plan page's "traffic moved / clients that reconnect" come from these recorded samples."""
+    hot = "t/n/0x00000000_0x40000000"
+    d = decision(
+        unloads=[{"broker": "b1:8080", "bundle": hot, "destination": "b2:8080", "reason": "overloaded"},
+                 {"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": "b2:8080", "reason": "x"}],
+        splits=[{"bundle": hot, "broker": "b1:8080", "reason": "msgRate 600 > 500"}],
+    )
+    from pulsar_rebalance.core.bundles import topic_hash
+
+    names = [f"persistent://t/n/topic-{i}" for i in range(200)]
+    high = next(n for n in names if 0x20000000 <= topic_hash(n) < 0x40000000)
+    topics = {hot: {high: {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6, "msgThroughputOut": 2.9e6}}}
+    draft = build_plan(decision=d, params=RunParams.from_json({}), reports=REPORTS, topics_by_bundle=topics,
+                       ownership={hot: "b1:8080", "t/n/0x40000000_0x80000000": "b1:8080",
+                                  "t/n/0x80000000_0xc0000000": "b2:8080"})
+    split, child, whole = draft.actions
+    # the split bundle's own sample (from b1's lastStats)
+    assert split["predicted"]["bundleLoad"] == {"msgRateIn": 300.0, "msgRateOut": 300.0, "msgThroughputIn": 3e6,
+                                            "msgThroughputOut": 3e6, "topics": 4, "producerCount": 1, "consumerCount": 1}
+    # a split child has no sample yet: rates and topics from its topics, client counts unknown
+    assert child["predicted"]["bundleLoad"] == {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6,
+                                                "msgThroughputOut": 2.9e6, "topics": 1}
+    assert whole["predicted"]["bundleLoad"]["msgThroughputIn"] == 1e6
+    assert whole["predicted"]["bundleLoad"]["producerCount"] == 1
+    assert draft.summary["dataQuality"] == {"brokersReporting": 2, "brokersOwningBundles": 2, "bundleSamples": 3,
+                                            "bundlesOwned": 3}

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 
 def plot_plan(plan: Any, path: str | Path) -> Path:
     """Write a PNG bar chart of ``plan`` (a ``PlanView``) to ``path`` and return the path."""
-    import matplotlib
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(plan_png(plan))
+    return out
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def plan_png(plan: Any) -> bytes:
+    """The chart as PNG bytes. Uses matplotlib's object API (no pyplot state), so web threads can call it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     summary = plan.summary or {}
     brokers = summary.get("brokers") or {}
@@ -22,7 +29,9 @@ def plot_plan(plan: Any, path: str | Path) -> Path:
     after = [100 * measured[b] if b in measured else float("nan") for b in names]
     x = range(len(names))
     width = 0.27
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(names) + 2), 4.2), dpi=110)
+    fig = Figure(figsize=(max(6.0, 1.3 * len(names) + 2), 4.2), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     ax.bar([i - width for i in x], before, width, label="before", color="#9aa5b1")
     ax.bar(list(x), predicted, width, label="predicted after", color="#7fb3e6")
     if measured:
@@ -37,8 +46,6 @@ def plot_plan(plan: Any, path: str | Path) -> Path:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

@@ -78,7 +78,9 @@ def build_plan(
             "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(result["boundaries"])],
             "split_algorithm": algorithm,
             "reason": s["reason"],
-            "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner"},
+            "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner",
+                          "bundleLoad": _bundle_load(reports.get(s.get("broker") or ownership.get(bundle) or "", {}),
+                                                     bundle, {})},
         })
 
     moves: list[Move] = []
@@ -141,6 +143,12 @@ def build_plan(
         "brokers": prediction["brokers"],
         "notes": notes,
         "warnings": warnings,
+        "dataQuality": {
+            "brokersReporting": len(reports),
+            "brokersOwningBundles": len(set(ownership.values())),
+            "bundleSamples": sum(len(r.get("lastStats") or {}) for r in reports.values()),
+            "bundlesOwned": len(ownership),
+        },
         "strategies": {
             "shedding": params.shedding_strategy, "placement": params.placement_strategy,
             "splitAlgorithm": algorithm,
@@ -155,7 +163,9 @@ _LOAD_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", 
 
 
 def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[str, NamespaceBundleStats]) -> dict:
-    """The moved bundle's load at planning time (the executor's drift check compares against it)."""
+    """The bundle's load at planning time: the executor's drift check compares against it, and the plan
+    page sums it into traffic moved and clients that reconnect. A split child has no sample yet: its
+    rates and topic count come from the parent's topics hashing into it, its client counts are absent."""
     if bundle in child_stats:
         c = child_stats[bundle]
         return {"msgRateIn": c.msg_rate_in, "msgRateOut": c.msg_rate_out, "msgThroughputIn": c.msg_throughput_in,

@@ -1,0 +1,281 @@
+"""A plan's review summary, in Pulsar's terms (pure: no I/O; what the plan page and its tests show).
+
+Modelled on Strimzi's ``KafkaRebalance`` proposal summary (moves, data to move, before/after balance),
+translated to what a Pulsar operator weighs before approving unloads and splits:
+
+* **unloads** with their destination broker, **splits** with their boundaries and children;
+* **traffic moved**: the unloaded bundles' message rate (msg/s) and throughput (bytes/s), in + out;
+* **clients that reconnect**: the topics, producers and consumers of the unloaded bundles. An unload
+  closes the bundle's topics on the source broker and every client reconnects through a lookup. A
+  split is executed with ``unload=false`` (the children stay on the owner), so it disconnects no one;
+* **balance**: max, min, max−min spread and (population) standard deviation of the brokers' weighted
+  max resource usage, before, predicted after, and measured after execution;
+* **data quality**: how many brokers reported a load report and how many bundles a sample;
+* **warnings**: ``summary.warnings`` (snapshot problems, Pulsar's own shedding still enabled, ...)
+  plus hot bundles the split algorithm could not split.
+
+Inputs are the JSON that planning stores (``plans.summary``, each action's ``predicted``,
+``plans.result``), so the summary of an old plan is computed the same way as a new one's. Values a
+plan did not record (plans made before a field existed) come out as ``None`` and are shown as
+unknown, never as zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+UNSPLITTABLE_PREFIX = "split of "
+"""Planning's note for a hot bundle its split algorithm could not split starts with this."""
+
+
+@dataclass(frozen=True)
+class Balance:
+    """Weighted max resource usage across brokers (fractions, 0-1, may exceed 1)."""
+
+    max: float
+    min: float
+    spread: float
+    std: float
+    brokers: int
+
+    @classmethod
+    def of(cls, usages: Mapping[str, float]) -> Balance | None:
+        values = [float(v) for v in usages.values() if v is not None]
+        if not values:
+            return None
+        avg = sum(values) / len(values)
+        return cls(
+            max=max(values),
+            min=min(values),
+            spread=max(values) - min(values),
+            std=(sum((v - avg) ** 2 for v in values) / len(values)) ** 0.5,
+            brokers=len(values),
+        )
+
+
+@dataclass(frozen=True)
+class BundleTraffic:
+    """What one bundle carries (from the source broker's ``NamespaceBundleStats``); None = not recorded."""
+
+    msg_rate_in: float | None = None
+    msg_rate_out: float | None = None
+    msg_throughput_in: float | None = None
+    msg_throughput_out: float | None = None
+    topics: int | None = None
+    producers: int | None = None
+    consumers: int | None = None
+
+    @classmethod
+    def from_predicted(cls, predicted: Mapping[str, Any] | None) -> BundleTraffic:
+        b = (predicted or {}).get("bundleLoad") or {}
+        return cls(
+            msg_rate_in=_num(b.get("msgRateIn")), msg_rate_out=_num(b.get("msgRateOut")),
+            msg_throughput_in=_num(b.get("msgThroughputIn")), msg_throughput_out=_num(b.get("msgThroughputOut")),
+            topics=_int(b.get("topics")), producers=_int(b.get("producerCount")), consumers=_int(b.get("consumerCount")),
+        )
+
+    @property
+    def msg_rate(self) -> float | None:
+        return _add(self.msg_rate_in, self.msg_rate_out)
+
+    @property
+    def msg_throughput(self) -> float | None:
+        return _add(self.msg_throughput_in, self.msg_throughput_out)
+
+
+@dataclass(frozen=True)
+class UnloadLine:
+    seq: int
+    bundle: str
+    source: str
+    destination: str | None
+    traffic: BundleTraffic
+    source_usage: tuple[float | None, float | None]  # predicted before, after
+    destination_usage: tuple[float | None, float | None]
+    state: str
+
+
+@dataclass(frozen=True)
+class SplitLine:
+    seq: int
+    bundle: str
+    broker: str
+    algorithm: str | None
+    boundaries: tuple[str, ...]  # 0x%08x, as Pulsar prints them
+    children: tuple[str, ...]
+    state: str
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Sums over the unloads; ``unknown`` names the fields some unload did not record (the sum is a lower bound)."""
+
+    msg_rate_in: float
+    msg_rate_out: float
+    msg_throughput_in: float
+    msg_throughput_out: float
+    topics: int
+    producers: int
+    consumers: int
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.unknown
+
+    @property
+    def msg_rate(self) -> float:
+        return self.msg_rate_in + self.msg_rate_out
+
+    @property
+    def msg_throughput(self) -> float:
+        return self.msg_throughput_in + self.msg_throughput_out
+
+
+@dataclass(frozen=True)
+class DataQuality:
+    brokers_reporting: int | None
+    brokers_owning_bundles: int | None
+    bundle_samples: int | None
+    bundles_owned: int | None
+
+
+@dataclass(frozen=True)
+class PlanWarning:
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    unloads: tuple[UnloadLine, ...]
+    splits: tuple[SplitLine, ...]
+    moved: Totals
+    before: Balance | None
+    predicted: Balance | None
+    measured: Balance | None
+    data_quality: DataQuality
+    warnings: tuple[PlanWarning, ...]
+    action_states: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def actions(self) -> int:
+        return len(self.unloads) + len(self.splits)
+
+
+def summarize_plan(
+    *, summary: Mapping[str, Any] | None, actions: Sequence[Mapping[str, Any]], result: Mapping[str, Any] | None = None
+) -> PlanSummary:
+    """The review summary of one stored plan.
+
+    Args:
+        summary: ``plans.summary`` as planning stored it (``brokers`` with predicted before/after
+            usage per broker, ``warnings``, ``notes``, ``dataQuality``).
+        actions: the plan's actions as mappings with ``seq``, ``kind``, ``bundle``,
+            ``source_broker``, ``destination_broker``, ``boundaries`` (ints), ``split_algorithm``,
+            ``predicted`` (JSON) and ``state``.
+        result: ``plans.result`` after execution (``broker_usage_after``: measured usage per broker).
+    """
+    s = summary or {}
+    brokers = s.get("brokers") or {}
+    unloads: list[UnloadLine] = []
+    splits: list[SplitLine] = []
+    for a in sorted(actions, key=lambda a: a.get("seq", 0)):
+        predicted = a.get("predicted") or {}
+        if a.get("kind") == "split":
+            splits.append(SplitLine(
+                seq=int(a.get("seq", 0)), bundle=str(a.get("bundle")), broker=str(a.get("source_broker")),
+                algorithm=a.get("split_algorithm"),
+                boundaries=tuple(f"0x{int(b):08x}" for b in a.get("boundaries") or ()),
+                children=tuple(str(c) for c in predicted.get("children") or ()),
+                state=str(a.get("state", "pending")),
+            ))
+        else:
+            unloads.append(UnloadLine(
+                seq=int(a.get("seq", 0)), bundle=str(a.get("bundle")), source=str(a.get("source_broker")),
+                destination=a.get("destination_broker"), traffic=BundleTraffic.from_predicted(predicted),
+                source_usage=_usage_pair(predicted.get("source")),
+                destination_usage=_usage_pair(predicted.get("destination")),
+                state=str(a.get("state", "pending")),
+            ))
+    measured = ((result or {}).get("broker_usage_after")) or {}
+    states: dict[str, int] = {}
+    for a in actions:
+        states[str(a.get("state", "pending"))] = states.get(str(a.get("state", "pending")), 0) + 1
+    return PlanSummary(
+        unloads=tuple(unloads),
+        splits=tuple(splits),
+        moved=_totals([u.traffic for u in unloads]),
+        before=Balance.of({b: _dig(v, "before", "usage") for b, v in brokers.items()}),
+        predicted=Balance.of({b: _dig(v, "after", "usage") for b, v in brokers.items()}),
+        measured=Balance.of(measured),
+        data_quality=_data_quality(s),
+        warnings=tuple(_warnings(s)),
+        action_states=dict(sorted(states.items())),
+    )
+
+
+def _totals(traffic: Sequence[BundleTraffic]) -> Totals:
+    fields = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "topics", "producers", "consumers")
+    sums = {f: sum(getattr(t, f) or 0 for t in traffic) for f in fields}
+    unknown = tuple(f for f in fields if any(getattr(t, f) is None for t in traffic))
+    return Totals(
+        msg_rate_in=float(sums["msg_rate_in"]), msg_rate_out=float(sums["msg_rate_out"]),
+        msg_throughput_in=float(sums["msg_throughput_in"]), msg_throughput_out=float(sums["msg_throughput_out"]),
+        topics=int(sums["topics"]), producers=int(sums["producers"]), consumers=int(sums["consumers"]),
+        unknown=unknown,
+    )
+
+
+def _data_quality(s: Mapping[str, Any]) -> DataQuality:
+    dq = s.get("dataQuality") or {}
+    return DataQuality(
+        brokers_reporting=_int(dq.get("brokersReporting", len(s["brokers"]) if s.get("brokers") else None)),
+        brokers_owning_bundles=_int(dq.get("brokersOwningBundles")),
+        bundle_samples=_int(dq.get("bundleSamples")),
+        bundles_owned=_int(dq.get("bundlesOwned")),
+    )
+
+
+def _warnings(s: Mapping[str, Any]) -> list[PlanWarning]:
+    """``summary.warnings`` (strings or objects with kind/code and message), then unsplittable hot bundles."""
+    out: list[PlanWarning] = []
+    for w in s.get("warnings") or ():
+        if isinstance(w, Mapping):
+            kind = str(w.get("kind") or w.get("code") or w.get("type") or "warning")
+            message = str(w.get("message") or w.get("text") or w.get("detail") or {k: v for k, v in w.items() if k not in ("kind", "code", "type")})
+        else:
+            kind, message = "warning", str(w)
+        out.append(PlanWarning(kind=kind, message=message))
+    seen = {w.message for w in out}
+    for note in s.get("notes") or ():
+        if isinstance(note, str) and note.startswith(UNSPLITTABLE_PREFIX) and note not in seen:
+            out.append(PlanWarning(kind="unsplittable-hot-bundle", message=note))
+    return out
+
+
+def _usage_pair(side: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
+    side = side or {}
+    return _num(side.get("before")), _num(side.get("after"))
+
+
+def _dig(obj: Any, *keys: str) -> float | None:
+    for k in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(k)
+    return _num(obj)
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _int(x: Any) -> int | None:
+    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b

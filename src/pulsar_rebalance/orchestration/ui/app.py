@@ -1,0 +1,199 @@
+"""The plugin's FastAPI app: the plans list, one page per plan, and the plan's usage chart.
+
+Mounted by Airflow's api-server at :data:`URL_PREFIX` (``plugins/pulsar_rebalance_plugin.py``).
+Airflow does not authenticate plugin apps (a Starlette mount inherits none of the parent's
+dependencies), so every route of this app depends on :func:`_auth_dependency`: Airflow's own
+``requires_access_dag(method="GET")`` for the ``pulsar_rebalance`` DAG, which authenticates the
+caller (``Authorization: Bearer <jwt>`` or the UI's ``_token`` cookie; 401 without) and asks the
+configured auth manager whether they may read that DAG (403 if not). FastAPI's own ``/docs``,
+``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only: deciding happens at
+the Airflow gate (Browse → Required Actions), which the plan page links to.
+
+The state DB comes from the ``pulsar_rebalance_db`` Airflow Connection (or
+``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL``), as for the tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+
+log = logging.getLogger(__name__)
+
+URL_PREFIX = "/pulsar-rebalance"
+DAG_ID = "pulsar_rebalance"
+GATE_TASK_ID = "await_approval"
+
+STATUS_TONE = {
+    "pending": "warn", "approved": "info", "executing": "info", "executed": "ok", "partially_executed": "warn",
+    "failed": "bad", "rejected": "bad", "expired": "muted", "empty": "muted", "superseded": "muted",
+    "interrupted": "warn", "aborted": "bad", "in_progress": "info", "completed": "ok", "skipped": "muted",
+}
+
+
+def _auth_dependency() -> Callable[..., None]:
+    """Airflow's authentication + ``GET`` access to the DAG (imported lazily: Airflow loads plugins everywhere)."""
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+
+    return requires_access_dag(method="GET", param_dag_id=DAG_ID)
+
+
+def create_app() -> FastAPI:
+    """The app, every route behind Airflow's auth (see the module docstring)."""
+    app = FastAPI(
+        title="pulsar-rebalance plans", docs_url=None, redoc_url=None, openapi_url=None,
+        dependencies=[Depends(_auth_dependency())],
+    )
+
+    @app.get("/", response_class=HTMLResponse)
+    def plans_list(request: Request, status: str | None = None) -> HTMLResponse:
+        from pulsar_rebalance.store import queries
+
+        with _session() as s:
+            rows = queries.list_plan_rows(s, limit=100, status=status or None)
+        return _page(request, "plans.html", title="Rebalance plans", rows=rows, status_filter=status or "")
+
+    @app.get("/plans/{plan_id}", response_class=HTMLResponse)
+    def plan_page(request: Request, plan_id: str) -> HTMLResponse:
+        from pulsar_rebalance.core.plan_summary import summarize_plan
+        from pulsar_rebalance.errors import UnknownPlanError
+        from pulsar_rebalance.store import queries
+
+        try:
+            with _session() as s:
+                detail = queries.plan_detail(s, plan_id=plan_id)
+        except UnknownPlanError:
+            return _page(request, "missing.html", title="No such plan", plan_id=plan_id, status_code=404)
+        plan = detail.plan
+        summary = summarize_plan(summary=plan.summary, actions=detail.action_dicts(), result=plan.result)
+        gate = dict(plan.gate or {})
+        dag_id = gate.get("dag_id") or DAG_ID
+        run_id = gate.get("run_id") or plan.run_id
+        root = _airflow_root(request)
+        links = {
+            "gate": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/"
+                    f"{quote(gate.get('task_id') or GATE_TASK_ID, safe='')}/required_actions",
+            "run": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}",
+            "chart": f"{_own_root(request)}/plans/{quote(plan.plan_id, safe='')}/chart.png",
+        }
+        return _page(request, "plan.html", title=f"Plan {plan.plan_id}", d=detail, p=plan, s=summary, links=links,
+                     raw_summary=plan.summary or {}, dag_id=dag_id, run_id=run_id,
+                     lines={**{u.seq: u for u in summary.unloads}, **{x.seq: x for x in summary.splits}})
+
+    @app.get("/plans/{plan_id}/chart.png")
+    def plan_chart(plan_id: str) -> Response:
+        from pulsar_rebalance.cli.plot import plan_png
+        from pulsar_rebalance.errors import UnknownPlanError
+        from pulsar_rebalance.store import repository as repo
+
+        try:
+            with _session() as s:
+                plan = repo.get_plan(s, plan_id=plan_id)
+        except UnknownPlanError:
+            return Response(f"no plan with id {plan_id!r}", status_code=404, media_type="text/plain")
+        return Response(plan_png(plan), media_type="image/png", headers={"Cache-Control": "private, no-cache"})
+
+    @app.exception_handler(NoStateDatabase)
+    def _no_db(request: Request, exc: NoStateDatabase) -> HTMLResponse:
+        return _page(request, "error.html", title="No state database", status_code=503,
+                     message="The plan pages cannot find the state database: define the Airflow Connection "
+                             "pulsar_rebalance_db (or set PULSAR_REBALANCE_DATABASE_URL) for the api-server.")
+
+    @app.middleware("http")
+    async def _headers(request: Request, call_next):  # framed by the Airflow UI only (nav entry iframe)
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", "frame-ancestors 'self'")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        return response
+
+    return app
+
+
+class NoStateDatabase(Exception):
+    """Neither the ``pulsar_rebalance_db`` Connection nor ``PULSAR_REBALANCE_DATABASE_URL`` is set."""
+
+
+def _session():
+    from pulsar_rebalance.orchestration.connections import server_database_url
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    url = server_database_url()
+    if not url:
+        raise NoStateDatabase
+    return session_scope(make_engine(url))
+
+
+def _own_root(request: Request) -> str:
+    """This app's URL path as mounted (``/pulsar-rebalance``, behind any ``[api] base_url`` path)."""
+    return str(request.scope.get("root_path") or URL_PREFIX).rstrip("/")
+
+
+def _airflow_root(request: Request) -> str:
+    """The Airflow UI's URL path (what is left of our mount path without our prefix)."""
+    own = _own_root(request)
+    return own[: -len(URL_PREFIX)] if own.endswith(URL_PREFIX) else ""
+
+
+_env = None
+
+
+def _templates():
+    global _env
+    if _env is None:
+        from jinja2 import Environment, PackageLoader, select_autoescape
+
+        env = Environment(loader=PackageLoader("pulsar_rebalance.orchestration.ui", "templates"),
+                          autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+        env.filters.update(q=lambda v: quote(str(v), safe=""), pct=pct, rate=rate, bps=bps, when=when, num=num, tone=lambda s: STATUS_TONE.get(s, "muted"),
+                           pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str))
+        _env = env
+    return _env
+
+
+def _page(request: Request, template: str, *, status_code: int = 200, **ctx: Any) -> HTMLResponse:
+    html = _templates().get_template(template).render(
+        root=_own_root(request), airflow_root=_airflow_root(request), now=datetime.now(UTC), **ctx
+    )
+    return HTMLResponse(html, status_code=status_code)
+
+
+# ----------------------------------------------------------------------------------- formatting
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A usage fraction as a percentage (``0.6807`` -> ``68.1%``); None -> an em dash."""
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def rate(x: float | None) -> str:
+    """Messages per second."""
+    return "—" if x is None else f"{x:,.1f} msg/s"
+
+
+def bps(x: float | None) -> str:
+    """Bytes per second in binary units, as Pulsar's dashboards show throughput."""
+    if x is None:
+        return "—"
+    for unit, size in (("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10)):
+        if abs(x) >= size:
+            return f"{x / size:,.2f} {unit}"
+    return f"{x:,.0f} B/s"
+
+
+def num(x: int | float | None) -> str:
+    return "—" if x is None else f"{x:,}"
+
+
+def when(x: datetime | str | None) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    return x.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

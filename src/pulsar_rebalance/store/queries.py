@@ -1,0 +1,103 @@
+"""Read-only queries behind the plan pages of the Airflow plugin (``orchestration/ui``).
+
+Plain functions whose first parameter is a ``Session`` (the caller owns it, as in
+:mod:`pulsar_rebalance.store.repository`); they return frozen dataclasses, never ORM rows, and
+never write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pulsar_rebalance.store import repository as repo
+from pulsar_rebalance.store.tables import AuditLog, Cluster, Run
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One line of the plans list."""
+
+    plan_id: str
+    run_id: str
+    cluster: str
+    status: str
+    created_at: datetime
+    expires_at: datetime | None
+    dry_run: bool
+    splits: int
+    unloads: int
+    max_usage_before: float | None
+    max_usage_after_predicted: float | None
+    max_usage_after_measured: float | None
+    decided_by: str | None
+    decision: str | None
+
+
+@dataclass(frozen=True)
+class PlanDetail:
+    """Everything the plan page shows about one plan."""
+
+    plan: repo.PlanView
+    cluster: str
+    run_params: dict[str, Any]
+    run_status: str | None
+    events: tuple[dict[str, Any], ...]
+
+    def action_dicts(self) -> list[dict[str, Any]]:
+        """The actions as plain mappings (what :func:`core.plan_summary.summarize_plan` takes)."""
+        return [asdict(a) for a in self.plan.actions]
+
+
+def list_plan_rows(s: Session, *, limit: int = 50, status: str | None = None) -> list[PlanRow]:
+    """The newest plans first, with their cluster's name and headline numbers."""
+    plans = repo.list_plans(s, status=status, limit=limit)
+    names = _cluster_names(s, {p.cluster_id for p in plans})
+    rows = []
+    for p in plans:
+        summary = p.summary or {}
+        result = p.result or {}
+        rows.append(PlanRow(
+            plan_id=p.plan_id, run_id=p.run_id, cluster=names.get(p.cluster_id, str(p.cluster_id)), status=p.status,
+            created_at=p.created_at, expires_at=p.expires_at, dry_run=p.dry_run,
+            splits=sum(a.kind == "split" for a in p.actions), unloads=sum(a.kind == "unload" for a in p.actions),
+            max_usage_before=summary.get("maxUsageBefore"),
+            max_usage_after_predicted=summary.get("maxUsageAfterPredicted"),
+            max_usage_after_measured=result.get("max_usage_after") if isinstance(result, dict) else None,
+            decided_by=p.approval.decided_by if p.approval else None,
+            decision=p.approval.decision if p.approval else None,
+        ))
+    return rows
+
+
+def plan_detail(s: Session, *, plan_id: str, events: int = 50) -> PlanDetail:
+    """One plan with its cluster, its run's params and status, and its newest audit events.
+
+    Raises:
+        UnknownPlanError: no such plan.
+    """
+    plan = repo.get_plan(s, plan_id=plan_id)
+    run = s.execute(select(Run.params, Run.status).where(Run.run_id == plan.run_id)).first()
+    audit = s.execute(
+        select(AuditLog.at, AuditLog.actor, AuditLog.event, AuditLog.details)
+        .where(AuditLog.plan_id == plan_id)
+        .order_by(AuditLog.id.desc())
+        .limit(events)
+    ).all()
+    return PlanDetail(
+        plan=plan,
+        cluster=_cluster_names(s, {plan.cluster_id}).get(plan.cluster_id, str(plan.cluster_id)),
+        run_params=dict(run.params or {}) if run else {},
+        run_status=run.status if run else None,
+        events=tuple({"at": a.at, "actor": a.actor, "event": a.event, "details": a.details} for a in audit),
+    )
+
+
+def _cluster_names(s: Session, ids: set[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return dict(s.execute(select(Cluster.id, Cluster.name).where(Cluster.id.in_(ids))).all())

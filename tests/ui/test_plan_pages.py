@@ -1,0 +1,168 @@
+"""The plugin's plan pages: closed to anonymous callers, and showing what planning stored.
+
+The app is served through a real FastAPI mount at ``/pulsar-rebalance`` (as Airflow's api-server
+mounts it) with Airflow's real SimpleAuthManager issuing the tokens; the state DB is the embedded
+Postgres. The real api-server and a real browser are in ``test_browser.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from pulsar_rebalance.orchestration.ui.app import URL_PREFIX, create_app
+
+
+def _token(username: str, role: str | None) -> str:
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    return create_auth_manager().generate_jwt(SimpleAuthManagerUser(username=username, role=role))
+
+
+@pytest.fixture
+def client(airflow_db):
+    outer = FastAPI()
+    outer.mount(URL_PREFIX, create_app())
+    with TestClient(outer) as c:
+        yield c
+
+
+def _routes(plan_id: str) -> list[tuple[str, str]]:
+    """Every route of the app as (method, concrete URL), path parameters filled in."""
+    app = create_app()
+    out = []
+    for route in app.routes:
+        assert isinstance(route, APIRoute), f"unexpected non-API route {route!r} (static files? docs?)"
+        path = re.sub(r"\{plan_id\}", plan_id, route.path)
+        assert "{" not in path, f"route {route.path} has a path parameter this test does not fill"
+        out += [(m, URL_PREFIX + path) for m in sorted(route.methods)]
+    return out
+
+
+def test_the_app_has_the_pages_and_nothing_else():
+    paths = {r.path for r in create_app().routes}
+    assert paths == {"/", "/plans/{plan_id}", "/plans/{plan_id}/chart.png"}  # no /docs, /redoc, /openapi.json
+
+
+def test_every_route_answers_401_without_a_token(client, seeded_db):
+    routes = _routes(seeded_db.pending)
+    assert len(routes) >= 3
+    for method, url in routes:
+        r = client.request(method, url)
+        assert r.status_code == 401, (method, url, r.status_code, r.text[:200])
+        assert seeded_db.pending not in r.text
+        bad = client.request(method, url, cookies={"_token": "not-a-jwt"})
+        assert bad.status_code in (401, 403), (method, url, bad.status_code)
+        assert seeded_db.pending not in bad.text
+
+
+def test_a_user_without_read_access_to_the_dag_gets_403(client, seeded_db):
+    for method, url in _routes(seeded_db.pending):
+        r = client.request(method, url, headers={"Authorization": f"Bearer {_token('nobody', None)}"})
+        assert r.status_code == 403, (method, url, r.status_code)
+
+
+def test_a_viewer_reads_every_route_with_a_bearer_token_or_the_ui_cookie(client, seeded_db):
+    token = _token("viewer", "viewer")
+    for method, url in _routes(seeded_db.pending):
+        assert client.request(method, url, headers={"Authorization": f"Bearer {token}"}).status_code == 200, url
+        assert client.request(method, url, cookies={"_token": token}).status_code == 200, url
+
+
+@pytest.fixture
+def viewer(client):
+    client.headers["Authorization"] = f"Bearer {_token('viewer', 'viewer')}"
+    return client
+
+
+def test_plans_list_shows_run_cluster_status_moves_usage_and_who_decided(viewer, seeded_db):
+    html = viewer.get(f"{URL_PREFIX}/").text
+    for expected in (seeded_db.pending, seeded_db.executed, "manual__2026-11-23T11:00:00+00:00", "sim-cluster",
+                     ">pending<", ">executed<", "1 unload", "alice", "52.0%",
+                     f'href="{URL_PREFIX}/plans/{seeded_db.pending}"'):
+        assert expected in html, expected
+    assert html.index(seeded_db.pending) < html.index(seeded_db.executed)  # newest first
+    only_pending = viewer.get(f"{URL_PREFIX}/", params={"status": "pending"}).text
+    assert seeded_db.pending in only_pending and seeded_db.executed not in only_pending
+
+
+def test_pending_plan_page_summarises_the_move_and_links_to_the_gate(viewer, seeded_db):
+    html = viewer.get(f"{URL_PREFIX}/plans/{seeded_db.pending}").text
+    run = quote("manual__2026-11-23T11:00:00+00:00", safe="")
+    assert f'id="gate-link" href="/dags/pulsar_rebalance/runs/{run}/tasks/await_approval/required_actions"' in html
+    assert f'href="/dags/pulsar_rebalance/runs/{run}"' in html
+    # the unload, with destination and the traffic/clients of the bundle (12 topics, 12 producers, 24 consumers)
+    assert "t/ns/0x00000000_0x40000000" in html and "broker-1:8080<span class=\"arrow\">→</span>broker-2:8080" in html
+    assert "900.0 msg/s" in html and "9.00 MiB/s" in html
+    assert "12 topics, 12 producers, 24 consumers reconnect" in html
+    assert "Overloaded: broker-1:8080 usage 0.85" in html  # the reason
+    # balance before/predicted, data quality, warnings, chart
+    assert "85.0%" in html and "Measured after: shown once the plan has executed." in html
+    assert "4 of 4 owned" in html
+    assert "2 topics were reported under a bundle their hash does not fall into" in html
+    assert f'src="{URL_PREFIX}/plans/{seeded_db.pending}/chart.png"' in html
+    assert "not decided yet" in html
+
+
+def test_executed_plan_page_shows_measured_balance_states_and_the_approval(viewer, seeded_db):
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(seeded_db.url)) as s:
+        plan = repo.get_plan(s, plan_id=seeded_db.executed)
+    html = viewer.get(f"{URL_PREFIX}/plans/{seeded_db.executed}").text
+    assert 'id="gate-callout"' not in html
+    assert "52.0%" in html and "25.0%" in html  # measured max and min
+    assert '<span class="badge ok">completed</span>' in html
+    assert "alice" in html and "off-peak, &lt;script&gt;alert(1)&lt;/script&gt; go" in html
+    assert plan.content_hash in html
+
+
+def test_chart_is_a_png_of_the_plan(viewer, seeded_db):
+    r = viewer.get(f"{URL_PREFIX}/plans/{seeded_db.executed}/chart.png")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    assert r.content.startswith(b"\x89PNG\r\n\x1a\n") and len(r.content) > 5000
+
+
+def test_unknown_plan_is_a_clear_404(viewer, seeded_db):
+    r = viewer.get(f"{URL_PREFIX}/plans/p-nope")
+    assert r.status_code == 404 and "There is no plan with id <code>p-nope</code>" in r.text
+    assert viewer.get(f"{URL_PREFIX}/plans/p-nope/chart.png").status_code == 404
+
+
+def test_user_input_is_escaped(viewer, seeded_db):
+    """The approval comment is user input: it renders as text, never as markup."""
+    assert "<script" not in viewer.get(f"{URL_PREFIX}/plans/{seeded_db.executed}").text
+
+
+def test_airflow_mounts_the_plugin_and_lists_its_nav_entry(airflow_db, seeded_db):
+    """Airflow's own api-server app (plugins folder from tests/conftest.py) serves the pages at the prefix."""
+    from airflow import plugins_manager
+    from airflow.api_fastapi.app import create_app as airflow_app
+
+    app = airflow_app(apps="core")
+    assert URL_PREFIX in {getattr(r, "path", None) for r in app.routes}
+    with TestClient(app) as c:  # tests run with simple_auth_manager_all_admins: Airflow's middleware signs in
+        plugins = c.get("/api/v2/plugins").json()["plugins"]
+        page = c.get(f"{URL_PREFIX}/plans/{seeded_db.pending}")
+    assert plugins_manager.get_import_errors() == {}
+    (ours,) = [p for p in plugins if p["name"] == "pulsar_rebalance"]
+    (view,) = ours["external_views"]
+    assert {k: view[k] for k in ("name", "href", "url_route", "destination", "category")} == {
+        "name": "Rebalance plans", "href": "pulsar-rebalance/", "url_route": "pulsar-rebalance",
+        "destination": "nav", "category": "browse"}
+    assert page.status_code == 200 and seeded_db.pending in page.text
+
+
+def test_without_a_state_database_the_pages_say_what_to_configure(client, monkeypatch):
+    for var in ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL", "AIRFLOW_CONN_PULSAR_REBALANCE_DB"):
+        monkeypatch.delenv(var, raising=False)
+    r = client.get(f"{URL_PREFIX}/", headers={"Authorization": f"Bearer {_token('viewer', 'viewer')}"})
+    assert r.status_code == 503 and "pulsar_rebalance_db" in r.text
+    assert client.get(f"{URL_PREFIX}/").status_code == 401  # auth comes first
