@@ -8,9 +8,9 @@ Connection, as in production. Screenshots go to ``docs/img/`` (the README shows 
 
 from __future__ import annotations
 
-import time
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
