@@ -93,6 +93,17 @@ class RunParams:
         params.lb_config()  # validate the broker.conf keys and the split algorithm now, not mid-run
         return params
 
+    @property
+    def effective_placement(self) -> str:
+        """The placement that actually picks destinations with this shedder (what decide() uses)."""
+        if self.shedding_strategy == "AvgShedder":
+            return "AvgShedder"
+        if self.shedding_strategy == "TransferShedder":
+            return "LeastResourceUsageWithWeight"  # the extensible load manager's placement
+        if self.placement_strategy == "AvgShedder":  # pairs only with the AvgShedder shedder
+            return "LeastLongTermMessageRate"
+        return self.placement_strategy
+
     def lb_config(self):
         """The LoadBalancerConfig for this run: overrides + the chosen strategies under Pulsar's keys."""
         from pulsar_rebalance.core.config import LoadBalancerConfig

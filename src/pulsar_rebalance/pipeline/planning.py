@@ -150,7 +150,7 @@ def build_plan(
             "bundlesOwned": len(ownership),
         },
         "strategies": {
-            "shedding": params.shedding_strategy, "placement": params.placement_strategy,
+            "shedding": params.shedding_strategy, "placement": params.effective_placement,
             "splitAlgorithm": algorithm,
         },
         "dryRun": params.dry_run,
