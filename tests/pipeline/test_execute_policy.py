@@ -232,3 +232,16 @@ def test_plans_resume_abort_stop_from_the_cli(world, db_url, monkeypatch, capsys
     assert json.loads(capsys.readouterr().out)["status"] == "aborted"
     assert main(["plans", "abort", second]) == 2  # already final: a clear refusal, exit 2
     assert "only interrupted" in capsys.readouterr().err
+
+
+def test_collect_warns_on_the_plan_when_pulsar_own_shedding_is_on(world):
+    import httpx
+
+    from pulsar_rebalance.pipeline.collect import collect_snapshot
+
+    sim, engine, client, cid = world
+    assert not [w for w in collect_snapshot(client).check.warnings if w.kind.startswith("pulsar_shedding")]
+    httpx.post(f"{sim.admin_url}/admin/v2/brokers/configuration/loadBalancerSheddingEnabled/true").raise_for_status()
+    (warning,) = [w for w in collect_snapshot(client).check.warnings if w.kind.startswith("pulsar_shedding")]
+    assert warning.kind == "pulsar_shedding_enabled" and "allow_pulsar_shedding" in warning.message
+    assert warning.bundle is None  # a warning for the reviewer; no bundle is left out

@@ -15,8 +15,14 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, parse_boundary
 from pulsar_rebalance.core.load import LocalBrokerData
-from pulsar_rebalance.core.snapshot import SnapshotCheck, check_text, validate_snapshot, validate_topic_stats
-from pulsar_rebalance.errors import MalformedResponseError, ScenarioError
+from pulsar_rebalance.core.snapshot import (
+    SnapshotCheck,
+    SnapshotWarning,
+    check_text,
+    validate_snapshot,
+    validate_topic_stats,
+)
+from pulsar_rebalance.errors import MalformedResponseError, PulsarAdminError, ScenarioError
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +119,9 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
     # claimed twice, split between two reads) into warnings for the plan with the bundle left out.
     check = validate_snapshot(brokers=brokers, boundaries=ns_boundaries, claims=claims, reports=parsed_reports,
                               raw_reports=reports, leader=leader, cluster=cluster)
+    shedding = pulsar_shedding_warning(client)
+    if shedding is not None:
+        check.warnings.append(shedding)
     for w in check.warnings:
         log.warning("%s", w.message)
     return Snapshot(
@@ -129,6 +138,31 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         parsed=parsed_reports,
         check=check,
     )
+
+
+def shedding_enabled(value: str | None) -> bool:
+    """Pulsar's ``loadBalancerSheddingEnabled`` from its dynamic config overrides (absent: broker.conf,
+    whose default is true)."""
+    return value is None or value.strip().lower() == "true"
+
+
+def pulsar_shedding_warning(client) -> SnapshotWarning | None:
+    """A warning for the plan when Pulsar's own shedder is on (the two balancers would fight; the
+    executor refuses unless ``allow_pulsar_shedding``), or when its dynamic config cannot be read."""
+    try:
+        value = client.dynamic_config().get("loadBalancerSheddingEnabled")
+    except PulsarAdminError as exc:
+        return SnapshotWarning("pulsar_shedding_unknown", f"could not read Pulsar's dynamic configuration to check "
+                               f"loadBalancerSheddingEnabled ({exc}); execution checks it again",
+                               field="loadBalancerSheddingEnabled")
+    if not shedding_enabled(value):
+        return None
+    source = "set to true" if value is not None else "not overridden, and Pulsar's default is true"
+    return SnapshotWarning("pulsar_shedding_enabled", f"Pulsar's own load shedding is on (loadBalancerSheddingEnabled "
+                           f"{source}): its leader would keep moving bundles too, so execution is refused unless the "
+                           "run allows it (allow_pulsar_shedding); turn it off with pulsar-admin brokers "
+                           "update-dynamic-config --config loadBalancerSheddingEnabled --value false",
+                           field="loadBalancerSheddingEnabled")
 
 
 def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -436,9 +436,10 @@ def _refuse_if_stale(s, plan) -> None:
 
 def _check_pulsar_shedding(client, plan_id: str, policy: ExecutionPolicy) -> None:
     """Refuse to run beside Pulsar's own shedder unless the operator allowed it."""
+    from pulsar_rebalance.pipeline.collect import shedding_enabled
+
     value = client.dynamic_config().get("loadBalancerSheddingEnabled")
-    enabled = value is None or value.strip().lower() == "true"  # absent: broker.conf, whose default is true
-    if not enabled:
+    if not shedding_enabled(value):
         return
     where = "its dynamic configuration says true" if value is not None else "it is not overridden (Pulsar's default: true)"
     if policy.allow_pulsar_shedding:
