@@ -70,14 +70,11 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
         reports = repo.broker_reports(s, run_id=ctx.run_id)
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
     cfg = params.lb_config()
-    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries).cache()
-    agg = T.bundle_load(mapped)
-    agg.write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
-    per_bundle = {r.bundle_full: r.asDict() for r in agg.collect()}
-    bad = T.mismatches(mapped)
-    mismatch_count = bad.count()
-    examples = [r.asDict() for r in bad.limit(10).collect()]
-    mapped.unpersist()
+    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
+    T.bundle_load(mapped).write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
+    # the mismatch count comes from the (bundle-level) result just written; topics are re-read only for examples
+    mismatch_count = T.total_mismatches(spark.read.parquet(ctx.path(C.BUNDLE_LOAD)))
+    examples = [r.asDict() for r in T.mismatches(mapped).limit(10).collect()] if mismatch_count else []
     with session_scope(engine) as s:
         prev = repo.latest_broker_ema(s, cluster_id=run.cluster_id, exclude_run_id=ctx.run_id)
         parsed = parse_reports(reports)

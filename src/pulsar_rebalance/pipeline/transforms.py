@@ -5,7 +5,6 @@ Functions here never create a session and never read or write; the Spark job ent
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
@@ -43,32 +42,58 @@ BUNDLE_STATS_SCHEMA = T.StructType([
 ])
 
 
+RANGE_BUCKET_SHIFT = 22
+"""Ranges are looked up by ``(namespace, hash >> 22)``: 1,024 buckets over the 32-bit hash space."""
+
+RANGES_SCHEMA = T.StructType([
+    T.StructField("namespace", T.StringType(), False),
+    T.StructField("lo", T.LongType(), False),
+    T.StructField("hi", T.LongType(), False),
+    T.StructField("last", T.BooleanType(), False),
+    T.StructField("bundle", T.StringType(), False),
+])
+
+
+def range_rows(boundaries: Mapping[str, Sequence[int]]) -> list[tuple[str, int, int, bool, str]]:
+    """``(namespace, lo, hi, last, range name)`` for every live range (bundle-level data)."""
+    rows = []
+    for ns, bs in boundaries.items():
+        bs = sorted(int(b) for b in bs)
+        rows.extend((ns, lo, hi, i == len(bs) - 2, f"0x{lo:08x}_0x{hi:08x}") for i, (lo, hi) in enumerate(zip(bs, bs[1:])))
+    return rows
+
+
+def range_lookup(spark, boundaries: Mapping[str, Sequence[int]]) -> DataFrame:
+    """The ranges keyed by every hash bucket (``hash >> 22``) they overlap: about ``namespaces * 1024 + bundles`` rows."""
+    top = F.when(F.col("last"), F.col("hi")).otherwise(F.col("hi") - 1)  # the last range [p_{n-1}, p_n] is closed
+    return spark.createDataFrame(range_rows(boundaries), RANGES_SCHEMA).withColumn(
+        "bucket", F.explode(F.sequence(F.shiftright("lo", RANGE_BUCKET_SHIFT), F.shiftright(top, RANGE_BUCKET_SHIFT)))
+    )
+
+
 def with_live_bundle(topics: DataFrame, boundaries: Mapping[str, Sequence[int]]) -> DataFrame:
     """Add ``bundle`` (range name) and ``hash``: each topic mapped onto the namespace's LIVE ranges.
 
-    Uses Pulsar's mapping (crc32 of the full topic name, largest boundary <= hash; the last range is
-    closed). A topic whose namespace has no known boundaries gets a null bundle.
+    Pulsar's mapping, with Spark built-ins only (no Python UDF, nothing collected): ``hash`` is Spark's
+    ``crc32`` of the UTF-8 topic name, which is ``java.util.zip.CRC32`` = Guava ``Hashing.crc32()``
+    = the core's ``topic_hash`` (tests check it on a sample). The bundle is the range ``[lo, hi)``
+    containing the hash (the last range is closed), found by a broadcast join against a small
+    table of ranges keyed by ``(namespace, hash >> 22)`` (:func:`range_lookup`). A topic whose
+    namespace has no known boundaries, or whose hash no range contains, gets a null bundle.
     """
-    from pulsar_rebalance.core.bundles import topic_hash
-
-    bounds = {ns: sorted(int(b) for b in bs) for ns, bs in boundaries.items()}
-
-    @F.udf(returnType=T.StringType())
-    def live_bundle(namespace: str, topic: str) -> str | None:
-        bs = bounds.get(namespace)
-        if not bs:
-            return None
-        h = topic_hash(topic)
-        i = min(bisect_right(bs, h) - 1, len(bs) - 2)  # the last range [p_{n-1}, p_n] is closed
-        if i < 0:
-            return None
-        return f"0x{bs[i]:08x}_0x{bs[i + 1]:08x}"
-
-    @F.udf(returnType=T.LongType())
-    def crc(topic: str) -> int:
-        return topic_hash(topic)
-
-    return topics.withColumn("hash", crc("topic")).withColumn("bundle", live_bundle("namespace", "topic"))
+    ranges = range_lookup(topics.sparkSession, boundaries)
+    hashed = topics.withColumn("hash", F.crc32(F.col("topic"))).withColumn(
+        "_bucket", F.shiftright(F.col("hash"), RANGE_BUCKET_SHIFT)
+    )
+    r = F.broadcast(ranges.alias("_r"))
+    cond = (
+        (hashed["namespace"] == F.col("_r.namespace"))
+        & (hashed["_bucket"] == F.col("_r.bucket"))
+        & (hashed["hash"] >= F.col("_r.lo"))
+        & ((hashed["hash"] < F.col("_r.hi")) | (F.col("_r.last") & (hashed["hash"] == F.col("_r.hi"))))
+    )
+    return hashed.join(r, cond, "left").select(*[hashed[c] for c in topics.columns], hashed["hash"],
+                                               F.col("_r.bundle").alias("bundle"))
 
 
 def bundle_load(mapped_topics: DataFrame) -> DataFrame:
@@ -83,11 +108,18 @@ def bundle_load(mapped_topics: DataFrame) -> DataFrame:
             F.sum("msg_throughput_out").alias("msg_throughput_out"),
             F.sum("producer_count").alias("producer_count"),
             F.sum("consumer_count").alias("consumer_count"),
-            F.sum(F.when(F.col("reported_bundle") != F.col("bundle"), 1).otherwise(0)).alias("mismatched_topics"),
+            F.sum(F.when(F.col("bundle").isNull() | (F.col("reported_bundle") != F.col("bundle")), 1).otherwise(0)).alias(
+                "mismatched_topics"
+            ),
             F.collect_set("broker").alias("brokers"),
         )
         .withColumn("bundle_full", F.concat_ws("/", "namespace", "bundle"))
     )
+
+
+def total_mismatches(bundle_load_rows: DataFrame) -> int:
+    """Sum of ``mismatched_topics`` over ``bundle_load`` output (one number to the driver)."""
+    return int(bundle_load_rows.agg(F.sum("mismatched_topics")).first()[0] or 0)
 
 
 def mismatches(mapped_topics: DataFrame) -> DataFrame:
