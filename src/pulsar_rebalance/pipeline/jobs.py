@@ -9,12 +9,18 @@ import sys
 from collections.abc import Sequence
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None, *, with_params: bool = False) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=description)
+def parse_args(
+    description: str, argv: Sequence[str] | None = None, *, with_params: bool = False,
+    extra: Sequence[tuple[str, type, object]] = (),
+) -> argparse.Namespace:
+    """The common job arguments, plus ``extra`` options given as ``(flag, type, default)``."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run-id", required=True, help="Airflow dag_run id (or any unique run id)")
     p.add_argument("--work-dir", required=True, help="root for run-scoped Parquet/JSON (local path or any Spark URL)")
     if with_params:
         p.add_argument("--params-json", default="{}", help="run parameters as JSON (no secrets)")
+    for flag, kind, default in extra:
+        p.add_argument(flag, type=kind, default=default, help=f"default: {default}")
     return p.parse_args(argv)
 
 

@@ -133,3 +133,81 @@ def topics_of_bundles(mapped_topics: DataFrame, bundles: Sequence[str]) -> DataF
     """Topic rows of the given full bundle names (for split boundary computation)."""
     wanted = list(bundles)
     return mapped_topics.where(F.concat_ws("/", "namespace", "bundle").isin(wanted))
+
+
+def synthetic_topics(
+    spark,
+    *,
+    topics: int,
+    namespaces: Sequence[str],
+    owners: Mapping[str, str],
+    boundaries: Mapping[str, Sequence[int]],
+    zipf_exponent: float,
+    top_msg_rate: float,
+    rank_multiplier: int,
+    partitions: int,
+) -> DataFrame:
+    """``topics`` rows in ``TOPICS_SCHEMA``, generated inside Spark (the driver only holds bundle-level maps).
+
+    Topic ``i`` is ``persistent://<namespaces[i % len]>/topic-<i>``; its rank in a Zipf law is
+    ``(i * rank_multiplier) % topics + 1`` (a permutation: ``rank_multiplier`` is coprime with
+    ``topics``), its ``msgRateIn`` is ``top_msg_rate / rank ** zipf_exponent``, ``1 + i % 3``
+    subscriptions of one consumer each (``msgRateOut`` = in * subscriptions), messages of
+    ``512 + 256 * (i % 8)`` bytes. It is reported under the live bundle its crc32 falls into, by
+    that bundle's owner (``owners``: full bundle name -> broker).
+    """
+    ns = F.array(*[F.lit(n) for n in namespaces])
+    i = F.col("id")
+    rank = (i * F.lit(rank_multiplier)) % F.lit(topics) + 1
+    subs = (i % 3 + 1).cast("long")
+    size = (F.lit(512) + (i % 8) * 256).cast("double")
+    rate_in = F.lit(float(top_msg_rate)) / F.pow(rank.cast("double"), F.lit(float(zipf_exponent)))
+    base = (
+        spark.range(0, topics, numPartitions=partitions)
+        .withColumn("namespace", F.element_at(ns, (i % len(namespaces) + 1).cast("int")))
+        .withColumn("topic", F.concat(F.lit("persistent://"), F.col("namespace"), F.lit("/topic-"), i.cast("string")))
+        .withColumn("msg_rate_in", rate_in)
+        .withColumn("subs", subs)
+        .withColumn("size", size)
+        .withColumn("broker", F.lit(""))
+        .withColumn("reported_bundle", F.lit(""))
+    )
+    owner_rows = [(*b.rsplit("/", 1), o) for b, o in owners.items()]
+    own = F.broadcast(spark.createDataFrame(owner_rows, "o_ns string, o_bundle string, o_broker string"))
+    mapped = with_live_bundle(base.select("broker", "namespace", "reported_bundle", "topic", "msg_rate_in", "subs",
+                                          "size"), boundaries)
+    return mapped.join(own, (mapped["namespace"] == own["o_ns"]) & (mapped["bundle"] == own["o_bundle"])).select(
+        F.col("o_broker").alias("broker"),
+        "namespace",
+        F.col("bundle").alias("reported_bundle"),
+        F.lit("persistent").alias("domain"),
+        "topic",
+        F.col("msg_rate_in"),
+        (F.col("msg_rate_in") * F.col("subs")).alias("msg_rate_out"),
+        (F.col("msg_rate_in") * F.col("size")).alias("msg_throughput_in"),
+        (F.col("msg_rate_in") * F.col("subs") * F.col("size")).alias("msg_throughput_out"),
+        F.lit(1).cast("long").alias("producer_count"),
+        F.col("subs").alias("consumer_count"),
+        F.col("subs").alias("subscription_count"),
+    )
+
+
+def bundle_stats_of_topics(topics: DataFrame) -> DataFrame:
+    """``BUNDLE_STATS_SCHEMA`` rows (Pulsar's ``NamespaceBundleStats`` per owned bundle) summed from topic rows."""
+    return (
+        topics.groupBy("broker", "namespace", F.col("reported_bundle").alias("range"))
+        .agg(
+            F.sum("msg_rate_in").alias("msg_rate_in"),
+            F.sum("msg_rate_out").alias("msg_rate_out"),
+            F.sum("msg_throughput_in").alias("msg_throughput_in"),
+            F.sum("msg_throughput_out").alias("msg_throughput_out"),
+            F.sum("consumer_count").alias("consumer_count"),
+            F.sum("producer_count").alias("producer_count"),
+            F.count(F.lit(1)).alias("topics"),
+        )
+        .select(
+            "broker", F.concat_ws("/", "namespace", "range").alias("bundle"), "namespace", "range",
+            "msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "consumer_count",
+            "producer_count", "topics", F.col("msg_throughput_in").cast("long").alias("cache_size"),
+        )
+    )
