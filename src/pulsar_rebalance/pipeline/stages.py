@@ -70,11 +70,13 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
         reports = repo.broker_reports(s, run_id=ctx.run_id)
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
     cfg = params.lb_config()
+    t0 = time.perf_counter()
     mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
     T.bundle_load(mapped).write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
     # the mismatch count comes from the (bundle-level) result just written; topics are re-read only for examples
     mismatch_count = T.total_mismatches(spark.read.parquet(ctx.path(C.BUNDLE_LOAD)))
     examples = [r.asDict() for r in T.mismatches(mapped).limit(10).collect()] if mismatch_count else []
+    t1 = time.perf_counter()
     with session_scope(engine) as s:
         prev = repo.latest_broker_ema(s, cluster_id=run.cluster_id, exclude_run_id=ctx.run_id)
         parsed = parse_reports(reports)
@@ -92,6 +94,7 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
     return {
         "brokers": {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows},
         "bundles": len(averages), "topicBundleMismatches": mismatch_count,
+        "seconds": {"topics": round(t1 - t0, 3), "state": round(time.perf_counter() - t1, 3)},
     }
 
 
@@ -142,13 +145,15 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
     split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
-    if split_bundles:
+    t0 = time.perf_counter()
+    if split_bundles:  # topic rows of the (at most loadBalancerMaxNumberOfBundlesToSplitPerCycle) bundles to split
         mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
         for r in T.topics_of_bundles(mapped, split_bundles).collect():
             topics_by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
                 "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
             }
+    topics_s = time.perf_counter() - t0
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
                        ownership=ownership)
     cfg = params.lb_config()
@@ -173,7 +178,8 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
     ).write.mode("overwrite").parquet(ctx.path(C.ACTIONS))
     return {"plan_id": plan_id, "status": "empty" if draft.empty else "pending", "actions": len(draft.actions),
             "summary": {k: draft.summary[k] for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore",
-                                                        "maxUsageAfterPredicted", "notes")}}
+                                                        "maxUsageAfterPredicted", "notes")},
+            "seconds": {"topics": round(topics_s, 3)}}
 
 
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
