@@ -42,6 +42,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -307,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pulsar_rebalance.store.embedded import EmbeddedPostgres
     from pulsar_rebalance.store.engine import dispose_engines, migrate
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # run the cleanup below
 
     sizes = [int(t) for t in args.topics.split(",")]
     cores_list = [int(c) for c in args.cores.split(",")]

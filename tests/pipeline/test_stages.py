@@ -115,3 +115,61 @@ def test_malformed_load_report_fails_clearly_and_writes_nothing(spark, sim, db_u
         stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
     assert "load-report" in str(exc.value)
     assert _count(db_url, "runs") == 0 and _count(db_url, "ownership") == 0
+
+
+def test_collect_at_scale_fetches_topics_in_spark_and_records_brokers_that_do_not_answer(spark, db_url, tmp_path):
+    """120 simulated brokers over real HTTP: topic stats fetched per broker in Spark tasks straight to Parquet;
+    a broker that does not answer is recorded (data quality, audit) and left out, not fatal; too many fail the run."""
+    from pulsar_rebalance.pipeline import context as C
+    from pulsar_rebalance.pipeline import stages
+
+    state = generate_cluster(seed=7, brokers=120, namespaces=[f"t/ns-{i}" for i in range(12)], topics_per_namespace=40,
+                             bundles_per_namespace=16, hot_namespace="t/ns-11", port_base=0)
+    with SimulatedPulsar(state, ephemeral=True) as big:
+        down = big.broker_ids[3]
+        big.inject_error(down, status=503)
+        client = PulsarAdminClient.from_url(big.admin_url, retries=1, backoff_s=0.01)
+        ctx = JobContext("scale-collect", str(tmp_path / "work"))
+        engine = make_engine(db_url)
+        out = stages.stage_collect(spark, ctx, params_doc={"max_missing_brokers": 0.05}, engine=engine, client=client)
+        q = out["dataQuality"]
+        assert q["brokers"] == 120 and list(q["unansweredBrokers"]) == [down], q
+        assert q["brokersWithoutTopicStats"] == {}, q
+        topics = spark.read.parquet(ctx.path(C.TOPICS))
+        expected = sum(len(big.state.topics_in_bundle(b)) for b, o in big.state.owners().items() if o != down)
+        assert topics.count() == out["topics"] == expected > 0
+        assert topics.where(topics.broker == down).count() == 0
+        with_topics = {o for b, o in big.state.owners().items() if o != down and big.state.topics_in_bundle(b)}
+        assert {r.broker for r in topics.select("broker").distinct().collect()} == with_topics
+        assert _count(db_url, "broker_load") == 119 and _count(db_url, "audit_log") >= 1
+
+        # more missing than max_missing_brokers allows: the run fails before writing anything
+        for b in big.broker_ids[10:20]:
+            big.inject_error(b, status=503)
+        ctx2 = JobContext("scale-collect-2", str(tmp_path / "work"))
+        with pytest.raises(ServerSideError, match="max_missing_brokers=0.05"):
+            stages.stage_collect(spark, ctx2, params_doc={"max_missing_brokers": 0.05}, engine=engine, client=client)
+        assert _count(db_url, "runs") == 1
+
+
+def test_topic_stats_fetcher_skips_and_reports_a_broker_whose_topic_stats_fail(sim):
+    """What each Spark task runs, called directly: its own client (settings without the token), rows per broker."""
+    from pulsar_rebalance.pipeline.collect import TOPIC_COLUMNS, TopicStatsFetcher
+
+    class Missing:  # the accumulator's interface
+        def __init__(self):
+            self.value = {}
+
+        def add(self, d):
+            self.value.update(d)
+
+    client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
+    fetch = TopicStatsFetcher.for_client(client, sim.state.namespaces())
+    assert "token" not in fetch.settings and fetch.settings["url"] == sim.admin_url
+    sim.inject_error(sim.broker_ids[1], status=500)
+    missing = Missing()
+    rows = list(fetch(sim.broker_ids[:3], missing))
+    assert list(missing.value) == [sim.broker_ids[1]] and "500" in missing.value[sim.broker_ids[1]]
+    assert {r[0] for r in rows} <= {sim.broker_ids[0], sim.broker_ids[2]} and all(len(r) == len(TOPIC_COLUMNS) for r in rows)
+    assert len(rows) == sum(len(sim.state.topics_in_bundle(b)) for b, o in sim.state.owners().items()
+                            if o in (sim.broker_ids[0], sim.broker_ids[2]))

@@ -15,7 +15,7 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name
 from pulsar_rebalance.core.load import LocalBrokerData
-from pulsar_rebalance.errors import MalformedResponseError, ScenarioError
+from pulsar_rebalance.errors import MalformedResponseError, PulsarAdminError, ScenarioError
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,13 @@ class Snapshot:
     bundle_stats_rows: list[dict[str, Any]] = field(default_factory=list)
     collected_at_ms: int = 0
     parsed: dict[str, LocalBrokerData] = field(default_factory=dict)  # load_reports, validated and parsed once
+    # brokers that did not answer (connect error, timeout, 5xx after the client's retries): broker -> error
+    unanswered: dict[str, str] = field(default_factory=dict)  # no load report: left out of this run
+    without_topic_stats: dict[str, str] = field(default_factory=dict)  # load report, but no topic stats
+
+    def data_quality(self) -> dict[str, Any]:
+        return {"brokers": len(self.brokers), "unansweredBrokers": dict(sorted(self.unanswered.items())),
+                "brokersWithoutTopicStats": dict(sorted(self.without_topic_stats.items()))}
 
     def weighted_usage(self, weights: tuple[float, float, float, float, float]) -> dict[str, float]:
         """Pulsar's weighted max resource usage per broker (a fraction; > 1 when over 100%)."""
@@ -54,8 +61,17 @@ class Snapshot:
         return max(self.weighted_usage(weights).values(), default=0.0)
 
 
-def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster: str | None = None) -> Snapshot:
-    """Read brokers, namespaces, bundle boundaries, load reports, topic stats and ownership."""
+def collect_snapshot(
+    client, *, namespaces: Iterable[str] | None = None, cluster: str | None = None, topic_stats: bool = True,
+    max_missing_brokers: float = 0.0,
+) -> Snapshot:
+    """Read brokers, namespaces, bundle boundaries, load reports, topic stats and ownership.
+
+    ``topic_stats=False`` leaves topic rows to :class:`TopicStatsFetcher` (Spark tasks). A broker that
+    does not answer (``PulsarAdminError.retryable``: connect, timeout, 5xx after the client's retries)
+    is recorded in ``Snapshot.unanswered`` and left out, unless more than ``max_missing_brokers`` (a
+    fraction) of the brokers are missing: then the first such error is raised.
+    """
     wanted = set(namespaces or [])
     clusters = client.clusters()
     if not cluster:
@@ -90,8 +106,19 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
     topic_rows: list[dict[str, Any]] = []
     stats_rows: list[dict[str, Any]] = []
     ownership: dict[str, str] = {}
+    unanswered: dict[str, str] = {}
+    first_error: PulsarAdminError | None = None
     for broker in brokers:
-        report = client.load_report(broker)
+        try:
+            report = client.load_report(broker)
+            stats = client.topic_stats(broker) if topic_stats else {}
+            owned = client.owned_namespaces(cluster, broker)
+        except PulsarAdminError as exc:
+            if not exc.retryable:
+                raise
+            unanswered[broker] = _describe(exc)
+            first_error = first_error or exc
+            continue
         try:
             parsed = LocalBrokerData.from_json(report, f"load-report[{broker}]")
         except ScenarioError as exc:
@@ -101,14 +128,14 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         reports[broker] = report
         parsed_reports[broker] = parsed
         stats_rows.extend(_bundle_stats_rows(broker, parsed, ns_boundaries))
-        topic_rows.extend(topic_rows_from_stats(broker, client.topic_stats(broker), ns_boundaries))
-        owned = client.owned_namespaces(cluster, broker)
+        topic_rows.extend(topic_rows_from_stats(broker, stats, ns_boundaries))
         if not isinstance(owned, Mapping):
             raise MalformedResponseError(f"ownedNamespaces of {broker} is not a JSON object", url=broker)
         for bundle in owned:
             ns, rng = split_full_name(bundle)
             if ns in ns_boundaries:
                 ownership[bundle] = broker
+    check_missing_brokers(len(brokers), unanswered, max_missing_brokers, first_error)
     # Ownership and boundaries are read at slightly different moments; a bundle split in between is
     # owned under a name our boundaries do not know yet. It is left for the next run, not guessed.
     live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in ns_boundaries.items() for a, b in zip(bs, bs[1:])}
@@ -128,7 +155,72 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         bundle_stats_rows=stats_rows,
         collected_at_ms=int(time.time() * 1000),
         parsed=parsed_reports,
+        unanswered=unanswered,
     )
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def check_missing_brokers(
+    total: int, missing: Mapping[str, str], max_fraction: float, error: Exception | None = None
+) -> None:
+    """Raise when more than ``max_fraction`` of ``total`` brokers are missing (``error``, or a summary)."""
+    if len(missing) <= max_fraction * total:
+        return
+    note = (f"{len(missing)} of {total} brokers did not answer ({', '.join(sorted(missing)[:5])}"
+            f"{', ...' if len(missing) > 5 else ''}); at most max_missing_brokers={max_fraction:g} of them may be missing")
+    if error is None:
+        error = PulsarAdminError(f"{note}: {next(iter(sorted(missing.items())))[1]}")
+    else:
+        error.add_note(note)
+    raise error
+
+
+TOPIC_STATS_CONCURRENCY = 16
+"""At most this many brokers' topic stats are fetched at once (Spark partitions of the broker list)."""
+
+
+@dataclass(frozen=True)
+class TopicStatsFetcher:
+    """Runs inside Spark tasks: ``GET /admin/v2/broker-stats/topics`` of each broker, flattened to topic rows.
+
+    Each task builds its own admin client from ``settings`` (``PulsarAdminClient.settings``: URL, TLS,
+    timeout, retries -- no secret) and the admin token from its own environment (``PULSAR_ADMIN_TOKEN``:
+    on a cluster, give it to the executors with ``spark.executorEnv.PULSAR_ADMIN_TOKEN`` or your
+    cluster's secret mechanism). A broker that does not answer (after the client's retries) is reported
+    through ``missing`` (a Spark accumulator) and skipped; a malformed answer fails the task.
+    """
+
+    settings: Mapping[str, Any]
+    namespaces: tuple[str, ...]
+
+    @classmethod
+    def for_client(cls, client, namespaces: Iterable[str]) -> TopicStatsFetcher:
+        settings = dict(getattr(client, "settings", None) or {"url": client.base_url})
+        return cls(settings=settings, namespaces=tuple(sorted(namespaces)))
+
+    def __call__(self, brokers: Iterable[str], missing) -> Iterable[tuple]:
+        import os
+
+        from pulsar_rebalance.pipeline.context import ENV_ADMIN_TOKEN
+        from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+
+        settings = dict(self.settings)
+        wanted = dict.fromkeys(self.namespaces)
+        with PulsarAdminClient.from_url(settings.pop("url"), token=os.environ.get(ENV_ADMIN_TOKEN) or None,
+                                        **settings) as client:
+            for broker in brokers:
+                try:
+                    stats = client.topic_stats(broker)
+                except PulsarAdminError as exc:
+                    if not exc.retryable:
+                        raise
+                    missing.add({broker: _describe(exc)})
+                    continue
+                for row in topic_rows_from_stats(broker, stats, wanted):
+                    yield tuple(row[c] for c in TOPIC_COLUMNS)
 
 
 def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[str, Any]) -> list[dict[str, Any]]:

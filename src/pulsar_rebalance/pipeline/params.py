@@ -24,6 +24,7 @@ class RunParams:
     approval_timeout_minutes: float = 60.0
     max_parallel_unloads: int = 4
     seed: int = 0
+    max_missing_brokers: float = 0.1  # fraction of brokers that may not answer collect_load (else the run fails)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any] | None) -> RunParams:
@@ -53,6 +54,9 @@ class RunParams:
         par = doc.get("max_parallel_unloads", cls.max_parallel_unloads)
         if not isinstance(par, int) or not 1 <= par <= 64:
             raise ConfigError(f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads")
+        missing = doc.get("max_missing_brokers", cls.max_missing_brokers)
+        if isinstance(missing, bool) or not isinstance(missing, (int, float)) or not 0 <= missing < 1:
+            raise ConfigError(f"max_missing_brokers must be a fraction in [0, 1), got {missing!r}", key="max_missing_brokers")
         params = cls(
             namespaces=tuple(ns),
             cluster=doc.get("cluster") or None,
@@ -64,6 +68,7 @@ class RunParams:
             approval_timeout_minutes=float(timeout),
             max_parallel_unloads=par,
             seed=int(doc.get("seed", 0) or 0),
+            max_missing_brokers=float(missing),
         )
         params.lb_config()  # validate the broker.conf keys and the split algorithm now, not mid-run
         return params

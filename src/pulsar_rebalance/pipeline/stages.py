@@ -44,21 +44,33 @@ def _run(session, run_id: str):
 
 
 def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engine, client) -> dict[str, Any]:
-    from pulsar_rebalance.pipeline.transforms import BUNDLE_STATS_SCHEMA, TOPICS_SCHEMA
+    """Broker-level data in the driver; topic stats fetched per broker in Spark tasks, straight to Parquet."""
+    from pulsar_rebalance.pipeline.collect import TOPIC_STATS_CONCURRENCY, TopicStatsFetcher, check_missing_brokers
+    from pulsar_rebalance.pipeline.transforms import BUNDLE_STATS_SCHEMA, fetch_topics
 
     params = RunParams.from_json(params_doc)  # bad params fail here, before any write
-    snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster)
+    snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster, topic_stats=False,
+                            max_missing_brokers=params.max_missing_brokers)
+    snap.without_topic_stats = fetch_topics(
+        spark, list(snap.load_reports), TopicStatsFetcher.for_client(client, snap.namespaces),
+        concurrency=TOPIC_STATS_CONCURRENCY, path=ctx.path(C.TOPICS),
+    )
+    check_missing_brokers(len(snap.brokers), {**snap.unanswered, **snap.without_topic_stats}, params.max_missing_brokers)
+    quality = snap.data_quality()
     weights = resource_weights(params.lb_config())
     with session_scope(engine) as s:
         record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
-    spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
+        if snap.unanswered or snap.without_topic_stats:
+            repo.audit(s, event="collect_data_quality", actor="collect_load", run_id=ctx.run_id, details=quality)
     spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
         ctx.path(C.BUNDLE_STATS)
     )
+    if snap.unanswered or snap.without_topic_stats:
+        log.warning("collect_load data quality: %s", quality)
     return {
         "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
-        "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
-        "maxUsage": snap.max_weighted_usage(weights),
+        "bundles": len(snap.ownership), "topics": spark.read.parquet(ctx.path(C.TOPICS)).count(),
+        "maxUsage": snap.max_weighted_usage(weights), "dataQuality": quality,
     }
 
 
@@ -193,7 +205,7 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
     weights = resource_weights(params.lb_config())
 
     def after(client_, namespaces):
-        snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+        snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster, topic_stats=False)
         snap.broker_usage = snap.weighted_usage(weights)
         snap.max_usage = max(snap.broker_usage.values(), default=0.0)
         return snap

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -215,3 +216,29 @@ def bundle_stats_of_topics(topics: DataFrame) -> DataFrame:
             "producer_count", "topics", F.col("msg_throughput_in").cast("long").alias("cache_size"),
         )
     )
+
+
+class _MergeDicts(AccumulatorParam):
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - PySpark's name
+        a.update(b)
+        return a
+
+
+def fetch_topics(spark, brokers: Sequence[str], fetch, *, concurrency: int, path: str) -> dict[str, str]:
+    """Run ``fetch(brokers_of_partition, missing)`` in Spark tasks and write its topic rows to Parquet at ``path``.
+
+    The broker list is split into ``min(len(brokers), concurrency)`` partitions, so at most that many
+    fetches run at once (fewer when the executors have fewer cores); topic rows go from the tasks
+    straight to Parquet, never through the driver. Returns what the tasks reported missing
+    (broker -> error), gathered with an accumulator (updates of failed task attempts are dropped).
+    """
+    sc = spark.sparkContext
+    missing = sc.accumulator({}, _MergeDicts())
+    rdd = sc.parallelize(list(brokers), max(1, min(len(brokers), concurrency))).mapPartitions(
+        lambda part: fetch(part, missing)
+    )
+    spark.createDataFrame(rdd, TOPICS_SCHEMA).write.mode("overwrite").parquet(path)
+    return dict(missing.value)

@@ -123,7 +123,13 @@ class PulsarAdminClient:
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
         )
-        return cls(http, retries=retries, backoff_s=backoff_s)
+        client = cls(http, retries=retries, backoff_s=backoff_s)
+        client.settings = {"url": url, "tls_verify": tls_verify, "tls_cert_file": tls_cert_file,
+                           "tls_key_file": tls_key_file, "timeout": timeout, "retries": retries, "backoff_s": backoff_s}
+        return client
+
+    settings: dict[str, Any] | None = None
+    """``from_url``'s arguments without the token (what a Spark task needs to build its own client)."""
 
     def close(self) -> None:
         self._http.close()
