@@ -16,17 +16,12 @@ from pulsar_rebalance.pipeline import jobs as _job
 def main(argv=None) -> int:
     from pulsar_rebalance.pipeline.synthetic import SyntheticSpec
 
-    d = SyntheticSpec()
-    extra = [("--brokers", int, d.brokers), ("--namespaces", int, d.namespaces), ("--bundles", int, d.bundles),
-             ("--topics", int, d.topics), ("--tenants", int, d.tenants), ("--zipf-exponent", float, d.zipf_exponent),
-             ("--msg-rate-in-per-broker", float, d.msg_rate_in_per_broker), ("--cluster", str, d.cluster)]
-    args = _job.parse_args(__doc__, argv, with_params=True, extra=extra)
+    args = _job.parse_args(__doc__, argv, with_params=True, extra=SyntheticSpec.cli_options())
     from pulsar_rebalance.pipeline.context import JobContext
     from pulsar_rebalance.pipeline.synthetic import generate_snapshot
     from pulsar_rebalance.store.engine import database_url, make_engine
 
-    spec = SyntheticSpec(**{name.lstrip("-").replace("-", "_"): getattr(args, name.lstrip("-").replace("-", "_"))
-                            for name, _, _ in extra})
+    spec = SyntheticSpec.from_args(args)
     spark = _job.session(f"synthetic_snapshot {args.run_id}")
     try:
         result = generate_snapshot(spark, JobContext(args.run_id, args.work_dir), spec=spec,

@@ -56,6 +56,16 @@ class SyntheticSpec:
         if not (self.msg_rate_in_per_broker > 0 and math.isfinite(self.msg_rate_in_per_broker)):
             raise ConfigError("msg_rate_in_per_broker must be a positive number", key="msg_rate_in_per_broker")
 
+    @classmethod
+    def cli_options(cls) -> list[tuple[str, type, object]]:
+        """``(--flag, type, default)`` for every field (the job's command line)."""
+        d = cls()
+        return [(f"--{name.replace('_', '-')}", type(value), value) for name, value in asdict(d).items()]
+
+    @classmethod
+    def from_args(cls, args) -> SyntheticSpec:
+        return cls(**{name: getattr(args, name) for name in asdict(cls())})
+
     def namespace_names(self) -> list[str]:
         return [f"tenant-{k % self.tenants}/ns-{k}" for k in range(self.namespaces)]
 
