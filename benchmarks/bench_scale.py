@@ -364,10 +364,10 @@ def main(argv: list[str] | None = None) -> int:
                 dispose_engines(url)
                 pg.drop_database(f"scale_{topics}_{cores}")
                 results.append(row)
+                if not args.no_write:  # after every row, so an interrupted run still leaves what it measured
+                    DOC.write_text(render(results, info, time.perf_counter() - started, args))
             shutil.rmtree(gen_work, ignore_errors=True)
             pg.drop_database(gen_db)
-            if not args.no_write:  # after every size, so an interrupted run still leaves what it measured
-                DOC.write_text(render(results, info, time.perf_counter() - started, args))
     finally:
         with contextlib.suppress(Exception):
             pg.stop()

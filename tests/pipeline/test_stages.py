@@ -27,6 +27,13 @@ def sim():
         yield s
 
 
+class _NoSpark:
+    """Stands for a SparkSession that must not be used."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"Spark used: {name}")
+
+
 def _count(url: str, table: str) -> int:
     engine = sa.create_engine(url)
     try:
@@ -47,8 +54,9 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     assert collected["brokers"] == 5 and collected["topics"] > 0
     usage = stages.stage_compute_usage(spark, ctx, engine=engine)
     assert usage["topicBundleMismatches"] == 0
-    detected = stages.stage_detect(spark, ctx, engine=engine)
+    detected = stages.stage_detect(_NoSpark(), ctx, engine=engine)  # a local work dir: detect needs no Spark
     assert detected["label"] == "Success" and detected["unloads"] > 0, detected
+    assert stages.read_json(spark, ctx.path(stages.DECISION_JSON)) == stages.read_json(_NoSpark(), ctx.path(stages.DECISION_JSON))
     planned = stages.stage_plan(spark, ctx, engine=engine)
     assert planned["status"] == "pending" and planned["actions"] > 0
     assert stages.stage_plan(spark, ctx, engine=engine)["plan_id"] == planned["plan_id"]  # retry: same plan

@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 from pulsar_rebalance.pipeline import context as C
@@ -28,14 +30,38 @@ SCENARIO_JSON = "scenario.json"
 DECISION_JSON = "decision.json"
 
 
+def _local(path: str) -> Path | None:
+    """The local filesystem path of a work-dir path (no scheme or ``file:``), or None for any other Spark URL."""
+    if "://" not in path:
+        return Path(path)
+    return Path(path[len("file://"):]) if path.startswith("file://") else None
+
+
 def write_json(spark, path: str, value: Any) -> None:
-    spark.createDataFrame([(json.dumps(value, sort_keys=True),)], "value string").coalesce(1).write.mode(
-        "overwrite"
-    ).text(path)
+    """One JSON document as a Spark text dataset (a directory with a part file and ``_SUCCESS``).
+
+    On a local work dir it is written with plain file I/O in the same layout, so a job that only
+    writes JSON (detect_overload) starts no SparkSession; elsewhere (HDFS, S3, ...) Spark writes it.
+    """
+    text = json.dumps(value, sort_keys=True)
+    local = _local(path)
+    if local is None:
+        spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(path)
+        return
+    tmp = local.with_name(f".{local.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / "part-00000.txt").write_text(text + "\n")
+    (tmp / "_SUCCESS").touch()
+    shutil.rmtree(local, ignore_errors=True)
+    tmp.rename(local)
 
 
 def read_json(spark, path: str) -> Any:
-    return json.loads("".join(r.value for r in spark.read.text(path).collect()))
+    local = _local(path)
+    if local is None:
+        return json.loads("".join(r.value for r in spark.read.text(path).collect()))
+    return json.loads("".join(p.read_text() for p in sorted(local.glob("part-*"))))
 
 
 def _run(session, run_id: str):
