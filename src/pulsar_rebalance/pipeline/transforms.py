@@ -161,6 +161,7 @@ def synthetic_topics(
     ``512 + 256 * (i % 8)`` bytes. It is reported under the live bundle its crc32 falls into, by
     that bundle's owner (``owners``: full bundle name -> broker).
     """
+    ids = spark.range(0, topics, numPartitions=partitions)  # first: column expressions need an active session
     ns = F.array(*[F.lit(n) for n in namespaces])
     i = F.col("id")
     rank = (i * F.lit(rank_multiplier)) % F.lit(topics) + 1
@@ -168,8 +169,7 @@ def synthetic_topics(
     size = (F.lit(512) + (i % 8) * 256).cast("double")
     rate_in = F.lit(float(top_msg_rate)) / F.pow(rank.cast("double"), F.lit(float(zipf_exponent)))
     base = (
-        spark.range(0, topics, numPartitions=partitions)
-        .withColumn("namespace", F.element_at(ns, (i % len(namespaces) + 1).cast("int")))
+        ids.withColumn("namespace", F.element_at(ns, (i % len(namespaces) + 1).cast("int")))
         .withColumn("topic", F.concat(F.lit("persistent://"), F.col("namespace"), F.lit("/topic-"), i.cast("string")))
         .withColumn("msg_rate_in", rate_in)
         .withColumn("subs", subs)
