@@ -41,6 +41,7 @@ class LazySession:
             from pyspark.sql import SparkSession
 
             self._spark = SparkSession.builder.appName(self._app).getOrCreate()
+            self._spark.sparkContext.setLogLevel("WARN")
         return getattr(self._spark, name)
 
     def stop(self) -> None:
@@ -49,7 +50,10 @@ class LazySession:
 
 
 def session(app: str) -> LazySession:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
+    # Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
     return LazySession(app)
 
 
