@@ -73,7 +73,12 @@ def build_plan(
 
     moves: list[Move] = []
     child_stats: dict[str, NamespaceBundleStats] = {}
-    for u in cycle.get("unloads", []):
+    # Plan from the load manager's level: what Pulsar's leader would execute (destinations chosen as
+    # doLoadShedding chooses them), not every bundle the strategy selected.
+    executed = cycle.get("executed")
+    for d in (executed or {}).get("dropped", []):
+        notes.append(f"unload of {d['bundle']} from {d['broker']} not executed ({d['dropped']}): {d['detail']}")
+    for u in (executed["unloads"] if executed is not None else cycle.get("unloads", [])):
         bundle = u["bundle"]
         ns, rng = split_full_name(bundle)
         dest = u.get("destination")

@@ -171,10 +171,12 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
                                  state=carry(ctx.run_id, state, result.get("state")))
         repo.set_run_stage(s, run_id=ctx.run_id, stage="detect_overload")
     cyc = result["cycle"]
-    log.info("%s decided %s (%s): %d unload(s), %d split(s)", params.shedding_strategy, cyc.get("label"),
-             cyc.get("reason"), len(cyc.get("unloads", [])), len(cyc.get("splits", [])))
+    executed = len((cyc.get("executed") or {}).get("unloads", cyc.get("unloads", [])))
+    log.info("%s decided %s (%s): %d unload(s) selected, %d the load manager would execute, %d split(s)",
+             params.shedding_strategy, cyc.get("label"), cyc.get("reason"), len(cyc.get("unloads", [])), executed,
+             len(cyc.get("splits", [])))
     return {"label": cyc.get("label"), "reason": cyc.get("reason"),
-            "unloads": len(cyc.get("unloads", [])), "splits": len(cyc.get("splits", []))}
+            "unloads": len(cyc.get("unloads", [])), "executedUnloads": executed, "splits": len(cyc.get("splits", []))}
 
 
 def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
