@@ -2,8 +2,44 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
+
+from pulsar_rebalance.errors import ConfigError, RebalanceError
+
+CHART_FORMATS = (".png", ".svg", ".pdf")
+"""File extensions ``--plot`` accepts (what the chart is written as)."""
+
+
+def chart_path(target: str | Path, plan_id: str) -> Path:
+    """Where ``--plot TARGET`` writes: TARGET itself, or ``TARGET/<plan id>.png`` for a directory.
+
+    A directory is an existing one or a path ending in ``/``. Raises ``ConfigError`` (exit 2) for
+    an empty path or an extension other than :data:`CHART_FORMATS`.
+    """
+    text = os.fspath(target)
+    if not text.strip():
+        raise ConfigError("--plot needs a file name or a directory", key="plot")
+    path = Path(text)
+    if text.endswith(("/", os.sep)) or _is_dir(path):
+        if not plan_id or plan_id in (".", "..") or "/" in plan_id or os.sep in plan_id:
+            raise ConfigError(f"plan id {plan_id!r} cannot name a file in --plot {text!r}", key="plot")
+        return path / f"{plan_id}.png"
+    if path.suffix.lower() not in CHART_FORMATS:
+        raise ConfigError(
+            f"--plot {text!r}: unsupported chart format {path.suffix or '(no extension)'!r}; "
+            f"use a file ending in {', '.join(CHART_FORMATS)} or a directory",
+            key="plot",
+        )
+    return path
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # e.g. a name too long for the file system: not a directory we can write into
+        return False
 
 
 def plot_plan(plan: Any, path: str | Path) -> Path:
@@ -38,7 +74,11 @@ def plot_plan(plan: Any, path: str | Path) -> Path:
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out)
+    except OSError as exc:
+        raise RebalanceError(f"cannot write the chart to {out}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
     return out

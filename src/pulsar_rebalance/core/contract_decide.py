@@ -191,7 +191,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
     else:
         # No leader-side history given: derive it the way Pulsar's leader does on its first cycle
         # (updateBundleData: getBundleDataOrDefault, then update with each broker's lastStats sample).
-        for data in brokers.values():
+        for data in (brokers or {}).values():  # no brokers: _check_cycle_shape names what is missing
             for bundle, stats in data.last_stats.items():
                 bd = bundle_data.get(bundle) or BundleData.new_default()
                 bd.update(stats)

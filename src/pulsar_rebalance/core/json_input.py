@@ -14,6 +14,8 @@ Conventions:
   negative values are rejected unless ``allow_negative=True`` (rates, throughputs and counts are
   never negative in Pulsar's data).
 * Integers: an integral float such as ``3.0`` is accepted (Jackson does the same), ``3.5`` is not.
+  Integers must fit Java's ``long`` (Pulsar's counters and timestamps are longs); numbers must fit a
+  double (an integer literal such as ``1`` followed by 400 zeros is not a double).
 * Optional readers return ``default`` only when the member is *absent*; an explicit ``null`` is an
   error unless ``allow_null=True`` - a present-but-null value is usually a bug in the producer.
 """
@@ -21,6 +23,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +32,10 @@ from pulsar_rebalance.errors import ScenarioError
 T = TypeVar("T")
 
 _MISSING: Any = object()
+
+JAVA_LONG_MIN = -(2**63)
+JAVA_LONG_MAX = 2**63 - 1
+_DOUBLE_MAX = sys.float_info.max
 
 
 def field_path(path: str, key: str | int) -> str:
@@ -60,6 +67,8 @@ def check_number(value: object, field: str, *, allow_negative: bool = False) -> 
     if tv is not float and tv is not int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ScenarioError(field, f"expected a number, got {json_type_name(value)}")
+    if tv is int and not -_DOUBLE_MAX <= value <= _DOUBLE_MAX:  # type: ignore[operator]
+        raise ScenarioError(field, "number is out of the range of a double (Java's and JSON's)")
     if not math.isfinite(value):  # type: ignore[arg-type]
         raise ScenarioError(field, f"expected a finite number, got {value!r}")
     if value < 0 and not allow_negative:  # type: ignore[operator]
@@ -79,6 +88,8 @@ def check_int(value: object, field: str, *, allow_negative: bool = False) -> int
         raise ScenarioError(field, f"expected an integer, got {json_type_name(value)}")
     if result < 0 and not allow_negative:
         raise ScenarioError(field, f"must not be negative, got {result}")
+    if not JAVA_LONG_MIN <= result <= JAVA_LONG_MAX:
+        raise ScenarioError(field, f"{result} does not fit Java's long (-2^63 .. 2^63-1)")
     return result
 
 
@@ -147,7 +158,7 @@ def req_number(obj: Mapping[str, Any], key: str, path: str, *, allow_negative: b
         raise ScenarioError(field_path(path, key), "required number is missing")
     tv = type(value)
     # fast path: a plain non-negative finite number
-    if (tv is float or tv is int) and value >= 0 and value != math.inf:
+    if (tv is float or tv is int) and 0 <= value <= _DOUBLE_MAX:
         return float(value)
     return check_number(value, field_path(path, key), allow_negative=allow_negative)
 
@@ -166,7 +177,7 @@ def req_int(obj: Mapping[str, Any], key: str, path: str, *, allow_negative: bool
     value = obj.get(key, _MISSING)
     if value is _MISSING:
         raise ScenarioError(field_path(path, key), "required integer is missing")
-    if type(value) is int and value >= 0:
+    if type(value) is int and 0 <= value <= JAVA_LONG_MAX:
         return value
     return check_int(value, field_path(path, key), allow_negative=allow_negative)
 

@@ -27,15 +27,33 @@ ACTIONS = "actions.parquet"
 EXECUTION = "execution.parquet"
 
 
+def check_run_id(run_id: str) -> str:
+    """Refuse a run id that would leave the work root once used as a directory name.
+
+    Airflow accepts run ids such as ``..``; the run's work directory is ``<work root>/<run id>``, so
+    ``.``, ``..``, an empty id and ids with a path separator or NUL are refused before any path is built.
+    """
+    if not run_id or run_id.strip(".") == "" or any(c in run_id for c in "/\\\x00"):
+        raise ConfigError(
+            f"run id {run_id!r} cannot name a work directory (empty, only dots, or containing / \\ or NUL); "
+            "trigger the DAG with another run id",
+            key="run_id",
+        )
+    return run_id
+
+
 def safe_run_dir_name(run_id: str) -> str:
     """Airflow run ids contain ':' and '+', which Hadoop paths reject; map them to '_'."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", check_run_id(run_id))
 
 
 @dataclass(frozen=True)
 class JobContext:
     run_id: str
     work_root: str
+
+    def __post_init__(self) -> None:
+        check_run_id(self.run_id)
 
     @property
     def work_dir(self) -> str:
