@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pulsar_rebalance.urls import redact_userinfo
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -184,7 +186,7 @@ def run_standalone(args: argparse.Namespace) -> int:
             _say(f"Airflow is up: {url}  (user admin, password in {pw}); DAG pulsar_rebalance is paused until you "
                  "unpause it; approve plans with: "
                  f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list")
-            print(json.dumps({"airflow_url": url, "admin_url": admin_url, "log": str(log)}), flush=True)
+            print(json.dumps({"airflow_url": url, "admin_url": redact_userinfo(admin_url), "log": str(log)}), flush=True)
             while not stop.is_set() and proc.poll() is None:
                 stop.wait(1.0)
         return 0 if proc.poll() in (None, 0) else 1
