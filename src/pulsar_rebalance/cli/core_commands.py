@@ -27,7 +27,8 @@ def read_json_document(source: str) -> Any:
     label = "<stdin>" if source == "-" else source
     try:
         if source == "-":
-            text = sys.stdin.read()
+            buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded strictly (not with the locale's errors=)
+            text = buffer.read().decode("utf-8") if buffer is not None else sys.stdin.read()
         else:
             with open(source, encoding="utf-8") as fh:
                 text = fh.read()

@@ -42,6 +42,8 @@ def field_path(path: str, key: str | int) -> str:
     """Join a parent path and a member: ``a.b`` for strings, ``a[3]`` for list indices."""
     if isinstance(key, int):
         return f"{path}[{key}]"
+    if key == "":  # an empty member name must still be visible in the message
+        return f'{path}[""]'
     return f"{path}.{key}" if path else key
 
 
