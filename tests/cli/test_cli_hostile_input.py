@@ -372,6 +372,22 @@ def test_huge_results_are_refused_not_crashed() -> None:
 # ---------------------------------------------------------------------------------------------
 # plans / history against a real database
 # ---------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def database_env(url: str | None) -> Iterator[None]:
+    """PULSAR_REBALANCE_DATABASE_URL = ``url`` (unset if None) and DATABASE_URL unset, restored after."""
+    names = ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL")
+    saved = {k: os.environ.pop(k, None) for k in names}
+    if url is not None:
+        os.environ["PULSAR_REBALANCE_DATABASE_URL"] = url
+    try:
+        yield
+    finally:
+        for k in names:
+            os.environ.pop(k, None)
+            if saved[k] is not None:
+                os.environ[k] = saved[k]  # type: ignore[assignment]
+
+
 @pytest.fixture(scope="module")
 def plans_db(pg_server, tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
     import uuid
@@ -392,18 +408,9 @@ def plans_db(pg_server, tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
             decision={}, actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000",
                                    "source_broker": "b1:8080", "destination_broker": "b2:8080", "reason": "b1 overloaded"}],
         )
-    saved = {k: os.environ.get(k) for k in ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL")}
-    os.environ["PULSAR_REBALANCE_DATABASE_URL"] = url
-    os.environ.pop("DATABASE_URL", None)
-    try:
+    with database_env(url):
         yield url, plan_id, tmp_path_factory.mktemp("plots")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        dispose_engines(url)
+    dispose_engines(url)
 
 
 ARG_TEXT = st.one_of(
@@ -526,7 +533,6 @@ def _closed_port() -> int:
 
 
 def test_bad_or_unreachable_database_exits_1_with_one_line_and_no_password() -> None:
-    saved = {k: os.environ.get(k) for k in ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL")}
     seen: set[str] = set()
 
     @settings(max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -539,15 +545,8 @@ def test_bad_or_unreachable_database_exits_1_with_one_line_and_no_password() -> 
         assert "s3cr" not in outcome.stderr, outcome.stderr
         seen.add(outcome.stderr.split(": error: ", 1)[1][:40])
 
-    try:
-        os.environ.pop("DATABASE_URL", None)
+    with database_env(None):
         check()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     assert len(seen) > 3, seen  # the messages differ by problem
 
 
