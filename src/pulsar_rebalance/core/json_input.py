@@ -22,6 +22,7 @@ Conventions:
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -42,8 +43,9 @@ def field_path(path: str, key: str | int) -> str:
     """Join a parent path and a member: ``a.b`` for strings, ``a[3]`` for list indices."""
     if isinstance(key, int):
         return f"{path}[{key}]"
-    if key == "":  # an empty member name must still be visible in the message
-        return f'{path}[""]'
+    if not key or not key.isprintable() or key != key.strip():
+        # an empty, blank or control-character member name must still be visible in one message line
+        return f"{path}[{json.dumps(key)}]"
     return f"{path}.{key}" if path else key
 
 
