@@ -385,7 +385,8 @@ class PulsarAdminClient:
             return True
         if target.scheme != self._scheme:
             return False
-        netloc = f"{origin[1]}:{origin[2]}"
+        host = f"[{origin[1]}]" if ":" in origin[1] else origin[1]  # IPv6 broker ids are bracketed
+        netloc = f"{host}:{origin[2]}"
         if netloc not in self._cluster_brokers and not self._brokers_fetched:
             self._brokers_fetched = True  # once: the listing itself may redirect (to the leader)
             try:
