@@ -408,8 +408,13 @@ def plans_db(pg_server, tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
             decision={}, actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000",
                                    "source_broker": "b1:8080", "destination_broker": "b2:8080", "reason": "b1 overloaded"}],
         )
+    saved_admin = os.environ.get("PULSAR_ADMIN_URL")
+    os.environ["PULSAR_ADMIN_URL"] = f"http://127.0.0.1:{_closed_port()}"  # plans resume: an unreachable cluster
     with database_env(url):
         yield url, plan_id, tmp_path_factory.mktemp("plots")
+    os.environ.pop("PULSAR_ADMIN_URL")
+    if saved_admin is not None:
+        os.environ["PULSAR_ADMIN_URL"] = saved_admin
     dispose_engines(url)
 
 
@@ -423,7 +428,7 @@ ARG_TEXT = st.one_of(
 @st.composite
 def plans_argv(draw: st.DrawFn, plan_id: str, plot_dir: Path) -> list[str]:
     ident = draw(st.one_of(st.just(plan_id), ARG_TEXT))
-    kind = draw(st.sampled_from(["list", "show", "approve", "reject", "history", "plans-bad"]))
+    kind = draw(st.sampled_from(["list", "show", "approve", "reject", "stop", "abort", "resume", "history", "plans-bad"]))
     if kind == "list":
         argv = ["plans", "list"]
         if draw(st.booleans()):
@@ -441,11 +446,11 @@ def plans_argv(draw: st.DrawFn, plan_id: str, plot_dir: Path) -> list[str]:
                                   st.text(max_size=12).map(lambda t: t.replace("/", "_").replace("..", "__"))))
             argv += ["--plot", str(plot_dir / name) if name else name]
         return argv
-    if kind in ("approve", "reject"):
+    if kind in ("approve", "reject", "stop", "abort", "resume"):
         argv = ["plans", kind, ident]
         if draw(st.booleans()):
             argv += ["--by", draw(ARG_TEXT)]
-        if draw(st.booleans()):
+        if kind in ("approve", "reject") and draw(st.booleans()):
             argv += ["-m", draw(ARG_TEXT)]
         return argv
     if kind == "history":
@@ -470,7 +475,10 @@ def test_plans_and_history_never_crash(plans_db, examples: int) -> None:
     @given(argv=plans_argv(plan_id, plot_dir))
     def check(argv: list[str]) -> None:
         outcome = run_in_process(argv)
-        assert_clean(outcome, argv[0])
+        # exit 1 only where the environment or the execution state is at fault: resuming against the
+        # unreachable admin URL; stop/resume/abort refused in the plan's state (ExecutionError: operational)
+        execution = argv[:2] in (["plans", "resume"], ["plans", "stop"], ["plans", "abort"])
+        assert_clean(outcome, argv[0], allowed=(0, 1, 2) if execution else (0, 2))
         codes[outcome.code] = codes.get(outcome.code, 0) + 1
 
     check()
@@ -588,6 +596,26 @@ def test_real_processes(argv: list[str], stdin: bytes, code: int, fragment: str)
     outcome = run_subprocess(argv, stdin, env=env)
     assert_clean(outcome, argv[0])
     assert outcome.code == code and fragment in outcome.stderr, outcome
+
+
+@pytest.mark.parametrize(
+    ("admin_env", "fragment"),
+    [
+        ({}, "PULSAR_ADMIN_URL is not set"),
+        ({"PULSAR_ADMIN_URL": "ftp://u:s3cret@x"}, "must start with http:// or https://"),
+        ({"PULSAR_ADMIN_URL": "http://u:s3cret@127.0.0.1:1", "PULSAR_ADMIN_TIMEOUT": "soon"}, "PULSAR_ADMIN_TIMEOUT"),
+        ({"PULSAR_ADMIN_URL": "http://u:s3cret@127.0.0.1:1", "PULSAR_ADMIN_TOKEN": "t"}, "give one of them"),
+    ],
+)
+def test_a_misconfigured_admin_environment_is_exit_1_without_secrets(plans_db, monkeypatch, admin_env, fragment) -> None:
+    _, plan_id, _ = plans_db
+    for name in ("PULSAR_ADMIN_URL", "PULSAR_ADMIN_TOKEN", "PULSAR_ADMIN_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in admin_env.items():
+        monkeypatch.setenv(name, value)
+    outcome = run_in_process(["plans", "resume", plan_id])
+    assert_clean(outcome, "plans", allowed=(1,))
+    assert fragment in outcome.stderr and "s3cret" not in outcome.stderr, outcome
 
 
 def test_real_process_unreachable_database_exit_1() -> None:

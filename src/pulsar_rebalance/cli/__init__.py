@@ -113,8 +113,11 @@ def _silence_stdout() -> None:
 
 
 def _is_input_error(exc: RebalanceError) -> bool:
+    """Exit 2 for what the user typed; exit 1 for the environment (incl. a bad environment variable)."""
     from pulsar_rebalance import errors
     from pulsar_rebalance.store.repository import InvalidRowError
 
+    if isinstance(exc, errors.ConfigError) and exc.key is not None and exc.key.isupper():
+        return False  # ConfigError(key="PULSAR_ADMIN_URL"): the environment is misconfigured
     return isinstance(exc, (errors.ScenarioError, errors.ConfigError, errors.PlanError, InvalidRowError))
 

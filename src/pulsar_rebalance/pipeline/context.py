@@ -6,6 +6,7 @@ which the Airflow operator fills from Airflow Connections at execute time.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -82,5 +83,16 @@ def admin_client_from_env(environ: Mapping[str, str] = os.environ):
         verify = False
     else:
         verify = verify_raw
-    timeout = float(environ.get(ENV_ADMIN_TIMEOUT, "10"))
-    return PulsarAdminClient.from_url(url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify, timeout=timeout)
+    raw_timeout = environ.get(ENV_ADMIN_TIMEOUT, "10")
+    try:
+        timeout = float(raw_timeout)
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise ConfigError(f"{ENV_ADMIN_TIMEOUT} must be a positive number of seconds, got {raw_timeout!r}",
+                          key=ENV_ADMIN_TIMEOUT)
+    try:
+        return PulsarAdminClient.from_url(url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify,
+                                          timeout=timeout)
+    except ValueError as exc:  # the message names the URL with its credentials redacted
+        raise ConfigError(f"{ENV_ADMIN_URL}: {exc}", key=ENV_ADMIN_URL) from None
