@@ -39,8 +39,8 @@ with DAG(
     params={
         "namespaces": Param([], type="array", items={"type": "string"},
                             description="tenant/namespace list; empty = every namespace"),
-        "shedding_strategy": Param("ThresholdShedder", enum=SHEDDERS, description="loadBalancerLoadSheddingStrategy"),
-        "placement_strategy": Param("LeastLongTermMessageRate", enum=PLACEMENTS,
+        "shedding_strategy": Param("AvgShedder", enum=SHEDDERS, description="loadBalancerLoadSheddingStrategy"),
+        "placement_strategy": Param("AvgShedder", enum=PLACEMENTS,
                                     description="loadBalancerLoadPlacementStrategy"),
         "split_algorithm": Param(None, type=["null", "string"], enum=SPLIT_ALGORITHMS,
                                  description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default"),

@@ -11,6 +11,7 @@ import os
 import sys
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -56,14 +57,8 @@ class _ExternalServer:
         pass
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """One Postgres server for the whole test session (embedded unless DATABASE_URL is set)."""
-    url = _server_url()
-    if url:
-        server = _ExternalServer(url)
-        yield server
-        return
+@contextmanager
+def _embedded_server():
     from pulsar_rebalance.store.embedded import EmbeddedPostgres
 
     pgdata = Path(tempfile.mkdtemp(prefix="pr-test-pg-", dir="/tmp"))
@@ -76,6 +71,25 @@ def pg_server():
         import shutil
 
         shutil.rmtree(pgdata, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One Postgres server for the whole test session (embedded unless DATABASE_URL is set)."""
+    url = _server_url()
+    if url:
+        server = _ExternalServer(url)
+        yield server
+        return
+    with _embedded_server() as server:
+        yield server
+
+
+@pytest.fixture
+def own_pg_server():
+    """An embedded Postgres server of this test alone, for tests that stop and restart it."""
+    with _embedded_server() as server:
+        yield server
 
 
 @pytest.fixture

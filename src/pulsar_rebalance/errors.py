@@ -3,6 +3,8 @@
     RebalanceError
     ├── ConfigError                 bad/unknown broker.conf key or strategy name (fails at load time)
     ├── ScenarioError               invalid JSON input to the decision core; names the offending field
+    │   └── SnapshotError           a cluster snapshot that contradicts itself or Pulsar's Java types;
+    │                               names broker, bundle, topic and field (core/snapshot.py)
     ├── PlanError
     │   ├── UnknownPlanError        no plan with that id
     │   ├── PlanAlreadyDecidedError approving/rejecting a plan that is no longer pending
@@ -42,6 +44,24 @@ class ScenarioError(RebalanceError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class SnapshotError(ScenarioError):
+    """A cluster snapshot (collect's admin answers, or a ``decide`` input) that cannot be planned on.
+
+    The message names what is known of ``broker``, ``bundle``, ``topic`` and ``field``.
+    """
+
+    def __init__(
+        self, message: str, *, broker: str | None = None, bundle: str | None = None, topic: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        named = [f"{k} {v}" for k, v in (("broker", broker), ("bundle", bundle), ("topic", topic), ("field", field))
+                 if v is not None and str(v) not in message]
+        super().__init__(field or "snapshot", message + (f" [{', '.join(named)}]" if named else ""))
+        self.broker = broker
+        self.bundle = bundle
+        self.topic = topic
 
 
 class PlanError(RebalanceError):

@@ -20,8 +20,9 @@ from pulsar_rebalance.errors import ConfigError
 PULSAR_DEFAULTS = {
     "loadBalancerEnabled": True,
     "loadBalancerSheddingEnabled": True,
-    "loadBalancerLoadSheddingStrategy": "ThresholdShedder",
-    "loadBalancerLoadPlacementStrategy": "LeastLongTermMessageRate",
+    "loadBalancerLoadSheddingStrategy": "AvgShedder",  # PR #26609
+    "loadBalancerLoadPlacementStrategy": "AvgShedder",
+    "topicBundleAssignmentStrategy": "org.apache.pulsar.common.naming.ConsistentHashingTopicBundleAssigner",
     "loadManagerClassName": "ModularLoadManagerImpl",
     "lowerBoundarySheddingEnabled": False,
     "loadBalancerReportUpdateThresholdPercentage": 10,
@@ -235,7 +236,7 @@ def test_bandwidth_weight_getter_rule(new: float, old: float, expected: float) -
 
 def test_config_is_frozen_and_hash_is_canonical() -> None:
     a = LoadBalancerConfig()
-    b = LoadBalancerConfig.from_mapping({"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder"})
+    b = LoadBalancerConfig.from_mapping({"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.AvgShedder"})
     assert a.config_hash() == b.config_hash()  # FQCN and short name are the same config
     assert len(a.config_hash()) == 64
     c = a.with_overrides({"loadBalancerBrokerThresholdShedderPercentage": 20})

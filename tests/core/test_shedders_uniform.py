@@ -23,9 +23,9 @@ def bundle(*, rate_in=0.0, thr_in=0.0, thr_out=0.0) -> BundleData:
                       TimeAverageMessageData(1000, 10, thr_in, thr_out, rate_in, 0.0), 1)
 
 
-def run(inp: ModularInput, config: dict | None = None):
+def run(inp: ModularInput, config: dict | None = None, name: str = "UniformLoadShedder"):
     conf = LoadBalancerConfig.from_mapping(config or {})
-    decision, _ = SHEDDERS["UniformLoadShedder"].find_bundles_for_unloading(inp, conf, StrategyState())
+    decision, _ = SHEDDERS[name].find_bundles_for_unloading(inp, conf, StrategyState())
     return decision
 
 
@@ -71,7 +71,8 @@ def test_overload_broker_select() -> None:
     assert len(both.unloads) == 1 and both.unloads[0].broker == "broker2"  # msg rate takes precedence
 
 
-def test_filter_out_non_traffic_bundles_for_unloading() -> None:
+def _non_traffic_case():
+
     bundles = {"broker-0-bundle-0": bundle(rate_in=10_000, thr_in=10 * MB)}
     rates = [60_000, 20_000, 20_000, 0, 0]
     thrs = [60 * MB, 20 * MB, 20 * MB, 0, 0]
@@ -84,12 +85,28 @@ def test_filter_out_non_traffic_bundles_for_unloading() -> None:
         "broker1": broker(rate_in=100_000, thr_in=100 * MB, bundles=names),
     }
     base = {"maxUnloadBundleNumPerShedding": 5, "maxUnloadPercentage": 0.5}
-    by_rate = run(ModularInput(brokers, bundles), {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 50,
-                                                    "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 0})
-    assert sorted(u.bundle for u in by_rate.unloads) == ["broker-1-bundle-1", "broker-1-bundle-2"]
-    by_thr = run(ModularInput(brokers, bundles), {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 0,
-                                                   "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2})
-    assert sorted(u.bundle for u in by_thr.unloads) == ["broker-1-bundle-1", "broker-1-bundle-2"]
+    by_rate = {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 50,
+               "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 0}
+    by_thr = {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 0,
+              "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2}
+    return ModularInput(brokers, bundles), by_rate, by_thr
+
+
+def test_filter_out_non_traffic_bundles_for_unloading_opt_in() -> None:
+    # the test of the unmerged PR #21214, run against the opt-in variant that applies its filter
+    inp, by_rate, by_thr = _non_traffic_case()
+    for conf in (by_rate, by_thr):
+        out = run(inp, conf, "UniformLoadShedderSkipZeroTraffic")
+        assert sorted(u.bundle for u in out.unloads) == ["broker-1-bundle-1", "broker-1-bundle-2"]
+
+
+def test_newest_pulsar_selects_zero_traffic_bundles() -> None:
+    # newest UniformLoadShedder: no traffic filter, a 0 msg/s bundle always "fits" what is required
+    inp, by_rate, by_thr = _non_traffic_case()
+    for conf in (by_rate, by_thr):
+        out = run(inp, conf)
+        assert sorted(u.bundle for u in out.unloads) == [
+            "broker-1-bundle-1", "broker-1-bundle-2", "broker-1-bundle-3", "broker-1-bundle-4"]
 
 
 def test_balanced_cluster_is_skipped_with_the_numbers() -> None:

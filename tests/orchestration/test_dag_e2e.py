@@ -120,7 +120,7 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     before = sim.state.snapshot()
     approver = Approver(db_url, "approve")
     approver.start()
-    dr, states = _run_dag({"approval_timeout_minutes": 30})
+    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})
     approver.join(timeout=30)
     assert approver.error is None and approver.exit_code == 0, approver.error
     assert states == {t: "success" for t in
@@ -197,7 +197,7 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     before = sim.state.snapshot()
     approver = Approver(db_url, "reject", via="cli")
     approver.start()
-    dr, states = _run_dag({"approval_timeout_minutes": 30})
+    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})
     approver.join(timeout=30)
     assert approver.exit_code == 0, approver.error
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
@@ -216,7 +216,7 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
 def test_balanced_cluster_ends_green_without_waiting_for_approval(airflow_db, wired):
     sim, db_url = wired
     before = sim.state.snapshot()
-    dr, states = _run_dag({"approval_timeout_minutes": 30})  # nobody approves: must not wait
+    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})  # nobody approves: must not wait
     assert dr.state == "success"
     assert states["plan_split"] == "success"
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"

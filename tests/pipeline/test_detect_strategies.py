@@ -43,7 +43,7 @@ def test_every_shedder_decides_on_the_collected_snapshot(snapshot, shedder):
 
 
 def test_threshold_shedder_sheds_the_hot_broker_with_destinations(snapshot):
-    out = decide(_scenario(snapshot, RunParams.from_json({})))
+    out = decide(_scenario(snapshot, RunParams.from_json({"shedding_strategy": "ThresholdShedder"})))
     cycle = out["cycle"]
     assert (cycle["label"], cycle["reason"]) == ("Success", "Overloaded")
     hot = max(cycle["stats"]["brokers"], key=lambda b: cycle["stats"]["brokers"][b]["usage"])

@@ -57,7 +57,7 @@ def decision(unloads=(), splits=()):
 
 
 def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle():
-    params = RunParams.from_json({})
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
     hot = "t/n/0x00000000_0x40000000"
     d = decision(
         unloads=[
@@ -92,7 +92,7 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
 
 def test_plan_without_destination_records_why_and_is_empty():
     d = decision(unloads=[{"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": None, "reason": "x"}])
-    draft = build_plan(decision=d, params=RunParams.from_json({}), reports=REPORTS, topics_by_bundle={}, ownership={})
+    draft = build_plan(decision=d, params=RunParams.from_json({"shedding_strategy": "ThresholdShedder"}), reports=REPORTS, topics_by_bundle={}, ownership={})
     assert draft.empty and "placement found no destination" in draft.notes[0]
 
 

@@ -36,12 +36,12 @@ def test_rollback_returns_moved_bundles_and_needs_approval(spark, db_url, tmp_pa
         engine = make_engine(db_url)
         client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
         before = sim.state.owners()
-        first = _run(spark, JobContext("run-1", str(tmp_path)), engine, client, {"split_algorithm": None})
+        first = _run(spark, JobContext("run-1", str(tmp_path)), engine, client, {"shedding_strategy": "ThresholdShedder", "split_algorithm": None})
         assert _approve_and_execute(engine, client, first).unloads_executed >= 1
         with session_scope(engine) as s:
             moved = {a.bundle: a.source_broker for a in repo.get_plan(s, plan_id=first).actions
                      if a.kind == "unload" and a.state == "completed"}
-        back = _run(spark, JobContext("run-2", str(tmp_path)), engine, client, {"rollback_plan": first})
+        back = _run(spark, JobContext("run-2", str(tmp_path)), engine, client, {"shedding_strategy": "ThresholdShedder", "rollback_plan": first})
         with session_scope(engine) as s:
             plan = repo.get_plan(s, plan_id=back)
         assert plan.status == "pending" and plan.summary["rollbackOf"] == first  # needs approval like any plan

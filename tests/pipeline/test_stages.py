@@ -43,7 +43,7 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     engine = make_engine(db_url)
     client = PulsarAdminClient.from_url(sim.admin_url)
     ctx = JobContext("manual__2026-11-22T01:00:00+00:00", str(tmp_path / "work"))
-    collected = stages.stage_collect(spark, ctx, params_doc={}, engine=engine, client=client)
+    collected = stages.stage_collect(spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder"}, engine=engine, client=client)
     assert collected["brokers"] == 5 and collected["topics"] > 0
     usage = stages.stage_compute_usage(spark, ctx, engine=engine)
     assert usage["topicBundleMismatches"] == 0
@@ -90,7 +90,7 @@ def test_unreachable_admin_url_fails_clearly_and_writes_nothing(spark, db_url, t
 
     client = PulsarAdminClient.from_url("http://127.0.0.1:9", timeout=2, retries=0)
     with pytest.raises(AdminConnectError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
     assert "127.0.0.1:9" in str(exc.value)
     assert _count(db_url, "runs") == 0 and _count(db_url, "broker_load") == 0
 
@@ -101,7 +101,7 @@ def test_broker_answering_500_fails_clearly_and_writes_nothing(spark, sim, db_ur
     sim.inject_error(sim.broker_ids[2], status=500)
     client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
     with pytest.raises(ServerSideError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
     assert exc.value.status_code == 500
     assert _count(db_url, "runs") == 0 and _count(db_url, "bundle_ranges") == 0
 
@@ -112,6 +112,6 @@ def test_malformed_load_report_fails_clearly_and_writes_nothing(spark, sim, db_u
     sim.inject_malformed_load_report(sim.broker_ids[1])
     client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
     with pytest.raises(MalformedResponseError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
     assert "load-report" in str(exc.value)
     assert _count(db_url, "runs") == 0 and _count(db_url, "ownership") == 0

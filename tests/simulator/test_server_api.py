@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import zlib
-from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -23,19 +22,6 @@ from pulsar_rebalance.simulator import ClusterState, SimulatedPulsar, generate_c
 pytestmark = pytest.mark.timeout(60)
 
 HOT = "tenant-b/events"  # all its bundles start on broker 0 (the leader)
-
-
-@pytest.fixture
-def sim() -> Iterator[SimulatedPulsar]:
-    with SimulatedPulsar(generate_cluster(), ephemeral=True) as s:
-        yield s
-
-
-@pytest.fixture
-def admin(sim: SimulatedPulsar) -> Iterator[PulsarAdminClient]:
-    # talk to broker 2: neither the leader nor the owner of the hot bundles, so requests redirect
-    with PulsarAdminClient.from_url(sim.broker_urls[2], timeout=5, retries=0) as client:
-        yield client
 
 
 def _range_of(topic: str, boundaries: list[str]) -> str:

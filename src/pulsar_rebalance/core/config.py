@@ -153,14 +153,23 @@ class LoadBalancerConfig(BaseModel):
         description="Modular (leader-driven) or extensible load manager; FQCN accepted, stored as short name.",
     )
     load_balancer_load_shedding_strategy: SheddingStrategyName = Field(
-        "ThresholdShedder",
+        "AvgShedder",
         alias="loadBalancerLoadSheddingStrategy",
-        description="Shedding strategy; Pulsar default org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder.",
+        description="Shedding strategy; Pulsar default org.apache.pulsar.broker.loadbalance.impl.AvgShedder "
+        "since PR #26609 (ThresholdShedder from 2.10 to 4.x).",
     )
     load_balancer_load_placement_strategy: PlacementStrategyName = Field(
-        "LeastLongTermMessageRate",
+        "AvgShedder",
         alias="loadBalancerLoadPlacementStrategy",
-        description="Placement strategy; Pulsar default org.apache.pulsar.broker.loadbalance.impl.LeastLongTermMessageRate.",
+        description="Placement strategy; Pulsar default org.apache.pulsar.broker.loadbalance.impl.AvgShedder "
+        "since PR #26609 (LeastLongTermMessageRate before); AvgShedder pairs only with the AvgShedder shedder.",
+    )
+    topic_bundle_assignment_strategy: Literal[
+        "org.apache.pulsar.common.naming.ConsistentHashingTopicBundleAssigner"
+    ] = Field(
+        "org.apache.pulsar.common.naming.ConsistentHashingTopicBundleAssigner",
+        alias="topicBundleAssignmentStrategy",
+        description="Topic -> bundle mapping; only Pulsar's default (crc32 consistent hashing) is implemented.",
     )
     load_balancer_shedding_interval_minutes: int = Field(
         1, ge=1, alias="loadBalancerSheddingIntervalMinutes", description="Shedding cycle period, minutes."
@@ -322,7 +331,8 @@ class LoadBalancerConfig(BaseModel):
         False, alias="loadBalancerSheddingBundlesWithPoliciesEnabled"
     )
     load_balancer_shedding_excluded_namespaces: tuple[str, ...] = Field(
-        (), alias="loadBalancerSheddingExcludedNamespaces", description="Namespaces never shed (TransferShedder)."
+        (), alias="loadBalancerSheddingExcludedNamespaces",
+        description="Namespaces never shed (doLoadShedding skips them; TransferShedder skips them too).",
     )
 
     # ---- bundle split triggers / algorithms ----------------------------------------------------

@@ -23,8 +23,12 @@ Input (see docs/core-decide.md for the full description and an example)::
              "nowMs": ms, "place": [bundle], "namespaceBundleCounts": {"tenant/ns": n},
              "availableBrokers": [id]}
 
-Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "splits", "placements", "stats"}],
-"state": {...}, "shedding", "placement", "seed"}``.
+Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "executed", "splits", "placements", "stats"}],
+"state": {...}, "shedding", "placement", "seed"}``. ``unloads`` is what the strategy selected;
+``executed`` (``{"unloads", "dropped"}``) is what the leader's ``doLoadShedding`` would do with it
+(destination from ``selectBroker`` over all brokers, the source included; drops with their reason).
+The cycle order is: splits, then shedding, then ``place`` lookups (see :func:`_run_cycle`). The core
+follows apache/pulsar commit 009a9bf2 (docs/core-decide.md).
 
 Keys starting with ``_`` and ``description`` are ignored everywhere (comments); any other unknown
 key is an error, so a misspelt option is never silently ignored.
@@ -39,7 +43,17 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, split_full_name
 from pulsar_rebalance.core.config import PLACEMENT_STRATEGY_CLASSES, SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
-from pulsar_rebalance.core.decision import Decision, Placement, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.bundles import format_boundary
+from pulsar_rebalance.core.decision import (
+    Decision,
+    DropReason,
+    DroppedUnload,
+    Placement,
+    Reason,
+    SplitDecision,
+    Unload,
+    skip,
+)
 from pulsar_rebalance.core.json_input import (
     json_type_name,
     check_int,
@@ -56,13 +70,19 @@ from pulsar_rebalance.core.load import (
     parse_bundle_data_map,
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
-from pulsar_rebalance.core.placement.assignment import ModularPlacementContext, select_broker_for_assignment
+from pulsar_rebalance.core.placement.assignment import (
+    ModularPlacementContext,
+    select_broker,
+    select_broker_for_assignment,
+)
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
 from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
+from pulsar_rebalance.core.split_algorithms import get_split_boundaries
 from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
+from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
 from pulsar_rebalance.core.state import StrategyState
-from pulsar_rebalance.errors import ConfigError, ScenarioError
+from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
 
 _TOP_KEYS = frozenset({"shedding", "placement", "config", "seed", "state", "assignDestinations", "cycles"})
 _CYCLE_KEYS = frozenset(
@@ -99,6 +119,7 @@ class Cycle:
     path: str
     brokers: dict[str, LocalBrokerData] | None
     bundle_data: dict[str, BundleData]
+    bundle_data_given: bool
     time_average: dict[str, TimeAverageBrokerData] | None
     broker_load_data: dict[str, BrokerLoadData] | None
     top_bundles: dict[str, list[tuple[str, NamespaceBundleStats]]] | None
@@ -180,7 +201,9 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
                 names.check(bundle, f"{p}.bundles[{i}]")
             for bundle in data.last_stats:
                 names.check(bundle, f"{p}.lastStats.{bundle}")
+            check_load_report(broker, data, p)
             brokers[broker] = data
+        _check_one_owner(brokers, bp)
 
     bundle_data: dict[str, BundleData] = {}
     if "bundleData" in obj:
@@ -188,14 +211,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         bundle_data = parse_bundle_data_map(obj["bundleData"], bdp)
         for bundle in bundle_data:
             names.check(bundle, field_path(bdp, bundle))
-    else:
-        # No leader-side history given: derive it the way Pulsar's leader does on its first cycle
-        # (updateBundleData: getBundleDataOrDefault, then update with each broker's lastStats sample).
-        for data in (brokers or {}).values():  # no brokers: _check_cycle_shape names what is missing
-            for bundle, stats in data.last_stats.items():
-                bd = bundle_data.get(bundle) or BundleData.new_default()
-                bd.update(stats)
-                bundle_data[bundle] = bd
+    # else: derived at run time from the state's BundleData and the brokers' lastStats (_leader_bundle_data)
 
     time_average: dict[str, TimeAverageBrokerData] | None = None
     if "timeAverageBrokerData" in obj:
@@ -268,6 +284,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         path=path,
         brokers=brokers,
         bundle_data=bundle_data,
+        bundle_data_given="bundleData" in obj,
         time_average=time_average,
         broker_load_data=broker_load_data,
         top_bundles=top_bundles,
@@ -280,6 +297,19 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
     )
     _check_cycle_shape(cycle, scenario)
     return cycle
+
+
+def _check_one_owner(brokers: Mapping[str, LocalBrokerData], path: str) -> None:
+    """The snapshot rules of core.snapshot that a cycle can break: a bundle under two brokers, or
+    two bundles of a namespace whose ranges overlap, is a contradiction (Pulsar owns each hash once)."""
+    owner: dict[str, str] = {}
+    for broker, data in brokers.items():
+        for bundle in dict.fromkeys((*data.bundles, *data.last_stats)):
+            other = owner.setdefault(bundle, broker)
+            if other != broker:
+                raise SnapshotError(f"bundle {bundle} is under two brokers: {other} and {broker}",
+                                    broker=broker, bundle=bundle, field=field_path(path, broker))
+    check_no_overlap(owner, path)
 
 
 def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
@@ -374,9 +404,19 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
     elif extensible:
         placement = "LeastResourceUsageWithWeight"
     elif BASE_NAME.get(shedding, shedding) == "AvgShedder":
-        placement = "AvgShedder"
+        placement = "AvgShedder"  # Pulsar's default placement (PR #26609), bound to the shedder
     else:
-        placement = config.load_balancer_load_placement_strategy
+        # The default placement is AvgShedder (PR #26609), which Pulsar refuses beside another shedder;
+        # with no placement given we keep the previous default instead of failing (docs/core-decide.md).
+        placement = "LeastLongTermMessageRate"
+    shed_base = BASE_NAME.get(shedding, shedding)
+    if placement == "AvgShedder" and shed_base != "AvgShedder":
+        # ModularLoadManagerImpl.initialize: a placement strategy that is also a shedding strategy must
+        # equal the shedding strategy (IllegalArgumentException at broker start).
+        raise ScenarioError(
+            "placement", f"the load shedding strategy {shedding} can't work with the placement strategy AvgShedder "
+            "(Pulsar refuses this pair at start); use AvgShedder for both, or another placement"
+        )
     return shedding, placement
 
 
@@ -448,10 +488,11 @@ def _derive_extensible(
     assert cycle.brokers is not None and cycle.now_ms is not None
     load: dict[str, BrokerLoadData] = {}
     top: dict[str, list[tuple[str, NamespaceBundleStats]]] = {}
-    saved = dict(state.transfer_broker_load_data)
+    previous = state.transfer_broker_load_data
+    saved: dict[str, Mapping[str, Any]] = {}  # brokers gone lose their BrokerLoadData (and its EMAs)
     k = config.load_balancer_max_number_of_bundles_in_bundle_load_report
     for broker, data in cycle.brokers.items():
-        prev = saved.get(broker)
+        prev = previous.get(broker)
         bld = BrokerLoadData.from_json(prev, f"state.transferShedder.brokerLoadData.{broker}") if prev else BrokerLoadData()
         usage = SystemResourceUsage(data.cpu, data.memory, data.direct_memory, data.bandwidth_in, data.bandwidth_out)
         bld.update(
@@ -486,9 +527,92 @@ def _namespace_counts(cycle: Cycle, top: Mapping[str, Sequence[tuple[str, Any]]]
     return counts
 
 
+def _leader_bundle_data(cycle: Cycle, state: StrategyState) -> dict[str, BundleData]:
+    """``updateBundleData`` when the caller gives no ``bundleData``: the leader's map from the state,
+    each broker's ``lastStats`` sample added (unknown bundles start from Pulsar's defaults), and
+    bundles no broker reports any more removed."""
+    known = state.bundle_data
+    out: dict[str, BundleData] = {}
+    for data in (cycle.brokers or {}).values():
+        for bundle, stats in data.last_stats.items():
+            bd = out.get(bundle)
+            if bd is None:
+                prev = known.get(bundle)
+                bd = BundleData.from_json(prev, f"state.bundleData.{bundle}") if prev else BundleData.new_default()
+                out[bundle] = bd
+            bd.update(stats)
+    return out
+
+
+def _split_decision(candidate: Any, config: LoadBalancerConfig) -> SplitDecision:
+    """A split trigger's candidate with the boundaries/children the default algorithm gives on its range."""
+    namespace, range_name = split_full_name(candidate.bundle)
+    algorithm = config.default_namespace_bundle_split_algorithm
+    boundaries: list[str] | None = None
+    children: list[str] | None = None
+    note = ""
+    if algorithm == "range_equally_divide":
+        rng_ = BundleRange.parse(range_name, "bundle")
+        cut = get_split_boundaries(algorithm, rng_, config=config)
+        if cut:
+            points = [rng_.lower, *cut, rng_.upper]
+            boundaries = [format_boundary(x) for x in cut]
+            children = [f"{namespace}/{format_boundary(lo)}_{format_boundary(hi)}" for lo, hi in zip(points, points[1:])]
+    else:
+        note = f"{algorithm} needs the bundle's topics: boundaries are computed at execution (pulsar-rebalance split)"
+    return SplitDecision(candidate.bundle, candidate.broker, candidate.reason, algorithm, boundaries, children,
+                         config.load_balancer_auto_unload_split_bundles_enabled, note or None)
+
+
+def _executed_unloads(
+    scenario: Scenario,
+    decision: Decision,
+    available: Sequence[str],
+    modular_ctx: Any,
+    state: StrategyState,
+    rng: random.Random,
+) -> tuple[list[Unload], list[DroppedUnload], StrategyState]:
+    """``ModularLoadManagerImpl.doLoadShedding`` after ``findBundlesForUnloading``.
+
+    For each selected (broker, bundle), brokers in order of first selection: an excluded namespace
+    is skipped; ``selectBroker(bundle)`` runs over all available brokers, the source included, with
+    no preallocation; no broker -> dropped; the source itself -> dropped; else the bundle is
+    unloaded to that destination.
+    """
+    config = scenario.config
+    excluded = frozenset(config.load_balancer_shedding_excluded_namespaces)
+    by_broker: dict[str, list[Unload]] = {}
+    for u in decision.unloads:
+        by_broker.setdefault(u.broker, []).append(u)
+    executed: list[Unload] = []
+    dropped: list[DroppedUnload] = []
+    for broker, items in by_broker.items():
+        for u in items:
+            ns = namespace_of(u.bundle)
+            if ns in excluded:
+                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.EXCLUDED_NAMESPACE,
+                                             f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces", u.reason))
+                continue
+            p, state = select_broker(u.bundle, strategy=scenario.placement, candidates=list(available),
+                                     ctx=modular_ctx(), config=config, state=state, rng=rng)
+            if p.broker is None:
+                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.NO_BROKER,
+                                             f"no broker available to unload the bundle to ({p.reason})", u.reason))
+            elif p.broker == u.broker:
+                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.DESTINATION_IS_SOURCE,
+                                             f"{scenario.placement} picked the current owner {u.broker}: {p.reason}",
+                                             u.reason, p.tied))
+            else:
+                executed.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
+    return executed, dropped, state
+
+
 def _run_cycle(
     scenario: Scenario, cycle: Cycle, state: StrategyState, rng: random.Random
 ) -> tuple[dict[str, Any], StrategyState]:
+    """One leader cycle, in this order: age the recently-unloaded maps; refresh the leader's view
+    (``updateAll``: bundle data, then ``checkNamespaceBundleSplit``); ``doLoadShedding`` (strategy,
+    then each unload's destination); then the ``place`` lookups (``selectBrokerForAssignment``)."""
     config = scenario.config
     now, now_source = _now(cycle)
     grace_ms = config.load_balancer_shedding_grace_period_minutes * 60_000
@@ -505,6 +629,14 @@ def _run_cycle(
         if len(kept) != len(state.lruww_avg_usage):
             state = state.evolve(lruww_avg_usage=kept)
 
+    # updateBundleData: the leader's BundleData (given, or kept in the state and updated with lastStats)
+    if cycle.bundle_data_given:
+        bundle_data = dict(cycle.bundle_data)
+    elif cycle.brokers is not None:
+        bundle_data = _leader_bundle_data(cycle, state)
+    else:
+        bundle_data = {}
+
     shedder = SHEDDERS[scenario.shedding]
     top: dict[str, list[tuple[str, NamespaceBundleStats]]] | None = cycle.top_bundles
     load_data = cycle.broker_load_data
@@ -520,72 +652,9 @@ def _run_cycle(
         assert cycle.brokers is not None
         available = list(cycle.brokers)
 
-    extra: dict[str, Any] = {"nowMs": now, "nowSource": now_source, "availableBrokers": len(available)}
-    if not (config.load_balancer_enabled and config.load_balancer_shedding_enabled):
-        decision: Decision = skip(Reason.DISABLED, "loadBalancerEnabled or loadBalancerSheddingEnabled is false")
-    elif len(available) <= 1:
-        decision = skip(Reason.NO_BROKERS, f"{len(available)} available broker(s): no load shedding is performed")
-    elif scenario.extensible:
-        assert load_data is not None
-        owned = None
-        if cycle.brokers is not None:
-            owned = {b: frozenset(d.bundles) for b, d in cycle.brokers.items()}
-        inp = ExtensibleInput(
-            broker_load_data=load_data,
-            top_bundles=top or {},
-            available_brokers=available,
-            recently_unloaded_bundles=recent_bundles,
-            recently_unloaded_brokers=recent_brokers,
-            now_ms=cycle.now_ms or 0,
-            owned_bundles=owned,
-            excluded=frozenset(config.load_balancer_shedding_excluded_namespaces),
-        )
-        decision, state = shedder.find_bundles_for_unloading(inp, config, state)
-    else:
-        inp_m = ModularInput(cycle.brokers or {}, cycle.bundle_data, recent_bundles)
-        decision, state = shedder.find_bundles_for_unloading(inp_m, config, state)
-
-    # Record what was unloaded (ModularLoadManagerImpl / UnloadScheduler do it after each unload).
-    if decision.unloads and now is not None:
-        rb = dict(state.recently_unloaded_bundles)
-        rk = dict(state.recently_unloaded_brokers)
-        for u in decision.unloads:
-            rb[u.bundle] = now
-            if scenario.extensible:
-                rk[u.broker] = now
-        state = state.evolve(recently_unloaded_bundles=rb, recently_unloaded_brokers=rk)
-
-    # Placement context (modular), built lazily: only destinations and `place` need it.
-    ctx: ModularPlacementContext | None = None
-
-    def modular_ctx() -> ModularPlacementContext:
-        nonlocal ctx
-        if ctx is None:
-            ctx = ModularPlacementContext.build(cycle.brokers or {}, cycle.bundle_data, cycle.time_average)
-        return ctx
-
-    unloads = list(decision.unloads)
-    if scenario.assign_destinations and unloads:
-        assigned: list[Unload] = []
-        for u in unloads:
-            if u.destination is not None:
-                assigned.append(u)
-                continue
-            candidates = [b for b in available if b != u.broker]
-            if scenario.extensible:
-                assert load_data is not None
-                p = EXTENSIBLE_PLACEMENTS[scenario.placement].select_broker(
-                    bundle=u.bundle, candidates=candidates, load_data=load_data, config=config, rng=rng
-                )
-            else:
-                p, state = select_broker_for_assignment(
-                    u.bundle, strategy=scenario.placement, candidates=candidates, ctx=modular_ctx(),
-                    config=config, state=state, rng=rng,
-                )
-            assigned.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
-        unloads = assigned
-
+    # Splits first (updateAll -> checkNamespaceBundleSplit runs when load reports arrive).
     splits: list[SplitDecision] = []
+    split_notes: list[str] = []
     if config.load_balancer_auto_bundle_split_enabled:
         derived_counts = _namespace_counts(cycle, top)
         counts = cycle.namespace_bundle_counts if cycle.namespace_bundle_counts is not None else derived_counts
@@ -609,17 +678,104 @@ def _run_cycle(
                     config=config,
                     path=field_path(cycle.path, src_path.format(broker)),
                 )
-                splits.extend(SplitDecision(c.bundle, c.broker, c.reason) for c in found)
+                splits.extend(_split_decision(c, config) for c in found)
             state = state.evolve(split_hit_counts=hit_counts)
+        elif len(available) <= 1:
+            # checkNamespaceBundleSplit: returns early when knownBrokers.size() <= 1
+            split_notes.append(f"{len(available)} known broker(s): checkNamespaceBundleSplit does nothing")
         else:
             found = modular_bundles_to_split(
                 brokers=cycle.brokers or {},
-                bundle_data=cycle.bundle_data,
+                bundle_data=bundle_data,
                 namespace_bundle_counts=_with_counts(counts, derived_counts, _all_last_stats(cycle)),
                 config=config,
                 path=field_path(cycle.path, "brokers"),
             )
-            splits.extend(SplitDecision(c.bundle, c.broker, c.reason) for c in found)
+            for c in found:
+                splits.append(_split_decision(c, config))
+                # "Make sure the same bundle is not selected again": its BundleData is removed, so the
+                # shedder of this cycle cannot select the split parent.
+                bundle_data.pop(c.bundle, None)
+
+    extra: dict[str, Any] = {"nowMs": now, "nowSource": now_source, "availableBrokers": len(available)}
+    if split_notes:
+        extra["splitNotes"] = split_notes
+    if not (config.load_balancer_enabled and config.load_balancer_shedding_enabled):
+        decision: Decision = skip(Reason.DISABLED, "loadBalancerEnabled or loadBalancerSheddingEnabled is false")
+    elif len(available) <= 1:
+        decision = skip(Reason.NO_BROKERS, f"{len(available)} available broker(s): no load shedding is performed")
+    elif scenario.extensible:
+        assert load_data is not None
+        owned = None
+        if cycle.brokers is not None:
+            owned = {b: frozenset(d.bundles) for b, d in cycle.brokers.items()}
+        inp = ExtensibleInput(
+            broker_load_data=load_data,
+            top_bundles=top or {},
+            available_brokers=available,
+            recently_unloaded_bundles=recent_bundles,
+            recently_unloaded_brokers=recent_brokers,
+            now_ms=cycle.now_ms or 0,
+            owned_bundles=owned,
+            excluded=frozenset(config.load_balancer_shedding_excluded_namespaces),
+        )
+        decision, state = shedder.find_bundles_for_unloading(inp, config, state)
+    else:
+        inp_m = ModularInput(cycle.brokers or {}, bundle_data, recent_bundles)
+        decision, state = shedder.find_bundles_for_unloading(inp_m, config, state)
+
+    # Placement context (modular), built lazily: only destinations and `place` need it.
+    ctx: ModularPlacementContext | None = None
+
+    def modular_ctx() -> ModularPlacementContext:
+        nonlocal ctx
+        if ctx is None:
+            ctx = ModularPlacementContext.build(cycle.brokers or {}, bundle_data, cycle.time_average)
+        return ctx
+
+    # The load manager's level: what is executed, and what is dropped with the reason.
+    dropped: list[DroppedUnload] = []
+    if scenario.extensible:
+        executed = list(decision.unloads)  # UnloadScheduler executes every decision as given
+    elif decision.unloads:
+        executed, dropped, state = _executed_unloads(scenario, decision, available, modular_ctx, state, rng)
+    else:
+        executed = []
+    if BASE_NAME.get(scenario.shedding, scenario.shedding) == "AvgShedder":
+        state = state.evolve(avg_bundle_broker={})  # onUnloadAttemptCompleted: the plans end with the attempt
+
+    # Record what was unloaded (ModularLoadManagerImpl / UnloadScheduler do it after each unload).
+    if executed and now is not None:
+        rb = dict(state.recently_unloaded_bundles)
+        rk = dict(state.recently_unloaded_brokers)
+        for u in executed:
+            rb[u.bundle] = now
+            if scenario.extensible:
+                rk[u.broker] = now
+        state = state.evolve(recently_unloaded_bundles=rb, recently_unloaded_brokers=rk)
+
+    unloads = list(decision.unloads)
+    if scenario.assign_destinations and unloads:
+        assigned: list[Unload] = []
+        if scenario.extensible:
+            for u in unloads:
+                if u.destination is not None:
+                    assigned.append(u)
+                    continue
+                assert load_data is not None
+                p = EXTENSIBLE_PLACEMENTS[scenario.placement].select_broker(
+                    bundle=u.bundle, candidates=[b for b in available if b != u.broker], load_data=load_data,
+                    config=config, rng=rng,
+                )
+                assigned.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
+            executed = assigned
+        else:
+            # the strategy level shows the executed destination where the load manager unloads the bundle
+            done = {(u.broker, u.bundle): u for u in executed}
+            for u in unloads:
+                e = done.get((u.broker, u.bundle))
+                assigned.append(e if e is not None else u)
+        unloads = assigned
 
     placements: list[Placement] = []
     for bundle in cycle.place:
@@ -637,6 +793,11 @@ def _run_cycle(
             )
             placements.append(p)
 
+    if not cycle.bundle_data_given and cycle.brokers is not None:
+        state = state.evolve(bundle_data={b: d.to_json() for b, d in bundle_data.items()})
+    else:
+        state = state.evolve(bundle_data={})
+
     stats = dict(decision.stats)
     stats.update(extra)
     # The label/reason describe the unload decision (Pulsar's UnloadDecision); splits ride alongside.
@@ -649,7 +810,9 @@ def _run_cycle(
         placements=tuple(placements),
         stats=stats,
     )
-    return final.to_json(), state
+    out = final.to_json()
+    out["executed"] = {"unloads": [u.to_json() for u in executed], "dropped": [d.to_json() for d in dropped]}
+    return out, state
 
 
 def _with_counts(counts: Mapping[str, int], derived: Mapping[str, int], stats: Mapping[str, Any]) -> Mapping[str, int]:
@@ -674,10 +837,13 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
     """Run a validated scenario (see :func:`decide_scenario`)."""
     rng = random.Random(scenario.seed)
     state = scenario.state
+    if state.random_state is not None:
+        rng.setstate((3, state.random_state, None))  # continue the stream where the last call stopped
     cycles_out: list[dict[str, Any]] = []
     for cycle in scenario.cycles:
         out, state = _run_cycle(scenario, cycle, state, rng)
         cycles_out.append(out)
+    state = state.evolve(random_state=rng.getstate()[1])
     return {
         "shedding": scenario.shedding,
         "placement": scenario.placement,

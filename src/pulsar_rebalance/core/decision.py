@@ -94,13 +94,58 @@ class Unload:
         return out
 
 
+class DropReason(str, enum.Enum):
+    """Why ``doLoadShedding`` does not execute an unload the strategy selected."""
+
+    DESTINATION_IS_SOURCE = "DestinationIsSource"
+    """``selectBroker`` picked the current owner ("destination broker is the same as the current owner")."""
+    NO_BROKER = "NoBroker"
+    """``selectBroker`` found no broker ("No broker available to unload bundle")."""
+    EXCLUDED_NAMESPACE = "ExcludedNamespace"
+    """The namespace is in ``loadBalancerSheddingExcludedNamespaces``."""
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedUnload:
+    """A strategy-selected unload the load manager does not execute, and why (``detail`` in words)."""
+
+    broker: str
+    bundle: str
+    reason: DropReason
+    detail: str
+    strategy_reason: str
+    tied: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "broker": self.broker,
+            "bundle": self.bundle,
+            "dropped": self.reason.value,
+            "detail": self.detail,
+            "reason": self.strategy_reason,
+        }
+        if self.tied:
+            out["tied"] = list(self.tied)
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class SplitDecision:
-    """Split ``bundle`` (owned by ``broker``); ``reason`` is Pulsar's split reason with its numbers."""
+    """Split ``bundle`` (owned by ``broker``); ``reason`` is Pulsar's split reason with its numbers.
+
+    ``algorithm`` is ``defaultNamespaceBundleSplitAlgorithm``; ``boundaries``/``children`` are what it
+    gives on the bundle's range (None when it needs the topics, see ``note``); ``unload_children`` is
+    ``loadBalancerAutoUnloadSplitBundlesEnabled`` (Pulsar then unloads every child).
+    """
 
     bundle: str
     broker: str
     reason: str
+    algorithm: str | None = None
+    boundaries: list[str] | None = None
+    children: list[str] | None = None
+    unload_children: bool | None = None
+    note: str | None = None
 
     def __post_init__(self) -> None:
         _check_name(self.bundle, "SplitDecision.bundle")
@@ -109,7 +154,13 @@ class SplitDecision:
             raise ValueError(f"SplitDecision of {self.bundle}: reason must be a non-empty string")
 
     def to_json(self) -> dict[str, Any]:
-        return {"bundle": self.bundle, "broker": self.broker, "reason": self.reason}
+        out: dict[str, Any] = {"bundle": self.bundle, "broker": self.broker, "reason": self.reason}
+        if self.algorithm is not None:
+            out.update({"algorithm": self.algorithm, "boundaries": self.boundaries, "children": self.children,
+                        "unloadChildren": self.unload_children})
+            if self.note:
+                out["note"] = self.note
+        return out
 
 
 @dataclass(frozen=True, slots=True)

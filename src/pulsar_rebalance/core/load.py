@@ -108,7 +108,10 @@ class ResourceUsage:
 def _percent_usage(usage: float, limit: float) -> float:
     proportion = 0.0
     if limit > 0:
-        proportion = f32(f32(usage) / f32(limit))
+        lim = f32(limit)
+        if lim == 0.0:  # a limit below float32's range: Java's x / 0.0f is Infinity (NaN for 0 / 0)
+            return math.inf if f32(usage) > 0 else math.nan
+        proportion = f32(f32(usage) / lim)
     # float * int in Java: the int literal 100 becomes float; the product is rounded to float.
     return f32(proportion * 100.0)
 

@@ -134,7 +134,8 @@ def modular_bundles_to_split(
        ``rate > maxMsgRate`` or ``throughput > maxBandwidthMbytes * MiB`` (all strict).
     4. Accepted if ``bundleCount(ns) + acceptedThisCycle(ns) < loadBalancerNamespaceMaximumBundles``.
        The per-namespace counter increments on every acceptance - also when the same bundle is seen
-       again under a second broker (Pulsar's quirk: the result is a set, the counter is not).
+       again under a second broker (Pulsar's quirk: the result is a map, the counter is not); the
+       map keeps the **last** broker reporting the bundle (``bundleCache.put(bundle, broker)``).
     5. ``checkNamespaceBundleSplit`` then drops bundles with ``!canSplitBundle`` (range width <= 1).
 
     ``namespace_bundle_counts`` maps ``tenant/ns`` to its current bundle count (Pulsar's
@@ -183,13 +184,13 @@ def modular_bundles_to_split(
                 continue
             per_namespace[namespace] = already + 1
             ranges[bundle] = bundle_range
-            if bundle not in accepted:
-                reason = "; ".join(text for _, text in crossed) + (
-                    f" (namespace {namespace}: {count} bundles + {already} already chosen this cycle "
-                    f"< loadBalancerNamespaceMaximumBundles {max_bundles})"
-                )
-                accepted[bundle] = SplitCandidate(bundle, broker, reason, crossed[0][0])
-                logger.info("[%s] split candidate on %s: %s", bundle, broker, reason)
+            # bundleCache.put(bundle, broker): a bundle reported by two brokers keeps the last one
+            reason = "; ".join(text for _, text in crossed) + (
+                f" (namespace {namespace}: {count} bundles + {already} already chosen this cycle "
+                f"< loadBalancerNamespaceMaximumBundles {max_bundles})"
+            )
+            accepted[bundle] = SplitCandidate(bundle, broker, reason, crossed[0][0])
+            logger.info("[%s] split candidate on %s: %s", bundle, broker, reason)
     result: list[SplitCandidate] = []
     for bundle, candidate in accepted.items():
         if not ranges[bundle].can_split():

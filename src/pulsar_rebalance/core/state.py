@@ -14,11 +14,12 @@ reset history)::
      "leastResourceUsageWithWeight": {"brokerAvgResourceUsageWithWeight": {"<broker>": 0.40}},
      "avgShedder": {"brokerHitCountForHigh": {"<broker>": 1}, "brokerHitCountForLow": {"<broker>": 2},
                     "brokerScoreMap": {"<broker>": 55.0},
-                    "bundleBrokerMap": [{"bundle": "<t/ns/range>", "bundleDataKey": "<canonical json>",
-                                         "broker": "<broker>"}]},
+                    "bundleBrokerMap": [{"bundle": "<t/ns/range>", "broker": "<broker>"}]},
      "transferShedder": {"unloadConditionHitCount": 0, "brokerLoadData": {"<broker>": {BrokerLoadData}}},
      "splitConditionHitCounts": {"<broker>": {"<bundle>": 2}},
-     "recentlyUnloadedBundles": {"<bundle>": epochMs}, "recentlyUnloadedBrokers": {"<broker>": epochMs}}
+     "recentlyUnloadedBundles": {"<bundle>": epochMs}, "recentlyUnloadedBrokers": {"<broker>": epochMs},
+     "bundleData": {"<bundle>": {BundleData}},   (only when the caller does not supply bundleData)
+     "random": {"mt": [624 words, index]} | null}   (the seeded random stream's position)
 
 Units: usages are fractions (1.0 = 100%), AvgShedder scores are points 0-100, times epoch ms.
 """
@@ -48,16 +49,13 @@ def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class AvgShedderBinding:
-    """One ``AvgShedder.bundleBrokerMap`` entry: bundle data (by value) -> planned destination broker.
+    """One entry of AvgShedder's planned destinations: bundle name -> destination broker.
 
-    Pulsar keys the map by ``BundleData`` *value equality* (the BundleData objects compare by their
-    time-average fields), so two bundles with identical data share one entry and the later write
-    wins. ``data_key`` is the canonical JSON of the BundleData; ``bundle`` is only informative (the
-    bundle of the last write).
+    Keyed by bundle name and scoped to one shedding attempt (apache/pulsar PR #26246): the map is
+    empty between cycles; it is carried in the state only for callers that split one cycle.
     """
 
     bundle: str
-    data_key: str
     broker: str
 
 
@@ -71,7 +69,7 @@ class StrategyState:
     avg_hit_low: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     avg_scores: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
     avg_bundle_broker: Mapping[str, AvgShedderBinding] = field(default_factory=lambda: _EMPTY)
-    """Keyed by ``data_key``."""
+    """Keyed by bundle name."""
     transfer_hit_count: int = 0
     transfer_broker_load_data: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     """Per broker, the last derived extensible ``BrokerLoadData`` (JSON), carrying its EMAs."""
@@ -79,6 +77,10 @@ class StrategyState:
     """Per broker (each broker runs its own extensible split strategy), bundle -> consecutive hits."""
     recently_unloaded_bundles: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     recently_unloaded_brokers: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    bundle_data: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    """The leader's ``loadData.bundleData`` (BundleData JSON) when the caller does not supply ``bundleData``."""
+    random_state: tuple[int, ...] | None = None
+    """Position of the seeded random stream (Mersenne Twister: 624 words + index), None = fresh from the seed."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -92,10 +94,13 @@ class StrategyState:
             "split_hit_counts",
             "recently_unloaded_bundles",
             "recently_unloaded_brokers",
+            "bundle_data",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if not isinstance(self.transfer_hit_count, int) or self.transfer_hit_count < 0:
             raise ValueError(f"transfer_hit_count must be a non-negative int, got {self.transfer_hit_count!r}")
+        if self.random_state is not None:
+            object.__setattr__(self, "random_state", tuple(self.random_state))
 
     def evolve(self, **changes: Any) -> StrategyState:
         """A new state with some fields replaced (mappings are copied and frozen)."""
@@ -112,7 +117,7 @@ class StrategyState:
                 "brokerHitCountForLow": dict(self.avg_hit_low),
                 "brokerScoreMap": dict(self.avg_scores),
                 "bundleBrokerMap": [
-                    {"bundle": b.bundle, "bundleDataKey": b.data_key, "broker": b.broker}
+                    {"bundle": b.bundle, "broker": b.broker}
                     for b in self.avg_bundle_broker.values()
                 ],
             },
@@ -123,6 +128,8 @@ class StrategyState:
             "splitConditionHitCounts": {b: dict(c) for b, c in self.split_hit_counts.items()},
             "recentlyUnloadedBundles": dict(self.recently_unloaded_bundles),
             "recentlyUnloadedBrokers": dict(self.recently_unloaded_brokers),
+            "bundleData": {b: dict(d) for b, d in self.bundle_data.items()},
+            "random": None if self.random_state is None else {"mt": list(self.random_state)},
         }
 
     @classmethod
@@ -140,6 +147,8 @@ class StrategyState:
                 "splitConditionHitCounts",
                 "recentlyUnloadedBundles",
                 "recentlyUnloadedBrokers",
+                "bundleData",
+                "random",
             },
             path,
         )
@@ -163,12 +172,13 @@ class StrategyState:
             entry = require_object(item, ip)
             reject_unknown_keys(entry, {"bundle", "bundleDataKey", "broker"}, ip)
             strings = {}
-            for key in ("bundle", "bundleDataKey", "broker"):
+            for key in ("bundle", "broker"):
                 value = entry.get(key)
                 if not isinstance(value, str) or not value:
                     raise ScenarioError(field_path(ip, key), "expected a non-empty string")
                 strings[key] = value
-            bindings[strings["bundleDataKey"]] = AvgShedderBinding(strings["bundle"], strings["bundleDataKey"], strings["broker"])
+            # bundleDataKey: accepted from states written before PR #26246 was followed, not used
+            bindings[strings["bundle"]] = AvgShedderBinding(strings["bundle"], strings["broker"])
 
         hit = tr.get("unloadConditionHitCount", 0)
         hit_count = check_int(hit, field_path(p_tr, "unloadConditionHitCount"))
@@ -184,7 +194,18 @@ class StrategyState:
                 bp = field_path(p_bld, broker)
                 load_data[broker] = BrokerLoadData.from_json(require_object(value, bp), bp).to_json()
 
+        bundle_data: dict[str, Mapping[str, Any]] = {}
+        p_bd = field_path(path, "bundleData")
+        raw_bd = require_object(root.get("bundleData", {}), p_bd)
+        if raw_bd:
+            from pulsar_rebalance.core.load import BundleData
+
+            for bundle, value in raw_bd.items():
+                bundle_data[bundle] = BundleData.from_json(value, field_path(p_bd, bundle)).to_json()
+
         return cls(
+            random_state=_random_state(root.get("random"), field_path(path, "random")),
+            bundle_data=bundle_data,
             threshold_avg_usage=_number_map(ts, "brokerAvgResourceUsage", p_ts),
             lruww_avg_usage=_number_map(lr, "brokerAvgResourceUsageWithWeight", p_lr),
             avg_hit_high=_int_map(av, "brokerHitCountForHigh", p_av),
@@ -197,6 +218,28 @@ class StrategyState:
             recently_unloaded_bundles=_int_map(root, "recentlyUnloadedBundles", path),
             recently_unloaded_brokers=_int_map(root, "recentlyUnloadedBrokers", path),
         )
+
+
+_MT_WORDS = 624
+
+
+def _random_state(value: object, path: str) -> tuple[int, ...] | None:
+    """``{"mt": [624 words, index]}`` as written by :meth:`StrategyState.to_json` (or null)."""
+    if value is None:
+        return None
+    obj = require_object(value, path)
+    reject_unknown_keys(obj, {"mt"}, path)
+    words = obj.get("mt")
+    mp = field_path(path, "mt")
+    if not isinstance(words, list) or len(words) != _MT_WORDS + 1:
+        raise ScenarioError(mp, f"expected an array of {_MT_WORDS + 1} integers (a previous output's state.random.mt)")
+    out = []
+    for i, w in enumerate(words):
+        n = check_int(w, field_path(mp, i))
+        if n > 0xFFFFFFFF or (i == _MT_WORDS and n > _MT_WORDS):
+            raise ScenarioError(field_path(mp, i), f"out of range: {n}")
+        out.append(n)
+    return tuple(out)
 
 
 def _section(root: Mapping[str, Any], key: str, path: str, allowed: set[str]) -> Mapping[str, Any]:

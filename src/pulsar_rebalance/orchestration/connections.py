@@ -7,7 +7,9 @@
   (any SQLAlchemy URL, e.g. a unix-socket one). Missing connection -> the worker's own
   ``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL`` environment is used.
 
-Values are read at task run time, never at DAG parse time, and never put on a command line.
+Values are read at task run time, never at DAG parse time, and never put on a command line: every
+value that could show up in a log line (token, DB password, the rendered DB URL, userinfo of the admin
+URL) is registered with Airflow's secret masker (``airflow.sdk.log.mask_secret``) as it is read.
 """
 
 from __future__ import annotations
@@ -62,12 +64,39 @@ def db_url_from_conn(conn) -> str | None:
 
 
 def job_environment() -> dict[str, str]:
-    """Environment for a Spark job: admin URL/token and the state DB URL, from Connections."""
+    """Secrets for a Spark job: admin URL/token and the state DB URL, from Connections (masked)."""
     env = admin_env(_get(ADMIN_CONN_ID))
     url = db_url_from_conn(_get(DB_CONN_ID))
     if url:
         env["PULSAR_REBALANCE_DATABASE_URL"] = url
+    mask_secrets(env)
     return env
+
+
+def mask_secrets(env: dict[str, str]) -> None:
+    """Register with Airflow's masker every value of ``env`` that could leak: the admin token, the
+    DB URL and its password, the password of any URL's userinfo."""
+    from urllib.parse import urlsplit
+
+    from airflow.sdk.log import mask_secret
+
+    for key, value in env.items():
+        if not value:
+            continue
+        if key == "PULSAR_ADMIN_TOKEN" or key == "PULSAR_REBALANCE_DATABASE_URL":
+            mask_secret(value)
+        if "://" in value:
+            try:
+                parts = urlsplit(value)
+                password = parts.password
+            except ValueError:
+                password = None
+            if password:
+                from urllib.parse import unquote
+
+                mask_secret(password)
+                mask_secret(unquote(password))
+                mask_secret(value)
 
 
 def database_url() -> str:

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name
+from pulsar_rebalance.core.bundles import BundleRange, parse_boundary
 from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.snapshot import SnapshotCheck, check_text, validate_snapshot, validate_topic_stats
 from pulsar_rebalance.errors import MalformedResponseError, ScenarioError
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class Snapshot:
     bundle_stats_rows: list[dict[str, Any]] = field(default_factory=list)
     collected_at_ms: int = 0
     parsed: dict[str, LocalBrokerData] = field(default_factory=dict)  # load_reports, validated and parsed once
+    check: SnapshotCheck | None = None  # core.snapshot's verdict: warnings for the plan, bundles left out
 
     def weighted_usage(self, weights: tuple[float, float, float, float, float]) -> dict[str, float]:
         """Pulsar's weighted max resource usage per broker (a fraction; > 1 when over 100%)."""
@@ -89,7 +91,7 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
     parsed_reports: dict[str, LocalBrokerData] = {}
     topic_rows: list[dict[str, Any]] = []
     stats_rows: list[dict[str, Any]] = []
-    ownership: dict[str, str] = {}
+    claims: dict[str, list[str]] = {}
     for broker in brokers:
         report = client.load_report(broker)
         try:
@@ -105,17 +107,14 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         owned = client.owned_namespaces(cluster, broker)
         if not isinstance(owned, Mapping):
             raise MalformedResponseError(f"ownedNamespaces of {broker} is not a JSON object", url=broker)
-        for bundle in owned:
-            ns, rng = split_full_name(bundle)
-            if ns in ns_boundaries:
-                ownership[bundle] = broker
-    # Ownership and boundaries are read at slightly different moments; a bundle split in between is
-    # owned under a name our boundaries do not know yet. It is left for the next run, not guessed.
-    live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in ns_boundaries.items() for a, b in zip(bs, bs[1:])}
-    unknown = sorted(set(ownership) - live)
-    for bundle in unknown:
-        log.warning("bundle %s is owned by %s but not in the namespace's boundaries read earlier "
-                    "(split meanwhile?): left for the next run", bundle, ownership.pop(bundle))
+        claims[broker] = [b for b in owned if b.rpartition("/")[0] in ns_boundaries]
+    # Everything has been read and nothing written: one validation layer (core.snapshot) rejects a
+    # snapshot that contradicts itself, and turns what Pulsar can show mid-transition (a bundle
+    # claimed twice, split between two reads) into warnings for the plan with the bundle left out.
+    check = validate_snapshot(brokers=brokers, boundaries=ns_boundaries, claims=claims, reports=parsed_reports,
+                              raw_reports=reports, leader=leader, cluster=cluster)
+    for w in check.warnings:
+        log.warning("%s", w.message)
     return Snapshot(
         cluster=cluster,
         admin_url=client.base_url,
@@ -123,18 +122,19 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         brokers={b: client.broker_url(b) for b in brokers},
         namespaces=ns_boundaries,
         load_reports=reports,
-        ownership=ownership,
+        ownership=check.ownership,
         topic_rows=topic_rows,
         bundle_stats_rows=stats_rows,
         collected_at_ms=int(time.time() * 1000),
         parsed=parsed_reports,
+        check=check,
     )
 
 
 def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for bundle, st in data.last_stats.items():
-        ns, rng = split_full_name(bundle)
+        ns, _, rng = bundle.rpartition("/")  # a malformed name is rejected by validate_snapshot
         if ns not in wanted_ns:
             continue
         rows.append({
@@ -158,39 +158,23 @@ def topic_rows_from_stats(broker: str, stats: Any, wanted_ns: Mapping[str, Any])
         for rng, domains in _mapping(bundles, broker, ns).items():
             BundleRange.parse(rng, f"broker-stats/topics[{broker}].{ns}")
             for domain, topics in _mapping(domains, broker, f"{ns}/{rng}").items():
+                check_text(domain, "domain", broker=broker, bundle=f"{ns}/{rng}")
                 for topic, ts in _mapping(topics, broker, f"{ns}/{rng}/{domain}").items():
-                    ts = _mapping(ts, broker, topic)
-                    subs = ts.get("subscriptions") or {}
-                    consumers = 0
-                    for sub in subs.values() if isinstance(subs, Mapping) else []:
-                        cons = sub.get("consumers") if isinstance(sub, Mapping) else None
-                        consumers += len(cons) if isinstance(cons, list) else int(sub.get("consumerCount", 0) or 0)
-                    publishers = ts.get("publishers")
-                    producers = ts.get("producerCount", len(publishers) if isinstance(publishers, list) else 0)
-                    try:
-                        rows.append({
-                            "broker": broker, "namespace": ns, "reported_bundle": rng, "domain": domain, "topic": topic,
-                            "msg_rate_in": _rate(ts, "msgRateIn"), "msg_rate_out": _rate(ts, "msgRateOut"),
-                            "msg_throughput_in": _rate(ts, "msgThroughputIn"),
-                            "msg_throughput_out": _rate(ts, "msgThroughputOut"),
-                            "producer_count": int(producers), "consumer_count": consumers,
-                            "subscription_count": len(subs) if isinstance(subs, Mapping) else 0,
-                        })
-                    except (TypeError, ValueError) as exc:
-                        raise MalformedResponseError(f"topic stats of {topic} on {broker}: {exc}", url=broker) from exc
+                    st = validate_topic_stats(ts, broker=broker, bundle=f"{ns}/{rng}", topic=topic)
+                    rows.append({
+                        "broker": broker, "namespace": ns, "reported_bundle": rng, "domain": domain, "topic": topic,
+                        "msg_rate_in": st.msgRateIn, "msg_rate_out": st.msgRateOut,
+                        "msg_throughput_in": st.msgThroughputIn, "msg_throughput_out": st.msgThroughputOut,
+                        "producer_count": st.producers(),
+                        "consumer_count": sum(sub.consumer_total() for sub in st.subscriptions.values()),
+                        "subscription_count": len(st.subscriptions),
+                    })
     return rows
 
 
 def _mapping(value: Any, broker: str, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise MalformedResponseError(f"broker-stats/topics of {broker}: {where} is not a JSON object", url=broker)
-    return value
-
-
-def _rate(stats: Mapping[str, Any], key: str) -> float:
-    value = float(stats.get(key, 0.0) or 0.0)
-    if value != value or value < 0:
-        raise ValueError(f"{key} must be a non-negative number, got {stats.get(key)!r}")
     return value
 
 
@@ -214,6 +198,8 @@ def record_snapshot(
         session, cluster_id=cluster_id, run_id=run_id, ownership=snapshot.ownership,
         cause="observed by collect_load",
     )
+    if snapshot.check is not None:
+        repo.record_snapshot_check(session, run_id=run_id, check=snapshot.check.to_json())
     repo.set_run_stage(session, run_id=run_id, stage="collect_load")
     return cluster_id
 

@@ -1,15 +1,28 @@
 """What every stage needs: run identity, the run's work directory, and clients built from the environment.
 
-Secrets never travel on argv: the admin token and the database URL are read from the environment,
-which the Airflow operator fills from Airflow Connections at execute time.
+Secrets never travel on argv, in Spark properties or in a log line. The Airflow operator resolves
+them from Airflow Connections at execute time and writes them to a JSON file readable only by its
+user (mode 0600, in a 0700 directory), which reaches the job:
+
+* client deploy mode (``local[*]``, ``spark://`` / YARN / Kubernetes client): the driver runs beside
+  the operator and reads the file at the path in ``PULSAR_REBALANCE_SECRETS_FILE``;
+* cluster deploy mode: the file is shipped with ``--files`` and read from the driver's working
+  directory (or ``SparkFiles``) under its name ``pulsar-rebalance-secrets.json``;
+* Kubernetes with a secret reference (``kubernetes_secret``): no file; Kubernetes injects the
+  variables from the named Secret (``spark.kubernetes.driver.secretKeyRef.*``).
+
+:func:`load_secrets` merges the file into the process environment (``PULSAR_ADMIN_*``,
+``PULSAR_REBALANCE_DATABASE_URL``), where :func:`admin_client_from_env` and the store read them.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
-from collections.abc import Mapping
+import stat
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 from pulsar_rebalance.errors import ConfigError
@@ -19,6 +32,10 @@ ENV_ADMIN_URL = "PULSAR_ADMIN_URL"
 ENV_ADMIN_TOKEN = "PULSAR_ADMIN_TOKEN"
 ENV_ADMIN_TLS_VERIFY = "PULSAR_ADMIN_TLS_VERIFY"  # "true" | "false" | path to a CA bundle
 ENV_ADMIN_TIMEOUT = "PULSAR_ADMIN_TIMEOUT"
+ENV_SECRETS_FILE = "PULSAR_REBALANCE_SECRETS_FILE"  # path of the secrets file (client mode), not a secret
+SECRETS_FILE_NAME = "pulsar-rebalance-secrets.json"  # its name when shipped with --files (cluster mode)
+SECRET_KEYS = frozenset({ENV_ADMIN_URL, ENV_ADMIN_TOKEN, ENV_ADMIN_TLS_VERIFY, ENV_ADMIN_TIMEOUT,
+                         "PULSAR_REBALANCE_DATABASE_URL"})
 
 # Parquet datasets inside a run's work directory
 TOPICS = "topics.parquet"
@@ -96,3 +113,45 @@ def admin_client_from_env(environ: Mapping[str, str] = os.environ):
                                           timeout=timeout)
     except ValueError as exc:  # the message names the URL with its credentials redacted
         raise ConfigError(f"{ENV_ADMIN_URL}: {exc}", key=ENV_ADMIN_URL) from None
+
+
+def find_secrets_file(environ: Mapping[str, str] = os.environ, spark_files_dir: str | None = None) -> str | None:
+    """Where this job's secrets file is: ``PULSAR_REBALANCE_SECRETS_FILE`` (absolute, or a name relative
+    to the working directory / SparkFiles), else ``pulsar-rebalance-secrets.json`` shipped with --files."""
+    name = environ.get(ENV_SECRETS_FILE) or SECRETS_FILE_NAME
+    candidates = [name] if os.path.isabs(name) else [name, *([os.path.join(spark_files_dir, name)] if spark_files_dir else [])]
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    if environ.get(ENV_SECRETS_FILE):
+        raise ConfigError(f"{ENV_SECRETS_FILE} names {name!r}, which does not exist here (was it shipped with --files?)",
+                          key=ENV_SECRETS_FILE)
+    return None
+
+
+def load_secrets(environ: MutableMapping[str, str] = os.environ, spark_files_dir: str | None = None) -> list[str]:
+    """Merge the operator's secrets file (if any) into ``environ``; returns the names set (never values).
+
+    The operator's file (an absolute ``PULSAR_REBALANCE_SECRETS_FILE``) that others can read is
+    refused: the operator writes it 0600.
+    """
+    path = find_secrets_file(environ, spark_files_dir)
+    if path is None:
+        return []
+    mode = os.stat(path).st_mode
+    # the operator's own file (client mode) must be private; a copy Spark shipped is the cluster manager's
+    if os.path.isabs(path) and path == environ.get(ENV_SECRETS_FILE) and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(f"secrets file {path} is readable by others (mode {stat.S_IMODE(mode):o}); it must be 0600",
+                          key=ENV_SECRETS_FILE)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            values = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"secrets file {path} is not readable JSON: {type(exc).__name__}", key=ENV_SECRETS_FILE) from None
+    if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
+        raise ConfigError(f"secrets file {path} must be a JSON object of strings", key=ENV_SECRETS_FILE)
+    unknown = sorted(set(values) - SECRET_KEYS)
+    if unknown:
+        raise ConfigError(f"secrets file {path} has unknown keys {unknown}", key=ENV_SECRETS_FILE)
+    environ.update(values)
+    return sorted(values)

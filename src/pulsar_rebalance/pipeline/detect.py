@@ -47,10 +47,12 @@ def build_scenario(
             "namespaceBundleCounts": {ns: len(bs) - 1 for ns, bs in namespace_boundaries.items()},
         }],
     }
-    if params.shedding_strategy in MODULAR_SHEDDERS_WITH_PLACEMENT:
+    if params.shedding_strategy in MODULAR_SHEDDERS_WITH_PLACEMENT and params.placement_strategy != "AvgShedder":
         scenario["placement"] = params.placement_strategy
     # AvgShedder places with its own pairing and TransferShedder with the extensible
-    # LeastResourceUsageWithWeight, as in Pulsar; decide() picks those itself.
+    # LeastResourceUsageWithWeight, as in Pulsar; decide() picks those itself. The AvgShedder
+    # placement (the default since PR #26609) pairs only with the AvgShedder shedder (Pulsar refuses
+    # the mixed pair at start): with another shedder, decide() falls back to LeastLongTermMessageRate.
     if state:
         scenario["state"] = dict(state)
     return scenario

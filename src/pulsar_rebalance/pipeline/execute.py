@@ -14,7 +14,10 @@ Before anything runs (under the cluster's execution lock):
 
 For every action (splits first, sequentially; then unloads with bounded parallelism, at most
 ``max_unloads_per_broker`` at a time from or to one broker, ``max_unloads_per_run`` in all,
-``unload_pacing_seconds`` apart; the stop switch ``plans stop`` skips whatever has not started):
+``unload_pacing_seconds`` apart; the stop switch ``plans stop`` skips whatever has not started;
+an attempt whose outcome is unknown — it timed out, or its process died mid-call — is re-checked
+against Pulsar until ``settle_seconds`` after it was sent, so a late-landing request is reconciled,
+never sent twice):
 
     1. reconcile  if a previous attempt got as far as IN_PROGRESS/FAILED, ask Pulsar whether the
                   effect is already there (destination owns the bundle / the split boundaries exist)
@@ -44,6 +47,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from pulsar_rebalance.errors import (
+    AdminTimeoutError,
     ExecutionError,
     ExecutionInProgressError,
     PlanStateError,
@@ -67,6 +71,7 @@ class ExecutionPolicy:
     pacing_seconds: float = 0.0
     drift_tolerance: float | None = 0.5  # None: no load check
     allow_pulsar_shedding: bool = False
+    settle_seconds: float = 30.0  # how long an unknown-outcome attempt may still land before a re-send
 
     @classmethod
     def from_params(cls, params) -> ExecutionPolicy:
@@ -115,6 +120,10 @@ class _ClusterLock:
         try:
             self.conn.execute(sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"})
             self.conn.commit()
+        except sa.exc.DBAPIError as err:  # e.g. Postgres restarted: a session lock ends with its connection
+            log.warning("execution lock of cluster %r released with its connection (unlock failed: %s)",
+                        self.cluster, type(err.orig).__name__)
+            self.conn.invalidate()  # close it for good, so the lock cannot outlive this execution
         finally:
             self.conn.close()
 
@@ -283,7 +292,7 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
             repo.transition_action(s, action_id=action.id, to="skipped", result={"dryRun": True, "wouldDo": _describe(action)})
         return "skipped:dry-run"
     try:
-        if cur.state in ("in_progress", "failed") and _already_applied(client, cluster, action):
+        if cur.state in ("in_progress", "failed") and _settled(client, cluster, action, cur, gate.policy.settle_seconds):
             with session_scope(engine) as s:
                 if cur.state == "failed":
                     repo.transition_action(s, action_id=action.id, to="in_progress")
@@ -312,6 +321,8 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
                 client.split_bundle(action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries))
             else:
                 client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
+        except AdminTimeoutError as exc:  # the request may still land: the retry waits for it first
+            return _fail(engine, action, "in_progress", f"{OUTCOME_UNKNOWN}: {exc}")
         except PulsarAdminError as exc:
             return _fail(engine, action, "in_progress", str(exc))
     with session_scope(engine) as s:
@@ -323,6 +334,26 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
     log.info("[%s] %s done: %s", full, action.kind, _describe(action))
     gate.pace()
     return "completed"
+
+
+OUTCOME_UNKNOWN = "outcome unknown (timed out)"
+
+
+def _settled(client, cluster: str, action, cur, settle_seconds: float) -> bool:
+    """Has an earlier attempt taken effect? For an attempt whose outcome is unknown (it timed out, or
+    its process died mid-call) the request may still be in flight inside Pulsar: keep asking until
+    ``settle_seconds`` after it was sent before concluding it did not, so it is never sent twice."""
+    if _already_applied(client, cluster, action):
+        return True
+    unknown = cur.state == "in_progress" or (cur.error or "").startswith(OUTCOME_UNKNOWN)
+    if not unknown or cur.started_at is None:
+        return False
+    deadline = cur.started_at.timestamp() + settle_seconds
+    while time.time() < deadline:
+        time.sleep(min(0.5, max(0.0, deadline - time.time())))  # polling Pulsar for the effect, bounded
+        if _already_applied(client, cluster, action):
+            return True
+    return False
 
 
 class _Gate:
@@ -446,8 +477,9 @@ def _owner(client, cluster: str, broker: str, full: str) -> bool:
 
 def _already_applied(client, cluster: str, action) -> bool:
     full = action.bundle
-    if action.kind == "unload":
-        return _owner(client, cluster, action.destination_broker, full)
+    if action.kind == "unload":  # a destination that left the cluster owns nothing (and 404s)
+        return action.destination_broker in client.brokers(cluster) and _owner(
+            client, cluster, action.destination_broker, full)
     bounds = set(_boundaries(client, action.namespace))
     lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
     wanted = {lo, hi, *action.boundaries}
@@ -461,9 +493,12 @@ def _drift(client, cluster: str, action, tolerance: float | None = None) -> str 
     if lo not in bounds or hi not in bounds or any(lo < b < hi for b in bounds):
         return f"bundle {action.bundle} no longer exists (split since the plan was made)"
     full = action.bundle
+    active = client.brokers(cluster)
+    if action.source_broker and action.source_broker not in active:  # it died: Pulsar re-assigns its bundles
+        return f"source broker {action.source_broker} is not active (it left the cluster)"
     if action.source_broker and not _owner(client, cluster, action.source_broker, full):
         return f"{action.source_broker} no longer owns {full}"
-    if action.kind == "unload" and action.destination_broker not in client.brokers(cluster):
+    if action.kind == "unload" and action.destination_broker not in active:
         return f"destination broker {action.destination_broker} is not active"
     if action.kind == "unload" and tolerance is not None:
         return _load_drift(client, action, tolerance)

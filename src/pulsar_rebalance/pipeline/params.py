@@ -17,8 +17,8 @@ PLACEMENTS = ("LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgSh
 class RunParams:
     namespaces: tuple[str, ...] = ()
     cluster: str | None = None
-    shedding_strategy: str = "ThresholdShedder"
-    placement_strategy: str = "LeastLongTermMessageRate"
+    shedding_strategy: str = "AvgShedder"  # Pulsar's default since PR #26609
+    placement_strategy: str = "AvgShedder"
     split_algorithm: str | None = None  # None = config's defaultNamespaceBundleSplitAlgorithm
     dry_run: bool = False
     config: Mapping[str, Any] = field(default_factory=dict)  # broker.conf overrides (Pulsar keys)

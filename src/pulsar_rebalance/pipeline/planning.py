@@ -38,8 +38,13 @@ def build_plan(
     reports: Mapping[str, Mapping[str, Any]],
     topics_by_bundle: Mapping[str, Mapping[str, Mapping[str, float]]],
     ownership: Mapping[str, str],
+    snapshot_check: Mapping[str, Any] | None = None,
 ) -> PlanDraft:
-    """Build the plan draft. ``topics_by_bundle``: full bundle name -> topic -> Pulsar topic rates."""
+    """Build the plan draft. ``topics_by_bundle``: full bundle name -> topic -> Pulsar topic rates.
+
+    ``snapshot_check``: collect's verdict (core.snapshot): its ``warnings`` go into the summary for the
+    reviewer, and no action touches a bundle in ``excludedBundles`` (Pulsar was mid-transition there).
+    """
     from pulsar_rebalance.core.contract_split import split_scenario
 
     cfg = params.lb_config()
@@ -48,9 +53,14 @@ def build_plan(
     actions: list[dict[str, Any]] = []
     notes: list[str] = []
     split_children: dict[str, list[str]] = {}
+    warnings = list((snapshot_check or {}).get("warnings", []))
+    excluded = set((snapshot_check or {}).get("excludedBundles", []))
 
     for s in cycle.get("splits", []):
         bundle = s["bundle"]
+        if bundle in excluded:
+            notes.append(f"split of {bundle} left out: the snapshot showed it mid-transition (see warnings)")
+            continue
         ns, rng = split_full_name(bundle)
         topics = topics_by_bundle.get(bundle, {})
         result = split_scenario({
@@ -73,9 +83,18 @@ def build_plan(
 
     moves: list[Move] = []
     child_stats: dict[str, NamespaceBundleStats] = {}
-    for u in cycle.get("unloads", []):
+    # Plan from the load manager's level: what Pulsar's leader would execute (destinations chosen as
+    # doLoadShedding chooses them), not every bundle the strategy selected.
+    executed = cycle.get("executed")
+    for d in (executed or {}).get("dropped", []):
+        notes.append(f"unload of {d['bundle']} from {d['broker']} not executed ({d['dropped']}): {d['detail']}")
+    for u in (executed["unloads"] if executed is not None else cycle.get("unloads", [])):
         bundle = u["bundle"]
         ns, rng = split_full_name(bundle)
+        if bundle in excluded:
+            notes.append(f"unload of {bundle} from {u['broker']} left out: the snapshot showed it mid-transition "
+                         "(see warnings)")
+            continue
         dest = u.get("destination")
         if not dest:
             notes.append(f"unload of {bundle} from {u['broker']} dropped: placement found no destination")
@@ -121,6 +140,7 @@ def build_plan(
         "usageStdAfterPredicted": prediction["usageStdAfter"],
         "brokers": prediction["brokers"],
         "notes": notes,
+        "warnings": warnings,
         "strategies": {
             "shedding": params.shedding_strategy, "placement": params.placement_strategy,
             "splitAlgorithm": algorithm,

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from pulsar_rebalance.errors import ConfigError
+from pulsar_rebalance.errors import ConfigError, SnapshotError, StoreError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
@@ -50,16 +50,19 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     params = RunParams.from_json(params_doc)  # bad params fail here, before any write
     snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster)
     weights = resource_weights(params.lb_config())
+    # Whole snapshot or nothing: the Parquet is written inside the database transaction, which
+    # commits only once it is there (a failed write rolls the rows back; a retry overwrites the files).
     with session_scope(engine) as s:
         record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
-    spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
-    spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
-        ctx.path(C.BUNDLE_STATS)
-    )
+        spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
+        spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
+            ctx.path(C.BUNDLE_STATS)
+        )
     result = {
         "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
         "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
         "maxUsage": snap.max_weighted_usage(weights),
+        "warnings": len(snap.check.warnings) if snap.check else 0,
     }
     log.info("Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
              result["cluster"], result["brokers"], result["namespaces"], result["bundles"], result["topics"],
@@ -133,10 +136,12 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
                                  state=carry(ctx.run_id, state, result.get("state")))
         repo.set_run_stage(s, run_id=ctx.run_id, stage="detect_overload")
     cyc = result["cycle"]
-    log.info("%s decided %s (%s): %d unload(s), %d split(s)", params.shedding_strategy, cyc.get("label"),
-             cyc.get("reason"), len(cyc.get("unloads", [])), len(cyc.get("splits", [])))
+    executed = len((cyc.get("executed") or {}).get("unloads", cyc.get("unloads", [])))
+    log.info("%s decided %s (%s): %d unload(s) selected, %d the load manager would execute, %d split(s)",
+             params.shedding_strategy, cyc.get("label"), cyc.get("reason"), len(cyc.get("unloads", [])), executed,
+             len(cyc.get("splits", [])))
     return {"label": cyc.get("label"), "reason": cyc.get("reason"),
-            "unloads": len(cyc.get("unloads", [])), "splits": len(cyc.get("splits", []))}
+            "unloads": len(cyc.get("unloads", [])), "executedUnloads": executed, "splits": len(cyc.get("splits", []))}
 
 
 def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
@@ -151,6 +156,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         reports = repo.broker_reports(s, run_id=ctx.run_id)
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
+        snapshot_check = repo.snapshot_check(s, run_id=ctx.run_id)
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
     if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
@@ -161,6 +167,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         if original.cluster_id != run.cluster_id:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
         draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
+        draft.summary["warnings"] = list(snapshot_check.get("warnings", []))  # what collect saw, for the reviewer
         decision = {"cycle": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}",
                               "unloads": [], "splits": []}}
         return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
@@ -174,7 +181,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
             }
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
-                       ownership=ownership)
+                       ownership=ownership, snapshot_check=snapshot_check)
     return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
 
 
@@ -229,6 +236,8 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
 
 
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
+    """Execute the run's approved plan. ``spark=None`` (the job's ``--without-spark``) skips only the
+    Parquet copy of the action states; Postgres holds the whole outcome either way."""
     from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan
 
     with session_scope(engine) as s:
@@ -239,25 +248,51 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
     weights = resource_weights(params.lb_config())
 
     def after(client_, namespaces):
-        snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+        # Right after unloads, brokers' answers may show a bundle mid-transfer (e.g. in two load
+        # reports, read one after the other): the snapshot validation rejects that, so read again.
+        for attempt in range(3):
+            try:
+                snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+                break
+            except SnapshotError as exc:
+                if attempt == 2:
+                    raise
+                log.warning("the cluster is mid-transition after execution (%s); reading it again", exc)
+                time.sleep(1.0 + attempt)
         snap.broker_usage = snap.weighted_usage(weights)
         snap.max_usage = max(snap.broker_usage.values(), default=0.0)
         return snap
 
+    failure: BaseException | None = None
     try:
         report = execute_plan(engine, client, plan_id=plan.plan_id, after_snapshot=after,
                               policy=ExecutionPolicy.from_params(params))
+    except BaseException as exc:
+        failure = exc
+        raise
     finally:
-        with session_scope(engine) as s:
-            final = repo.get_plan(s, plan_id=plan.plan_id)
-            states = [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
-                      for a in final.actions]
-            repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
-            if final.status in ("executed", "partially_executed", "failed"):
-                repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
-        if states:
+        try:
+            states = _record_execution(engine, ctx, plan.plan_id)
+        except StoreError as exc:
+            if failure is None:
+                raise
+            log.error("could not record the end of execute_unload for run %s (%s); the failure above stands",
+                      ctx.run_id, exc)
+            states = []
+        if states and spark is not None:
             spark.createDataFrame(
                 states, "plan_id string, seq int, kind string, namespace string, bundle string, state string, "
                         "attempts int, error string",
             ).write.mode("overwrite").parquet(ctx.path(C.EXECUTION))
     return report.to_json()
+
+
+def _record_execution(engine, ctx: C.JobContext, plan_id: str) -> list[tuple]:
+    """The run's stage and (once the plan is final) its status; returns the action states."""
+    with session_scope(engine) as s:
+        final = repo.get_plan(s, plan_id=plan_id)
+        repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
+        if final.status in ("executed", "partially_executed", "failed"):
+            repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
+    return [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
+            for a in final.actions]

@@ -339,7 +339,7 @@ class PulsarAdminClient:
         final_url = str(response.request.url)
         try:
             return response.json(), final_url
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (ValueError, RecursionError, UnicodeDecodeError) as exc:  # ValueError: bad JSON, or an int of > 4300 digits
             raise MalformedResponseError(
                 f"GET {final_url}: body is not JSON ({exc})",
                 status_code=response.status_code,

@@ -18,7 +18,7 @@ from pulsar_rebalance.simulator.cluster import (
     topic_hash,
 )
 from pulsar_rebalance.simulator.generator import DEFAULT_NAMESPACES, generate_cluster
-from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, SimulatedPulsar
+from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, RequestRecord, SimulatedPulsar
 
 __all__ = [
     "DEFAULT_NAMESPACES",
@@ -27,6 +27,7 @@ __all__ = [
     "BrokerSpec",
     "ClusterState",
     "PulsarRestError",
+    "RequestRecord",
     "SimulatedPulsar",
     "TopicLoad",
     "creation_boundaries",

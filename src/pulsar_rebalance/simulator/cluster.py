@@ -595,6 +595,26 @@ class ClusterState:
             self._persist()
             return self._owners[bundle]
 
+    def remove_broker(self, broker_id: str) -> dict[str, str]:
+        """A broker dies (its session expires): it leaves the active list and every bundle it owned is
+        placed again on the others, as Pulsar's lookups re-assign orphaned bundles (here at once, like
+        :meth:`unload_bundle`). A dead leader is replaced by the first remaining broker. Returns
+        bundle -> new owner. Fault injection for tests; raises ``ValueError`` for the last broker."""
+        with self._lock:
+            self._require_broker(broker_id)
+            if len(self._brokers) == 1:
+                raise ValueError("cannot remove the last broker of the cluster")
+            del self._brokers[broker_id]
+            self._affinity = {b: o for b, o in self._affinity.items() if o != broker_id}
+            self._last_reported.pop(broker_id, None)
+            if self.leader == broker_id:
+                self.leader = next(iter(self._brokers))
+            moved = {}
+            for bundle in sorted(b for b, o in self._owners.items() if o == broker_id):
+                self._owners[bundle] = moved[bundle] = self._place(bundle, previous_owner=broker_id)
+            self._persist()
+            return moved
+
     def rename_brokers(self, mapping: Mapping[str, str]) -> None:
         """Rename broker ids (e.g. to the real ephemeral listening addresses); ownership follows."""
         with self._lock:

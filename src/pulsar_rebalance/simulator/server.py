@@ -14,7 +14,15 @@ needs ``Authorization: Bearer <token>`` (401 otherwise).
 Fault injection (tests, demos) is NOT reachable through any HTTP path: use :meth:`SimulatedPulsar.inject_error`,
 :meth:`~SimulatedPulsar.inject_malformed_load_report`, :meth:`~SimulatedPulsar.inject_latency`, or a
 spec string (:meth:`~SimulatedPulsar.apply_fault_spec`, the CLI's ``--fault`` / env
-``PULSAR_REBALANCE_SIM_FAULTS``).
+``PULSAR_REBALANCE_SIM_FAULTS``). Brokers can be stopped, restarted or killed for good
+(:meth:`~SimulatedPulsar.stop_broker`, :meth:`~SimulatedPulsar.restart_broker`,
+:meth:`~SimulatedPulsar.kill_broker`).
+
+Every request is counted (:meth:`SimulatedPulsar.requests`, :meth:`~SimulatedPulsar.executed`): a
+split or unload that changed the cluster is recorded as *executed*, which is how the fault-injection
+tests prove that no admin action ran twice. :meth:`~SimulatedPulsar.add_request_listener` calls a
+function after each request was handled and before its answer is sent (to inject a fault at an exact
+point of a client's run).
 """
 
 from __future__ import annotations
@@ -52,6 +60,18 @@ class _Response:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request a simulated broker answered (see :meth:`SimulatedPulsar.requests`)."""
+
+    seq: int  # 1-based, in the order the answers were decided
+    broker_id: str
+    method: str
+    path: str
+    status: int
+    executed: tuple[str, str] | None = None  # ("split" | "unload", full bundle name) when it changed the cluster
+
+
 @dataclass
 class _BrokerFaults:
     error_status: int | None = None
@@ -76,6 +96,7 @@ class _Request:
     authorization: str | None = None
     params: dict[str, str] = field(default_factory=dict)
     malformed_load_report: bool = False  # fault injection, set by SimulatedPulsar.handle
+    executed: tuple[str, str] | None = None  # set by the split/unload endpoints when the cluster changed
 
     def param(self, name: str) -> str | None:
         for key, value in self.query:
@@ -129,13 +150,20 @@ class SimulatedPulsar:
         self._servers: dict[str, _BrokerServer] = {}
         self._threads: list[threading.Thread] = []
         self._faults: dict[str, _BrokerFaults] = {}
-        self._request_faults: list[list] = []  # [method | None, path substring, status, times | None]
+        # [method | None, path substring, value, times | None, kind]; kind "error" / "error-after" (value =
+        # status) or "latency" (value = seconds)
+        self._request_faults: list[list] = []
+        self._answers: list[tuple[str | None, str, Any]] = []  # (broker | None, exact GET path, answer)
         self._faults_lock = threading.Lock()
         # Pulsar's dynamic configuration overrides (what ``pulsar-admin brokers update-dynamic-config`` stores).
         # The simulated operator followed our README: Pulsar's own shedding is off, so the two balancers
         # do not fight. Tests turn it on with POST /admin/v2/brokers/configuration/loadBalancerSheddingEnabled/true.
         self.dynamic_config: dict[str, str] = {"loadBalancerSheddingEnabled": "false"}
         self._started = False
+        self._log: list[RequestRecord] = []
+        self._in_flight = 0
+        self._listeners: list[Callable[[RequestRecord], None]] = []
+        self._log_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,13 +191,7 @@ class SimulatedPulsar:
             self.state.rename_brokers(mapping)
             ids = [mapping[b] for b in ids]
         for broker_id, server in zip(ids, bound):
-            server.broker_id = broker_id
-            self._servers[broker_id] = server
-            thread = threading.Thread(
-                target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"sim-broker-{broker_id}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+            self._serve(broker_id, server)
         self._started = True
         logger.info("simulated Pulsar cluster %s serving brokers %s", self.state.cluster, ids)
         return self
@@ -189,6 +211,40 @@ class SimulatedPulsar:
         """Take one broker's HTTP server down (connections refused afterwards); state is unchanged."""
         broker_id = self._resolve(broker)
         _stop_server(self._servers.pop(broker_id))
+
+    def restart_broker(self, broker: str | int) -> None:
+        """Serve a broker stopped by :meth:`stop_broker` again, on the same address."""
+        broker_id = self._resolve(broker)
+        if broker_id in self._servers:
+            raise ValueError(f"broker {broker_id} is running")
+        deadline = time.monotonic() + 10
+        while True:  # the port may be briefly held (a client socket took it while the broker was down)
+            try:
+                server = _BrokerServer(_split_host_port(broker_id), self)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                threading.Event().wait(0.1)
+        self._serve(broker_id, server)
+
+    def _serve(self, broker_id: str, server: _BrokerServer) -> None:
+        server.broker_id = broker_id
+        self._servers[broker_id] = server
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"sim-broker-{broker_id}", daemon=True
+        )
+        thread.start()
+        self._threads.append(thread)
+
+    def kill_broker(self, broker: str | int) -> dict[str, str]:
+        """A broker dies for good: its server stops and it leaves the cluster; its bundles are owned by
+        the others at once (:meth:`ClusterState.remove_broker`). Returns bundle -> new owner."""
+        broker_id = self._resolve(broker)
+        server = self._servers.pop(broker_id, None)
+        if server is not None:
+            _stop_server(server)
+        return self.state.remove_broker(broker_id)
 
     def __enter__(self) -> SimulatedPulsar:
         return self.start()
@@ -220,20 +276,61 @@ class SimulatedPulsar:
             f.error_status, f.error_times = status, times
 
     def inject_request_error(
-        self, status: int = 500, *, method: str | None = None, path_contains: str = "", times: int | None = None
+        self,
+        status: int = 500,
+        *,
+        method: str | None = None,
+        path_contains: str = "",
+        times: int | None = None,
+        after_effect: bool = False,
     ) -> None:
         """Make every broker answer matching requests (method and a path substring, e.g. one bundle's
         ``/unload``) with ``status``: ``times`` requests, or until cleared. Targets one admin operation
-        where :meth:`inject_error` takes a whole broker down."""
+        where :meth:`inject_error` takes a whole broker down.
+
+        ``after_effect=True``: the request is carried out first and only its answer is replaced by the
+        error (a broker that applied an unload but failed while answering); only requests that would
+        have succeeded count towards ``times``."""
         if not 400 <= status <= 599:
             raise ValueError(f"status must be an HTTP error code, got {status}")
         with self._faults_lock:
-            self._request_faults.append([method.upper() if method else None, path_contains, status, times])
+            self._request_faults.append(
+                [method.upper() if method else None, path_contains, status, times, "error-after" if after_effect else "error"]
+            )
+
+    def inject_request_latency(
+        self, seconds: float, *, method: str | None = None, path_contains: str = "", times: int | None = None
+    ) -> None:
+        """Hold matching requests (any broker) ``seconds`` before handling them: a client that times out
+        first sees an error while the request still takes effect afterwards (:attr:`in_flight` tells when
+        it has). ``times`` requests, or until cleared."""
+        if seconds < 0:
+            raise ValueError(f"latency must be >= 0, got {seconds}")
+        with self._faults_lock:
+            self._request_faults.append([method.upper() if method else None, path_contains, seconds, times, "latency"])
 
     def inject_malformed_load_report(self, broker: str | int, enabled: bool = True) -> None:
         """Make ``broker``'s load report a truncated (invalid) JSON document with status 200."""
         with self._faults_lock:
             self._faults.setdefault(self._resolve(broker), _BrokerFaults()).malformed_load_report = enabled
+
+    def inject_answer(self, path: str, answer: Any, *, broker: str | int | None = None) -> None:
+        """Answer ``GET path`` (exact path, e.g. ``/admin/v2/broker-stats/topics``) on ``broker`` (or any
+        broker) with status 200 and a hostile body: ``answer(body)`` if callable (it gets the JSON the
+        simulator would have sent, a deep copy, and returns the new one), else ``answer`` itself.
+        A body that is ``bytes`` is sent verbatim (e.g. JSON with ``NaN`` or 2**63 literals)."""
+        with self._faults_lock:
+            self._answers.append((None if broker is None else self._resolve(broker), path, answer))
+
+    def _take_answer(self, req: _Request, resp: _Response) -> _Response:
+        with self._faults_lock:
+            hits = [a for b, p, a in self._answers if unquote(p) == unquote(req.path) and b in (None, req.broker_id)]
+        for answer in hits:
+            if resp.status != 200 or req.method != "GET":
+                break
+            body = answer(json.loads(json.dumps(resp.body))) if callable(answer) else answer
+            resp = _Response(200, body, resp.headers)
+        return resp
 
     def inject_latency(self, broker: str | int, seconds: float) -> None:
         """Delay every answer of ``broker`` by ``seconds``."""
@@ -247,6 +344,7 @@ class SimulatedPulsar:
             if broker is None:
                 self._faults.clear()
                 self._request_faults.clear()
+                self._answers.clear()
             else:
                 self._faults.pop(self._resolve(broker), None)
 
@@ -299,22 +397,84 @@ class SimulatedPulsar:
 
     # ------------------------------------------------------------------ request handling
 
-    def _take_request_fault(self, req: _Request) -> int | None:
+    def _take_request_fault(self, req: _Request, kind: str) -> Any:
         with self._faults_lock:
             for fault in self._request_faults:
-                method, needle, status, times = fault
-                if (method is None or method == req.method) and needle in req.path:
+                method, needle, value, times, fault_kind = fault
+                if fault_kind == kind and (method is None or method == req.method) and needle in req.path:
                     if times is not None:
                         fault[3] = times - 1
                         if fault[3] <= 0:
                             self._request_faults.remove(fault)
-                    return status
+                    return value
         return None
 
+    # ------------------------------------------------------------------ request accounting
+
+    def requests(self) -> list[RequestRecord]:
+        """Every request answered so far, in order (redirects and errors included)."""
+        with self._log_lock:
+            return list(self._log)
+
+    def executed(self) -> list[tuple[str, str]]:
+        """The splits and unloads that changed the cluster, in order: ``("unload", "t/ns/0x.._0x..")``.
+        An action executed twice appears twice."""
+        with self._log_lock:
+            return [r.executed for r in self._log if r.executed is not None]
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being handled right now (e.g. held by injected latency)."""
+        with self._log_lock:
+            return self._in_flight
+
+    def reset_request_log(self) -> None:
+        with self._log_lock:
+            self._log.clear()
+
+    def add_request_listener(self, listener: Callable[[RequestRecord], None]) -> None:
+        """Call ``listener(record)`` after each request was handled and BEFORE its answer is sent, in
+        the handling thread (an exception in it is logged and ignored)."""
+        with self._log_lock:
+            self._listeners.append(listener)
+
+    def remove_request_listener(self, listener: Callable[[RequestRecord], None]) -> None:
+        with self._log_lock:
+            self._listeners.remove(listener)
+
     def handle(self, req: _Request) -> _Response:
+        with self._log_lock:
+            self._in_flight += 1
+        resp = _Response(500, {"reason": "Internal simulator error"})  # what _dispatch answers if we raise
+        try:
+            resp = self._after_effect_fault(req, self._handle(req))
+        finally:
+            with self._log_lock:
+                self._in_flight -= 1
+                record = RequestRecord(len(self._log) + 1, req.broker_id, req.method, req.path, resp.status,
+                                       req.executed)
+                self._log.append(record)
+                listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(record)
+            except Exception:  # noqa: BLE001 - a test hook must not break the broker
+                logger.exception("request listener failed")
+        return resp
+
+    def _after_effect_fault(self, req: _Request, resp: _Response) -> _Response:
+        if resp.status >= 300:
+            return resp
+        status = self._take_request_fault(req, "error-after")
+        if status is None:
+            return resp
+        return _Response(status, {"reason": f"Injected fault on broker {req.broker_id} (after the request took effect)"})
+
+    def _handle(self, req: _Request) -> _Response:
         latency, error_status, req.malformed_load_report = self._take_fault(req.broker_id)
         if error_status is None:
-            error_status = self._take_request_fault(req)
+            error_status = self._take_request_fault(req, "error")
+        latency += self._take_request_fault(req, "latency") or 0.0
         if latency:
             time.sleep(latency)
         if error_status is not None:
@@ -331,7 +491,7 @@ class SimulatedPulsar:
                 continue
             req.params = {str(i): unquote(g) for i, g in enumerate(match.groups())}
             try:
-                return fn(self, req)
+                return self._take_answer(req, fn(self, req)) if self._answers else fn(self, req)
             except _Redirect as redirect:
                 return _Response(307, None, {"Location": redirect.location})
             except PulsarRestError as exc:
@@ -445,9 +605,11 @@ def _split(sim: SimulatedPulsar, req: _Request) -> _Response:
     _precheck_split_algorithm(algorithm, boundaries)
     lo, hi = sim.state.validate_bundle(namespace, bundle_range)
     sim._check_bundle_owner(req, f"{namespace}/{range_name(lo, hi)}")
-    sim.state.split_bundle(
+    children = sim.state.split_bundle(
         namespace, bundle_range, unload=req.flag("unload"), algorithm=algorithm, boundaries=boundaries
     )
+    if children:
+        req.executed = ("split", f"{namespace}/{range_name(lo, hi)}")
     return _Response(204)
 
 
@@ -467,6 +629,7 @@ def _unload(sim: SimulatedPulsar, req: _Request) -> _Response:
         sim.state.set_bundle_affinity(bundle, destination)
     sim._check_bundle_owner(req, bundle, drop=("destinationBroker",))
     sim.state.unload_bundle(namespace, bundle_range)
+    req.executed = ("unload", bundle)
     return _Response(204)
 
 
@@ -531,8 +694,8 @@ def _split_host_port(broker_id: str) -> tuple[str, int]:
 
 def _stop_server(server: _BrokerServer) -> None:
     server.shutdown()
+    server.server_close()  # the port is free before any client can see its connection drop
     server.close_connections()
-    server.server_close()
 
 
 class _BrokerServer(ThreadingHTTPServer):

@@ -1443,6 +1443,24 @@ def audit(
     return int(s.execute(stmt.returning(AuditLog.id)).scalar_one())
 
 
+SNAPSHOT_CHECK_EVENT = "snapshot_check"
+
+
+def record_snapshot_check(s: Session, *, run_id: str, check: Mapping[str, Any]) -> None:
+    """Keep collect's verdict on its snapshot (``{"warnings": [...], "excludedBundles": [...]}``) for
+    planning, as an audit row of the run (a retried collect appends; the newest wins)."""
+    audit(s, event=SNAPSHOT_CHECK_EVENT, actor="collect_load", run_id=run_id, details=dict(check))
+
+
+def snapshot_check(s: Session, *, run_id: str) -> dict[str, Any]:
+    """The newest :func:`record_snapshot_check` of ``run_id`` (empty lists if there is none)."""
+    row = s.execute(
+        select(AuditLog.details).where(AuditLog.run_id == run_id, AuditLog.event == SNAPSHOT_CHECK_EVENT)
+        .order_by(AuditLog.id.desc()).limit(1)
+    ).scalar_one_or_none()
+    return dict(row) if row else {"warnings": [], "excludedBundles": []}
+
+
 def audit_events(s: Session, *, plan_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     """Audit rows (oldest first), optionally only those of one plan."""
     stmt = select(AuditLog).order_by(AuditLog.id)

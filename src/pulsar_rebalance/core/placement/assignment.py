@@ -8,13 +8,17 @@ For a bundle to place (steps numbered as in ``pulsar-load-balancing.md`` §4):
 4. ``filterBrokersWithLargeTopicCount``: drop brokers whose topics (reported + preallocated) exceed
    ``loadBalancerBrokerMaxTopics``, unless that would drop them all.
 5. (anti-affinity groups: not known to us.)
-6. ``removeMostServicingBrokersForNamespace`` (when ``loadBalancerDistributeBundlesEvenlyEnabled``):
+6. ``removeMostServicingBrokersForNamespace`` (when ``loadBalancerDistributeBundlesEvenlyEnabled``, or
+   always for ``pulsar/system``):
    keep the brokers owning the fewest bundles of the bundle's namespace (owned + preallocated).
 7. (``BrokerVersionFilter``: broker versions are not compared.) An empty set is restored to step 3.
 8. The placement strategy picks a broker (seeded pick among ties).
-9. If the pick's max resource usage is above the overload threshold, the strategy runs again on the
-   unfiltered step-3 candidates.
-10. The bundle is preallocated to the pick, so later placements in the same cycle see it.
+9. If the pick's ``getMaxResourceUsageWithWeight`` (4 resources: cpu, directMemory, bandwidthIn,
+   bandwidthOut - no memory) is above the overload threshold, the strategy runs again on the
+   unfiltered step-3 candidates (AvgShedder then ignores its planned destination, PR #26246).
+10. Lookup only (``selectBrokerForAssignment``): the bundle is preallocated to the pick, so later
+   placements in the same cycle see it. ``doLoadShedding`` calls ``selectBroker`` (steps 2-9) and
+   does not preallocate.
 
 Preallocations live for one cycle here (Pulsar keeps them until the broker reports the bundle).
 """
@@ -32,6 +36,9 @@ from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLo
 from pulsar_rebalance.core.placement.least_resource_usage_with_weight import LeastResourceUsageWithWeight
 from pulsar_rebalance.core.shedders import avg_shedder
 from pulsar_rebalance.core.shedders.base import namespace_of, unweighted_usage, weighted_usage
+
+SYSTEM_NAMESPACE = "pulsar/system"
+"""``NamespaceName.SYSTEM_NAMESPACE``: its bundles are always spread evenly."""
 
 if TYPE_CHECKING:
     from pulsar_rebalance.core.config import LoadBalancerConfig
@@ -98,6 +105,15 @@ class ModularPlacementContext:
             cache[broker] = value
         return value
 
+    def usage4(self, broker: str, config: LoadBalancerConfig) -> float:
+        """Cached ``getMaxResourceUsageWithWeight`` 4-resource form (no memory): the re-check's metric."""
+        cache = self._usage.setdefault((True, False), {})
+        value = cache.get(broker)
+        if value is None:
+            value = weighted_usage(self.brokers[broker], config, with_memory=False)
+            cache[broker] = value
+        return value
+
     def usages(self, config: LoadBalancerConfig, *, weighted: bool = True) -> dict[str, float]:
         """Every broker's cached usage (see :meth:`usage`)."""
         cache = self._usage.setdefault((weighted, True), {})
@@ -129,6 +145,8 @@ def _run_strategy(
     config: LoadBalancerConfig,
     state: StrategyState,
     rng: random.Random,
+    *,
+    retry: bool = False,
 ) -> tuple[Placement, StrategyState]:
     if strategy in ("LeastLongTermMessageRate", "LeastLongTermMessageRateUnweighted"):
         impl = _LLTMR if strategy == "LeastLongTermMessageRate" else _LLTMR_UNWEIGHTED
@@ -147,11 +165,11 @@ def _run_strategy(
     if strategy == "LeastResourceUsageWithWeight":
         return _LRUWW.select_broker(bundle=bundle, candidates=candidates, brokers=ctx.brokers, config=config, state=state, rng=rng)
     if strategy == "AvgShedder":
-        return avg_shedder.select_broker(bundle=bundle, bundle_data=data, candidates=candidates, state=state, rng=rng)
+        return avg_shedder.select_broker(bundle=bundle, candidates=candidates, state=state, rng=rng, bypass_planned=retry)
     raise ValueError(f"unknown modular placement strategy {strategy!r}")
 
 
-def select_broker_for_assignment(
+def select_broker(
     bundle: str,
     *,
     strategy: str,
@@ -161,10 +179,11 @@ def select_broker_for_assignment(
     state: StrategyState,
     rng: random.Random,
 ) -> tuple[Placement, StrategyState]:
-    """Place ``bundle`` among ``candidates`` as the modular leader would; preallocates the result."""
-    owner = ctx.preallocated_owner.get(bundle)
-    if owner is not None:
-        return Placement(bundle, owner, (owner,), "already preallocated this cycle"), state
+    """``ModularLoadManagerImpl.selectBroker`` (steps 2-9): no preallocation.
+
+    ``doLoadShedding`` calls this for every bundle the shedder selected, over all available brokers
+    (the source included); ``selectBrokerForAssignment`` (lookup) wraps it with steps 1 and 10.
+    """
     data = ctx.bundle_data.get(bundle) or BundleData.new_default()
     base = list(candidates)
     if not base:
@@ -178,7 +197,7 @@ def select_broker_for_assignment(
     if small and len(small) < len(cands):
         notes.append(f"{len(cands) - len(small)} broker(s) above {max_topics} topics dropped")
         cands = small
-    if config.load_balancer_distribute_bundles_evenly_enabled:
+    if config.load_balancer_distribute_bundles_evenly_enabled or namespace_of(bundle) == SYSTEM_NAMESPACE:
         ns = namespace_of(bundle)
         owned = ctx.namespace_counts(ns)
         least = 2**31 - 1
@@ -198,13 +217,36 @@ def select_broker_for_assignment(
     if placement.broker is None:
         return placement, state
     overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
-    usage = ctx.usage(placement.broker, config, weighted=strategy != "LeastLongTermMessageRateUnweighted")
+    # getMaxResourceUsageWithWeight(cpu, directMemory, bandwidthIn, bandwidthOut): the 4-resource form
+    usage = ctx.usage4(placement.broker, config)
     if usage > overload:
         notes.append(f"{placement.broker} overloaded ({usage:.4f}): re-run on all candidates")
-        placement, state = _run_strategy(strategy, bundle, data, base, ctx, config, state, rng)
-        if placement.broker is None:
-            return placement, state
-    ctx.preallocate(bundle, placement.broker, data)
+        retry, state = _run_strategy(strategy, bundle, data, base, ctx, config, state, rng, retry=True)
+        if retry.broker is not None:
+            placement = retry
     if notes:
         placement = Placement(placement.bundle, placement.broker, placement.tied, placement.reason + "; " + "; ".join(notes))
+    return placement, state
+
+
+def select_broker_for_assignment(
+    bundle: str,
+    *,
+    strategy: str,
+    candidates: Sequence[str],
+    ctx: ModularPlacementContext,
+    config: LoadBalancerConfig,
+    state: StrategyState,
+    rng: random.Random,
+) -> tuple[Placement, StrategyState]:
+    """``selectBrokerForAssignment`` (lookup): a preallocated bundle keeps its broker; else
+    :func:`select_broker`, and the pick is preallocated so later lookups in the cycle see it."""
+    owner = ctx.preallocated_owner.get(bundle)
+    if owner is not None:
+        return Placement(bundle, owner, (owner,), "already preallocated this cycle"), state
+    placement, state = select_broker(
+        bundle, strategy=strategy, candidates=candidates, ctx=ctx, config=config, state=state, rng=rng
+    )
+    if placement.broker is not None:
+        ctx.preallocate(bundle, placement.broker, ctx.bundle_data.get(bundle) or BundleData.new_default())
     return placement, state

@@ -6,7 +6,8 @@ Extensible load manager shedder (input :class:`~pulsar_rebalance.core.shedders.t
 ``TransferShedder``.
 
 Opt-in variants (never defaults; see each module): ``ThresholdShedderSingleEma`` (lower-boundary
-step without Pulsar's second EMA application), ``OverloadShedderUnweighted`` (pre-PIP-358 usage).
+step without Pulsar's second EMA application), ``OverloadShedderUnweighted`` (pre-PIP-358 usage),
+``UniformLoadShedderSkipZeroTraffic`` (the unmerged PR #21214's zero-traffic filter).
 
 Every implementation has ``name`` and
 ``find_bundles_for_unloading(inp, config, state) -> (Decision, StrategyState)``; it never mutates
@@ -35,6 +36,7 @@ SHEDDERS: Mapping[str, Any] = MappingProxyType(
         # opt-in variants
         "ThresholdShedderSingleEma": ThresholdShedder(name="ThresholdShedderSingleEma", double_ema_on_lower_boundary=False),
         "OverloadShedderUnweighted": OverloadShedder(name="OverloadShedderUnweighted", weighted=False),
+        "UniformLoadShedderSkipZeroTraffic": UniformLoadShedder(name="UniformLoadShedderSkipZeroTraffic", skip_zero_traffic=True),
     }
 )
 """Name -> shedder. Pulsar's own classes plus clearly named opt-in variants."""
@@ -43,7 +45,8 @@ EXTENSIBLE_SHEDDERS = frozenset({"TransferShedder"})
 """Shedders of the extensible load manager (they read BrokerLoadData / TopBundlesLoadData)."""
 
 BASE_NAME: Mapping[str, str] = MappingProxyType(
-    {"ThresholdShedderSingleEma": "ThresholdShedder", "OverloadShedderUnweighted": "OverloadShedder"}
+    {"ThresholdShedderSingleEma": "ThresholdShedder", "OverloadShedderUnweighted": "OverloadShedder",
+     "UniformLoadShedderSkipZeroTraffic": "UniformLoadShedder"}
 )
 """Variant -> the Pulsar class it varies (for config keys and pairing rules)."""
 

@@ -19,17 +19,24 @@ Shedding, per cycle:
    the high broker (not recently unloaded) largest first; each with ``0 < value <= remaining`` is
    taken, ``remaining -= value``, and ``bundleBrokerMap[bundleData] = lowBroker``.
 
-Placement: a bundle whose data is in ``bundleBrokerMap`` goes to that broker if it is a candidate;
-otherwise a broker is drawn (Pulsar: sorted candidates indexed by ``crc32(String(random int))``;
-we draw the int from the seeded RNG) and remembered. The map is keyed by ``BundleData`` *value*,
-as in Pulsar: bundles with identical data share an entry (the last write wins), and a bundle whose
-data changed is no longer found. The destination we report for each unload is what that lookup
-returns right after the cycle.
+   The planned destinations are keyed by **bundle name** and live for one shedding attempt: the map
+   is cleared when planning starts and again when ``doLoadShedding`` has tried every unload
+   (``onUnloadAttemptCompleted``) - apache/pulsar PR #26246 (merged); before it the map was keyed
+   by ``BundleData`` value and never cleared.
+
+Placement (``selectBrokerForBundle``): a bundle with a planned destination that is a candidate goes
+there; otherwise - and on the load manager's overload retry (PR #26246: the retry bypasses the plan
+so an overloaded planned broker is avoided) - a broker is drawn: sorted candidates indexed by
+``abs(crc32(String(random int))) % n`` (we draw the int from the seeded RNG). The draw is not
+remembered (the attempt-scoped map only holds shedding plans).
+
+Source read: ``AvgShedder.java`` as of the ``@CustomLog`` version (comparingDouble sort) plus the
+merged PR #26246 as its review thread describes it; ``ModularLoadManagerImpl`` at 009a9bf2 (which
+calls ``selectBrokerForBundle`` and ``onUnloadAttemptCompleted``).
 """
 
 from __future__ import annotations
 
-import json
 import random
 import zlib
 from dataclasses import dataclass
@@ -53,13 +60,7 @@ if TYPE_CHECKING:
 
     from pulsar_rebalance.core.config import LoadBalancerConfig
     from pulsar_rebalance.core.decision import Decision
-    from pulsar_rebalance.core.load import BundleData
     from pulsar_rebalance.core.state import StrategyState
-
-
-def bundle_data_key(bd: BundleData) -> str:
-    """Canonical JSON of a BundleData: equal strings <=> Pulsar's ``BundleData.equals``."""
-    return json.dumps(bd.to_json(), sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class AvgShedder:
         hit_low_thr = config.load_balancer_avg_shedder_hit_count_low_threshold
         hit_high = dict(state.avg_hit_high)
         hit_low = dict(state.avg_hit_low)
-        bindings = dict(state.avg_bundle_broker)
+        bindings: dict[str, AvgShedderBinding] = {}  # cleared when planning starts (PR #26246)
 
         scores = {b: weighted_usage(d, config, with_memory=False) * 100 for b, d in inp.brokers.items()}
         ordered = sorted(scores, key=lambda b: scores[b])  # stable: ties keep input order
@@ -129,7 +130,7 @@ class AvgShedder:
         min_thr = float(config.min_unload_message_throughput)
         pct = config.max_unload_percentage
         recent = inp.recently_unloaded_bundles
-        selected: list[tuple[str, str, str, str]] = []  # (source, bundle, data key, why)
+        selected: list[tuple[str, str, str]] = []  # (source, bundle, why)
         for lo_b, hi_b in pairs:
             gap = scores[hi_b] - scores[lo_b]
             ps: dict[str, Any] = {"low": lo_b, "high": hi_b, "scoreGap": gap}
@@ -170,7 +171,6 @@ class AvgShedder:
             candidates = [
                 (b, metric(bd)) for b, bd in inp.sheddable_bundles(hi_b) if b not in recent
             ]
-            data_of = inp.bundle_data
             why = (
                 f"Overloaded: {hi_b} score {scores[hi_b]:.2f} vs {lo_b} {scores[lo_b]:.2f} (gap {gap:.2f}); "
                 f"move {remaining:.2f} {unit} to {lo_b}"
@@ -178,9 +178,8 @@ class AvgShedder:
             count = 0
             for bundle, traffic in sort_desc_stable(candidates):
                 if traffic > 0 and traffic <= remaining:
-                    key = bundle_data_key(data_of[bundle])
-                    bindings[key] = AvgShedderBinding(bundle, key, lo_b)
-                    selected.append((hi_b, bundle, key, why))
+                    bindings[bundle] = AvgShedderBinding(bundle, lo_b)
+                    selected.append((hi_b, bundle, why))
                     remaining += -traffic
                     count += 1
             ps["status"] = f"shedding {count} bundle(s)"
@@ -191,8 +190,8 @@ class AvgShedder:
             detail = "pairs found but hit counts below thresholds" if waiting else "triggered pairs had nothing to move"
             return finish(skip(reason, detail, stats))
         unloads = [
-            Unload(src, bundle, bindings[key].broker if bindings[key].broker != src else None, why)
-            for src, bundle, key, why in selected
+            Unload(src, bundle, bindings[bundle].broker if bindings[bundle].broker != src else None, why)
+            for src, bundle, why in selected
         ]
         return finish(success(Reason.OVERLOADED, f"{len(unloads)} bundle(s) in {len(pairs)} pair(s)", unloads, stats))
 
@@ -200,17 +199,18 @@ class AvgShedder:
 def select_broker(
     *,
     bundle: str,
-    bundle_data: BundleData,
     candidates: Collection[str],
     state: StrategyState,
     rng: random.Random,
+    bypass_planned: bool = False,
 ) -> tuple[Placement, StrategyState]:
-    """``AvgShedder.selectBroker``: the planned broker if it is a candidate, else a random one (remembered)."""
-    key = bundle_data_key(bundle_data)
-    binding = state.avg_bundle_broker.get(key)
-    if binding is not None and binding.broker in candidates:
-        placement = Placement(bundle, binding.broker, (binding.broker,), f"planned by AvgShedder when {binding.bundle} was shed")
-        return placement, state
+    """``AvgShedder.selectBrokerForBundle``: the planned broker if it is a candidate, else a random one.
+
+    ``bypass_planned``: the load manager's overload retry, which ignores the plan (PR #26246).
+    """
+    binding = state.avg_bundle_broker.get(bundle)
+    if binding is not None and binding.broker in candidates and not bypass_planned:
+        return Placement(bundle, binding.broker, (binding.broker,), "planned by AvgShedder in this shedding attempt"), state
     if not candidates:
         return Placement(bundle, None, (), "no candidate brokers"), state
     ordered = sorted(candidates)
@@ -218,7 +218,10 @@ def select_broker(
     hashcode = zlib.crc32(str(java_random_int).encode("utf-8"))
     index = abs(hashcode) % len(ordered)
     broker = ordered[index]
-    bindings: Mapping[str, AvgShedderBinding] = {**state.avg_bundle_broker, key: AvgShedderBinding(bundle, key, broker)}
-    why = "no planned broker" if binding is None else f"planned broker {binding.broker} is not a candidate"
-    placement = Placement(bundle, broker, tuple(ordered), f"{why}: random pick (crc32 of a random int) among candidates")
-    return placement, state.evolve(avg_bundle_broker=bindings)
+    if binding is None:
+        why = "no planned broker"
+    elif bypass_planned:
+        why = f"overload retry bypasses the planned broker {binding.broker}"
+    else:
+        why = f"planned broker {binding.broker} is not a candidate"
+    return Placement(bundle, broker, tuple(ordered), f"{why}: random pick (crc32 of a random int) among candidates"), state

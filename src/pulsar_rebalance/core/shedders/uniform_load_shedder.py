@@ -13,9 +13,10 @@
    (``MutableInt.add(double)`` truncates); stop taking once ``maxUnloadBundleNumPerShedding``
    (-1 = no cap) bundles are selected. Bundles too big are skipped, smaller ones may still fit.
 
-Zero-traffic bundles are excluded, as the reference spec and Pulsar's
-``testFilterOutNonTrafficBundlesForUnloading`` require (the newest source we could read lacks the
-filter; with it the test passes, without it the test would select the zero bundles too).
+The newest Pulsar source has **no** zero-traffic filter (PR #21214, which adds it with its test
+``testFilterOutNonTrafficBundlesForUnloading``, is not merged): a zero-traffic bundle fits any
+``required`` and can be selected. The opt-in variant ``UniformLoadShedderSkipZeroTraffic`` applies
+that PR's filter (``value > 0``); never the default.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ _INTEGER_MAX_VALUE = float(2**31 - 1)
 @dataclass(frozen=True)
 class UniformLoadShedder:
     name: str = "UniformLoadShedder"
+    skip_zero_traffic: bool = False
+    """Opt-in (unmerged PR #21214): leave bundles without traffic out of the candidates."""
 
     def find_bundles_for_unloading(
         self, inp: ModularInput, config: LoadBalancerConfig, state: StrategyState
@@ -121,7 +124,7 @@ class UniformLoadShedder:
         candidates = [
             (b, v)
             for b, v in ((b, metric(bd)) for b, bd in inp.sheddable_bundles(broker))
-            if v > 0 and b not in recent
+            if b not in recent and (v > 0 or not self.skip_zero_traffic)
         ]
         selected: list[str] = []
         remaining = required
