@@ -14,8 +14,8 @@ Conventions:
   negative values are rejected unless ``allow_negative=True`` (rates, throughputs and counts are
   never negative in Pulsar's data).
 * Integers: an integral float such as ``3.0`` is accepted (Jackson does the same), ``3.5`` is not.
-  Integers must fit Java's ``long`` (Pulsar's counters and timestamps are longs); numbers must fit a
-  double (an integer literal such as ``1`` followed by 400 zeros is not a double).
+  Numbers must fit a double (an integer literal such as ``1`` followed by 400 zeros is not a double);
+  Java's int/long ranges of load-report counters are checked by ``core.snapshot``.
 * Optional readers return ``default`` only when the member is *absent*; an explicit ``null`` is an
   error unless ``allow_null=True`` - a present-but-null value is usually a bug in the producer.
 """
@@ -34,8 +34,6 @@ T = TypeVar("T")
 
 _MISSING: Any = object()
 
-JAVA_LONG_MIN = -(2**63)
-JAVA_LONG_MAX = 2**63 - 1
 _DOUBLE_MAX = sys.float_info.max
 
 
@@ -92,8 +90,6 @@ def check_int(value: object, field: str, *, allow_negative: bool = False) -> int
         raise ScenarioError(field, f"expected an integer, got {json_type_name(value)}")
     if result < 0 and not allow_negative:
         raise ScenarioError(field, f"must not be negative, got {result}")
-    if not JAVA_LONG_MIN <= result <= JAVA_LONG_MAX:
-        raise ScenarioError(field, f"{result} does not fit Java's long (-2^63 .. 2^63-1)")
     return result
 
 
@@ -181,7 +177,7 @@ def req_int(obj: Mapping[str, Any], key: str, path: str, *, allow_negative: bool
     value = obj.get(key, _MISSING)
     if value is _MISSING:
         raise ScenarioError(field_path(path, key), "required integer is missing")
-    if type(value) is int and 0 <= value <= JAVA_LONG_MAX:
+    if type(value) is int and value >= 0:
         return value
     return check_int(value, field_path(path, key), allow_negative=allow_negative)
 

@@ -97,9 +97,7 @@ class ResourceUsage:
     def from_json(cls, obj: object, path: str) -> ResourceUsage:
         """Parse ``{"usage": number, "limit": number}``; both required, finite, non-negative."""
         o = require_object(obj, path)
-        usage, limit = req_number(o, "usage", path), req_number(o, "limit", path)
-        check_percent_usage(usage, limit, path)
-        return cls(usage, limit)
+        return cls(req_number(o, "usage", path), req_number(o, "limit", path))
 
     def to_json(self) -> dict[str, float]:
         return {"usage": self.usage, "limit": self.limit}
@@ -114,21 +112,6 @@ def _percent_usage(usage: float, limit: float) -> float:
         proportion = f32(f32(usage) / lim)
     # float * int in Java: the int literal 100 becomes float; the product is rounded to float.
     return f32(proportion * 100.0)
-
-
-def check_percent_usage(usage: float, limit: float, path: str) -> None:
-    """Refuse a (usage, limit) pair whose Java float ``percentUsage()`` is not a finite number.
-
-    Pulsar casts both to ``float`` (max 3.4e38, smallest positive 1.4e-45): a limit that rounds to
-    0.0f (5e-324) divides by zero and a usage beyond the float range is Infinity. Pulsar would then
-    compare Infinity/NaN usages; we refuse such a report instead, naming it (limit 0 stays valid: 0 %).
-    """
-    if limit > 0 and (f32(limit) == 0.0 or not math.isfinite(f32(usage) / f32(limit) * 100.0)):
-        raise ScenarioError(
-            path,
-            f"usage {usage!r} / limit {limit!r} is not a finite percentage in Pulsar's float arithmetic "
-            "((float) usage / (float) limit * 100); both must be within Java's float range (1.4e-45 to 3.4e38)",
-        )
 
 
 _ZERO_USAGE = ResourceUsage(0.0, 0.0)
