@@ -232,10 +232,16 @@ def _redirecting(to: str) -> Callable[[httpx.Request], httpx.Response]:
 
 
 def test_redirect_to_another_broker_keeps_method_body_and_token() -> None:
-    admin, seen = _mock_client(_redirecting("http://broker-0.pulsar:8081"), token="t0k3n")
-    # same host, other port: a broker of the same cluster
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/admin/v2/brokers":  # fetched by the client to vet the redirect target
+            return httpx.Response(200, json=["broker-0.pulsar:8080", "broker-0.pulsar:8081"])
+        return _redirecting("http://broker-0.pulsar:8081")(request)
+
+    admin, seen = _mock_client(handler, token="t0k3n")
+    # same host, other port: a broker the cluster lists
     admin.split_bundle("t/ns", "0x00000000_0x40000000", boundaries=[5])
-    first, second = seen
+    first, listing, second = seen
+    assert listing.url.path == "/admin/v2/brokers"
     assert second.method == "PUT" and second.url.port == 8081 and second.content == first.content
     assert second.url.params["authoritative"] == "true"
     assert second.headers["Authorization"] == "Bearer t0k3n"

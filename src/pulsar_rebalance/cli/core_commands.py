@@ -12,18 +12,14 @@ Nothing heavy is imported at module import time (``decide``'s engine is imported
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from pulsar_rebalance.core.strict_json import dumps_finite, loads_strict
 from pulsar_rebalance.errors import ScenarioError
 
 ContractFn = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def read_json_document(source: str) -> Any:
@@ -31,7 +27,8 @@ def read_json_document(source: str) -> Any:
     label = "<stdin>" if source == "-" else source
     try:
         if source == "-":
-            text = sys.stdin.read()
+            buffer = getattr(sys.stdin, "buffer", None)  # bytes, decoded strictly (not with the locale's errors=)
+            text = buffer.read().decode("utf-8") if buffer is not None else sys.stdin.read()
         else:
             with open(source, encoding="utf-8") as fh:
                 text = fh.read()
@@ -39,12 +36,7 @@ def read_json_document(source: str) -> Any:
         raise ScenarioError(label, f"cannot read scenario: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(label, f"scenario is not UTF-8 text: {exc.reason}") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(label, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except ValueError as exc:  # NaN / Infinity literals
-        raise ScenarioError(label, f"invalid JSON: {exc}") from None
+    return loads_strict(text, label)
 
 
 def _run(args: argparse.Namespace, contract: ContractFn) -> int:
@@ -53,7 +45,7 @@ def _run(args: argparse.Namespace, contract: ContractFn) -> int:
         label = "<stdin>" if args.scenario == "-" else args.scenario
         raise ScenarioError(label, f"the scenario must be a JSON object, got {type(doc).__name__}")
     result = contract(doc)
-    text = json.dumps(result, indent=None if args.compact else 2, allow_nan=False)
+    text = dumps_finite(result, indent=None if args.compact else 2)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return 0

@@ -11,7 +11,27 @@ import getpass
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
+
+MAX_LIST_LIMIT = 1_000_000
+"""Largest ``plans list --limit`` (a bigger number is an input error, not a database error)."""
+
+
+def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse ``type`` accepting integers in ``[lo, hi]``; anything else is a usage error (exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {text}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,13 +41,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = psub.add_parser("list", help="recent plans, newest first")
     p.add_argument("--status", help="only plans in this status (pending, approved, executed, ...)")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=bounded_int(1, MAX_LIST_LIMIT), default=20,
+                   help=f"at most this many plans (1 to {MAX_LIST_LIMIT}, default 20)")
     p.set_defaults(func=_list)
 
     p = psub.add_parser("show", help="one plan with its actions, reasons and predicted effect")
     p.add_argument("plan_id")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--plot", metavar="PNG", help="also write a before/predicted/measured usage chart per broker")
+    p.add_argument("--plot", metavar="FILE", help="also write a before/predicted/measured usage chart per broker "
+                   "(.png, .svg or .pdf; a directory: DIR/<plan id>.png)")
     p.set_defaults(func=_show)
 
     for verb in ("approve", "reject"):
@@ -165,13 +187,17 @@ def _show(args: argparse.Namespace) -> int:
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import session_scope
 
+    if args.plot:
+        from pulsar_rebalance.cli.plot import chart_path
+
+        chart_path(args.plot, args.plan_id)  # refuse a bad --plot before touching the database
     with session_scope(_engine()) as s:
         repo.expire_plan(s, plan_id=args.plan_id)  # no-op unless its window ended
         plan = repo.get_plan(s, plan_id=args.plan_id)
     if args.plot:
         from pulsar_rebalance.cli.plot import plot_plan
 
-        print(f"chart written to {plot_plan(plan, args.plot)}", file=sys.stderr)
+        print(f"chart written to {plot_plan(plan, chart_path(args.plot, plan.plan_id))}", file=sys.stderr)
     if args.json:
         print(json.dumps(plan_to_json(plan), default=str, indent=2))
         return 0

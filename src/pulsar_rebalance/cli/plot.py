@@ -3,20 +3,64 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from typing import Any
 
+from pulsar_rebalance.errors import ConfigError, RebalanceError
+
+CHART_FORMATS = (".png", ".svg", ".pdf")
+"""File extensions ``--plot`` accepts (what the chart is written as)."""
+
+
+def chart_path(target: str | Path, plan_id: str) -> Path:
+    """Where ``--plot TARGET`` writes: TARGET itself, or ``TARGET/<plan id>.png`` for a directory.
+
+    A directory is an existing one or a path ending in ``/``. Raises ``ConfigError`` (exit 2) for
+    an empty path or an extension other than :data:`CHART_FORMATS`.
+    """
+    text = os.fspath(target)
+    if not text.strip():
+        raise ConfigError("--plot needs a file name or a directory", key="plot")
+    path = Path(text)
+    if text.endswith(("/", os.sep)) or _is_dir(path):
+        if not plan_id or plan_id in (".", "..") or "/" in plan_id or os.sep in plan_id:
+            raise ConfigError(f"plan id {plan_id!r} cannot name a file in --plot {text!r}", key="plot")
+        return path / f"{plan_id}.png"
+    if path.suffix.lower() not in CHART_FORMATS:
+        raise ConfigError(
+            f"--plot {text!r}: unsupported chart format {path.suffix or '(no extension)'!r}; "
+            f"use a file ending in {', '.join(CHART_FORMATS)} or a directory",
+            key="plot",
+        )
+    return path
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # e.g. a name too long for the file system: not a directory we can write into
+        return False
+
 
 def plot_plan(plan: Any, path: str | Path) -> Path:
-    """Write a PNG bar chart of ``plan`` (a ``PlanView``) to ``path`` and return the path."""
+    """Write the chart of ``plan`` (a ``PlanView``) to ``path`` (format from its extension) and return the path."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(plan_png(plan))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(plan_chart(plan, (out.suffix.lstrip(".") or "png").lower()))
+    except OSError as exc:
+        raise RebalanceError(f"cannot write the chart to {out}: {exc.strerror or exc}") from None
     return out
 
 
 def plan_png(plan: Any) -> bytes:
-    """The chart as PNG bytes. Uses matplotlib's object API (no pyplot state), so web threads can call it."""
+    """The chart as PNG bytes (the plan page serves it)."""
+    return plan_chart(plan, "png")
+
+
+def plan_chart(plan: Any, fmt: str = "png") -> bytes:
+    """The chart in ``fmt`` (png, svg, pdf). Uses matplotlib's object API (no pyplot state), so web threads can call it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -47,5 +91,5 @@ def plan_png(plan: Any) -> bytes:
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format=fmt)
     return buf.getvalue()

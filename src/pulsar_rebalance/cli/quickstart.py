@@ -5,6 +5,10 @@ Airflow with its metadata DB in the same Postgres; runs one complete ``pulsar_re
 with ``airflow dags test``; stops at the approval gate (interactive: asks; ``AUTO_APPROVE=1``:
 approves by itself; otherwise: prints how to approve and waits); ends with one JSON line:
 ``{"plan_id", "status", "unloads_executed", "splits_executed", "max_usage_before", "max_usage_after"}``.
+
+``pulsar-rebalance standalone``: the same wiring kept running for real use - Airflow's scheduler,
+dag-processor, triggerer and api-server (what ``airflow standalone`` runs, started here so that every
+listening socket is bound to ``--host``, default 127.0.0.1) and the simulator unless ``--admin-url``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from pulsar_rebalance.cli.plans import bounded_int
+from pulsar_rebalance.urls import redact_userinfo
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -46,10 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "standalone",
-        help="a local Airflow stack (airflow standalone + embedded Postgres + simulator) for real use",
+        help="a local Airflow stack (scheduler, dag-processor, triggerer, api-server + embedded Postgres + simulator)",
     )
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
-    p.add_argument("--port", type=int, default=8080, help="Airflow UI / API port")
+    p.add_argument("--port", type=bounded_int(1, 65535), default=8080, help="Airflow UI / API port")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface the Airflow API server and the simulator listen on (default 127.0.0.1: this "
+                        "machine only; 0.0.0.0 exposes the UI and its admin login to the network)")
     p.add_argument("--admin-url", default=None,
                    help="a real Pulsar admin URL instead of the simulator (token from $PULSAR_ADMIN_TOKEN)")
     p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
@@ -113,7 +123,8 @@ def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
     log = open(state / "logs" / "simulator.log", "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--seed", str(args.seed),
-         "--brokers", str(args.brokers), "--port-base", "0", "--ready-file", str(ready)],
+         "--brokers", str(args.brokers), "--port-base", "0", "--ready-file", str(ready),
+         "--host", getattr(args, "host", "127.0.0.1")],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     deadline = time.monotonic() + 60
@@ -130,7 +141,9 @@ def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
     raise SystemExit("the simulator did not become ready within 60 s")
 
 
-def _airflow_env(state: Path, app_url: str, airflow_db: str, admin_url: str, port: int = 8080) -> dict[str, str]:
+def _airflow_env(
+    state: Path, app_url: str, airflow_db: str, admin_url: str, port: int = 8080, host: str = "127.0.0.1"
+) -> dict[str, str]:
     env = dict(os.environ)
     admin_conn: dict[str, Any] = {"conn_type": "http", "host": admin_url}
     if env.get("PULSAR_ADMIN_TOKEN"):
@@ -149,10 +162,29 @@ def _airflow_env(state: Path, app_url: str, airflow_db: str, admin_url: str, por
         "PULSAR_REBALANCE_WORK_DIR": str(state / "work"),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "AIRFLOW__API__HOST": host,
         "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{port}/execution/",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{_client_url(host, port)}/execution/",
     })
     return env
+
+
+def _client_url(host: str, port: int) -> str:
+    """How a local client reaches a server bound to ``host`` (a wildcard address means this machine)."""
+    client_host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{client_host}]:{port}" if ":" in client_host else f"http://{client_host}:{port}"
+
+
+# The components `airflow standalone` runs, started by us instead so that nothing listens beyond
+# --host: the scheduler and the triggerer each start a log server bound to every interface (Airflow's
+# serve_logs has no host setting), so they run with --skip-serve-logs - every component shares this
+# machine's log folder, from which the API server reads task and trigger logs directly.
+_AIRFLOW_COMPONENTS: dict[str, list[str]] = {
+    "scheduler": ["scheduler", "--skip-serve-logs"],
+    "dag-processor": ["dag-processor"],
+    "triggerer": ["triggerer", "--skip-serve-logs"],
+    "api-server": ["api-server"],  # host and port from AIRFLOW__API__HOST / AIRFLOW__API__PORT
+}
 
 
 def run_standalone(args: argparse.Namespace) -> int:
@@ -171,38 +203,46 @@ def run_standalone(args: argparse.Namespace) -> int:
         sim, info = _simulator(state, args)
         admin_url = info["admin_url"]
         _say(f"simulated Pulsar cluster: {len(info['brokers'])} brokers, admin API at {admin_url}")
-    env = _airflow_env(state, app_url, airflow_db, admin_url, port=args.port)
-    log = state / "logs" / "airflow-standalone.log"
-    proc = _spawn(["airflow", "standalone"], env, log)
+    env = _airflow_env(state, app_url, airflow_db, admin_url, port=args.port, host=args.host)
+    env["AIRFLOW__CORE__EXECUTOR"] = "LocalExecutor"
+    env["AIRFLOW__CORE__AUTH_MANAGER"] = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+    logs = state / "logs"
+    procs: dict[str, subprocess.Popen] = {}
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        url = f"http://localhost:{args.port}"
-        if _wait_http(f"{url}/api/v2/monitor/health", proc, stop, timeout=300):
+        _run(["airflow", "db", "migrate"], env, logs / "airflow-db-migrate.log", timeout=600)
+        for name, cmd in _AIRFLOW_COMPONENTS.items():
+            procs[name] = _spawn(["airflow", *cmd], env, logs / f"airflow-{name}.log")
+        url = _client_url(args.host, args.port)
+        if _wait_http(f"{url}/api/v2/monitor/health", procs, stop, timeout=300):
             pw = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
             _say(f"Airflow is up: {url}  (user admin, password in {pw}). Trigger DAG pulsar_rebalance from the UI "
                  "(it starts paused); review the plan under Browse -> Rebalance plans and decide it under "
                  "Browse -> Required Actions. From a shell: "
                  f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list")
-            print(json.dumps({"airflow_url": url, "admin_url": admin_url, "log": str(log)}), flush=True)
-            while not stop.is_set() and proc.poll() is None:
+            print(json.dumps({"airflow_url": url, "admin_url": redact_userinfo(admin_url), "logs": str(logs),
+                              "pids": {name: p.pid for name, p in procs.items()}}), flush=True)
+            while not stop.is_set() and all(p.poll() is None for p in procs.values()):
                 stop.wait(1.0)
-        return 0 if proc.poll() in (None, 0) else 1
+        exited = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
+        if exited and not stop.is_set():
+            _say(f"stopped because {', '.join(exited)} exited ({exited}); see {logs}/airflow-*.log")
+        return 0 if stop.is_set() or not exited else 1
     finally:
         _say("stopping")
-        _terminate(proc)
-        if sim is not None:
-            _terminate(sim)
+        _terminate_all([*procs.values(), *([sim] if sim is not None else [])])
 
 
-def _wait_http(url: str, proc: subprocess.Popen, stop: threading.Event, timeout: float) -> bool:
+def _wait_http(url: str, procs: dict[str, subprocess.Popen], stop: threading.Event, timeout: float) -> bool:
     import httpx
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not stop.is_set():
-        if proc.poll() is not None:
-            _say(f"airflow standalone exited with {proc.returncode}")
+        exited = [name for name, p in procs.items() if p.poll() is not None]
+        if exited:
+            _say(f"airflow {', '.join(exited)} exited before the API server was healthy")
             return False
         try:
             if httpx.get(url, timeout=2).status_code == 200:
@@ -224,6 +264,23 @@ def _terminate(proc: subprocess.Popen, grace: float = 20.0) -> None:
         _kill(proc)
     except ProcessLookupError:
         pass
+
+
+def _terminate_all(procs: list[subprocess.Popen], grace: float = 30.0) -> None:
+    """SIGTERM every process group at once, then wait for all; SIGKILL what is left after ``grace``."""
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        _kill(proc)  # also whatever the leader left behind in its group
 
 
 def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> None:

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pulsar_rebalance.errors import ConfigError
+from pulsar_rebalance.errors import ConfigError, RebalanceError
 
 
 def register(subparsers: Any) -> None:
@@ -83,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
         )
         if state_file is not None:
             state.state_file = state_file
-            state.save()
+            try:
+                state.save()
+            except OSError as exc:  # an environment problem (exit 1), not a bug
+                raise RebalanceError(f"cannot write --state-file {state_file}: {exc.strerror or exc}") from None
 
     sim = SimulatedPulsar(state, host=args.host, ephemeral=args.port_base == 0, token=token)
     stop = threading.Event()

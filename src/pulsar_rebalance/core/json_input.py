@@ -14,13 +14,17 @@ Conventions:
   negative values are rejected unless ``allow_negative=True`` (rates, throughputs and counts are
   never negative in Pulsar's data).
 * Integers: an integral float such as ``3.0`` is accepted (Jackson does the same), ``3.5`` is not.
+  Numbers must fit a double (an integer literal such as ``1`` followed by 400 zeros is not a double);
+  Java's int/long ranges of load-report counters are checked by ``core.snapshot``.
 * Optional readers return ``default`` only when the member is *absent*; an explicit ``null`` is an
   error unless ``allow_null=True`` - a present-but-null value is usually a bug in the producer.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -30,11 +34,16 @@ T = TypeVar("T")
 
 _MISSING: Any = object()
 
+_DOUBLE_MAX = sys.float_info.max
+
 
 def field_path(path: str, key: str | int) -> str:
     """Join a parent path and a member: ``a.b`` for strings, ``a[3]`` for list indices."""
     if isinstance(key, int):
         return f"{path}[{key}]"
+    if not key or not key.isprintable() or key != key.strip():
+        # an empty, blank or control-character member name must still be visible in one message line
+        return f"{path}[{json.dumps(key)}]"
     return f"{path}.{key}" if path else key
 
 
@@ -60,6 +69,8 @@ def check_number(value: object, field: str, *, allow_negative: bool = False) -> 
     if tv is not float and tv is not int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ScenarioError(field, f"expected a number, got {json_type_name(value)}")
+    if tv is int and not -_DOUBLE_MAX <= value <= _DOUBLE_MAX:  # type: ignore[operator]
+        raise ScenarioError(field, "number is out of the range of a double (Java's and JSON's)")
     if not math.isfinite(value):  # type: ignore[arg-type]
         raise ScenarioError(field, f"expected a finite number, got {value!r}")
     if value < 0 and not allow_negative:  # type: ignore[operator]
@@ -147,7 +158,7 @@ def req_number(obj: Mapping[str, Any], key: str, path: str, *, allow_negative: b
         raise ScenarioError(field_path(path, key), "required number is missing")
     tv = type(value)
     # fast path: a plain non-negative finite number
-    if (tv is float or tv is int) and value >= 0 and value != math.inf:
+    if (tv is float or tv is int) and 0 <= value <= _DOUBLE_MAX:
         return float(value)
     return check_number(value, field_path(path, key), allow_negative=allow_negative)
 

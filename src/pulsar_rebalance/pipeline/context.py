@@ -18,6 +18,7 @@ user (mode 0600, in a 0700 directory), which reaches the job:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -44,15 +45,33 @@ ACTIONS = "actions.parquet"
 EXECUTION = "execution.parquet"
 
 
+def check_run_id(run_id: str) -> str:
+    """Refuse a run id that would leave the work root once used as a directory name.
+
+    Airflow accepts run ids such as ``..``; the run's work directory is ``<work root>/<run id>``, so
+    ``.``, ``..``, an empty id and ids with a path separator or NUL are refused before any path is built.
+    """
+    if not run_id or run_id.strip(".") == "" or any(c in run_id for c in "/\\\x00"):
+        raise ConfigError(
+            f"run id {run_id!r} cannot name a work directory (empty, only dots, or containing / \\ or NUL); "
+            "trigger the DAG with another run id",
+            key="run_id",
+        )
+    return run_id
+
+
 def safe_run_dir_name(run_id: str) -> str:
     """Airflow run ids contain ':' and '+', which Hadoop paths reject; map them to '_'."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", check_run_id(run_id))
 
 
 @dataclass(frozen=True)
 class JobContext:
     run_id: str
     work_root: str
+
+    def __post_init__(self) -> None:
+        check_run_id(self.run_id)
 
     @property
     def work_dir(self) -> str:
@@ -81,8 +100,19 @@ def admin_client_from_env(environ: Mapping[str, str] = os.environ):
         verify = False
     else:
         verify = verify_raw
-    timeout = float(environ.get(ENV_ADMIN_TIMEOUT, "10"))
-    return PulsarAdminClient.from_url(url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify, timeout=timeout)
+    raw_timeout = environ.get(ENV_ADMIN_TIMEOUT, "10")
+    try:
+        timeout = float(raw_timeout)
+    except ValueError:
+        timeout = math.nan
+    if not 0 < timeout < math.inf:
+        raise ConfigError(f"{ENV_ADMIN_TIMEOUT} must be a positive number of seconds, got {raw_timeout!r}",
+                          key=ENV_ADMIN_TIMEOUT)
+    try:
+        return PulsarAdminClient.from_url(url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify,
+                                          timeout=timeout)
+    except ValueError as exc:  # the message names the URL with its credentials redacted
+        raise ConfigError(f"{ENV_ADMIN_URL}: {exc}", key=ENV_ADMIN_URL) from None
 
 
 def find_secrets_file(environ: Mapping[str, str] = os.environ, spark_files_dir: str | None = None) -> str | None:

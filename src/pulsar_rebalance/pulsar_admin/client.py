@@ -7,10 +7,15 @@ Behaviour worth knowing:
 
 * **Redirects** are followed by hand (at most ``MAX_REDIRECTS``): Pulsar answers 307 to send a request
   to the broker owning a bundle, or to the leader. The method and body are kept (307 semantics). The
-  ``Authorization`` header is kept only when the target is a broker of the same cluster: same host as
-  the configured admin URL, or a ``host:port`` the cluster listed as a broker, and never on an
-  https -> http downgrade. httpx's own redirect handling would drop it on any port change, which
-  breaks every cross-broker redirect of a secured cluster.
+  ``Authorization`` header is kept only when the target has exactly the scheme, host and port of the
+  configured admin URL, or the admin URL's scheme and a ``host:port`` the cluster lists as a broker
+  (``GET /admin/v2/brokers``, fetched once when a redirect needs it). Any other target - another port
+  of the same host included, and any https -> http downgrade - gets the request without credentials.
+  httpx's own redirect handling would drop the header on any port change, which breaks every
+  cross-broker redirect of a secured cluster.
+* **Credentials in the admin URL** (``http://user:password@host:8080``) become an HTTP Basic
+  ``Authorization`` header (Pulsar's basic authentication provider) and are removed from the URL, so
+  no error message, log line, ``base_url`` or stored URL carries them (:func:`redact_userinfo`).
 * **Broker-specific calls** (:meth:`PulsarAdminClient.load_report`, :meth:`~PulsarAdminClient.topic_stats`)
   go to ``<scheme>://<broker_id>`` directly, the scheme taken from the configured admin URL.
 * **Errors** map to :mod:`pulsar_rebalance.errors`: connect failure -> ``AdminConnectError``,
@@ -24,6 +29,7 @@ Behaviour worth knowing:
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import ssl
@@ -42,9 +48,11 @@ from pulsar_rebalance.errors import (
     NotAuthorizedError,
     NotFoundError,
     PreconditionFailedError,
+    ConfigError,
     PulsarAdminError,
     ServerSideError,
 )
+from pulsar_rebalance.urls import redact_userinfo
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +84,9 @@ class PulsarAdminClient:
         self._backoff_s = backoff_s
         base = http.base_url
         self._scheme = base.scheme
-        self._base_host = (base.host or "").lower()
+        self._base_origin = _origin(base)
         self._cluster_brokers: set[str] = set()
+        self._brokers_fetched = False
 
     @classmethod
     def from_url(
@@ -103,10 +112,18 @@ class PulsarAdminClient:
             retries / backoff_s: see the class docstring.
         """
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"admin URL must start with http:// or https://, got {url!r}")
+            raise ValueError(f"admin URL must start with http:// or https://, got {redact_userinfo(url)!r}")
+        url, basic = _split_userinfo(url)
         headers = {"Accept": "application/json"}
+        if token and basic:
+            raise ConfigError(
+                f"the admin URL {redact_userinfo(url)} carries user:password and a token is set too; give one of them",
+                key="PULSAR_ADMIN_URL",
+            )
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        elif basic:
+            headers["Authorization"] = basic
         verify: bool | ssl.SSLContext = tls_verify if isinstance(tls_verify, bool) else True
         if isinstance(tls_verify, str) or tls_cert_file:
             context = ssl.create_default_context(cafile=tls_verify if isinstance(tls_verify, str) else None)
@@ -369,11 +386,23 @@ class PulsarAdminClient:
         )
 
     def _trusted(self, source: httpx.URL, target: httpx.URL) -> bool:
+        """May ``target`` see our credentials? Exactly the admin URL's origin, or a listed broker's."""
         if source.scheme == "https" and target.scheme != "https":
             return False
-        host = (target.host or "").lower()
-        netloc = f"{host}:{target.port}" if target.port else host
-        return host == self._base_host or netloc in self._cluster_brokers
+        origin = _origin(target)
+        if origin == self._base_origin:
+            return True
+        if target.scheme != self._scheme:
+            return False
+        host = f"[{origin[1]}]" if ":" in origin[1] else origin[1]  # IPv6 broker ids are bracketed
+        netloc = f"{host}:{origin[2]}"
+        if netloc not in self._cluster_brokers and not self._brokers_fetched:
+            self._brokers_fetched = True  # once: the listing itself may redirect (to the leader)
+            try:
+                self.brokers()
+            except PulsarAdminError as exc:
+                logger.warning("cannot list the cluster's brokers to vet a redirect (%s)", type(exc).__name__)
+        return netloc in self._cluster_brokers
 
     def _send(self, request: httpx.Request) -> httpx.Response:
         url = str(request.url)
@@ -393,6 +422,26 @@ class PulsarAdminClient:
 
 
 # ---------------------------------------------------------------------- helpers
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    """(scheme, lower-case host, port with the scheme's default filled in)."""
+    return url.scheme, (url.host or "").lower(), url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """(``url`` without userinfo, a Basic ``Authorization`` value for it or None)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"admin URL {redact_userinfo(url)!r} is not a valid URL ({exc})") from None
+    if not parsed.userinfo:
+        return url, None
+    credentials = f"{parsed.username}:{parsed.password}".encode()
+    return str(parsed.copy_with(username=None, password=None)), "Basic " + base64.b64encode(credentials).decode()
+
 
 
 _STATUS_ERRORS: Mapping[int, type[PulsarAdminError]] = {

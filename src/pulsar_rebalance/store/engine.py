@@ -65,7 +65,7 @@ def redact_url(url: str | URL) -> str:
     """Return ``url`` with its password replaced by ``***``, safe for logs and error messages."""
     try:
         parsed = url if isinstance(url, URL) else make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "<unparseable database URL>"
     return parsed.render_as_string(hide_password=True)
 
@@ -92,8 +92,9 @@ def normalise_url(url: str, *, source: str = "database URL") -> str:
     candidate = f"{_DRIVER}://{rest}"
     try:
         parsed = make_url(candidate)
-    except ArgumentError as exc:
-        raise StoreError(f"{source} cannot be parsed as a database URL") from exc
+    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
+        raise StoreError(f"{source} cannot be parsed as a database URL (expected "
+                         "postgresql://user:password@host:port/dbname)") from None
     if not parsed.database:
         raise StoreError(f"{source} names no database: {redact_url(parsed)}")
     return candidate

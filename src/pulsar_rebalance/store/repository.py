@@ -75,6 +75,7 @@ from pulsar_rebalance.store.tables import (
     Run,
     StrategyState,
 )
+from pulsar_rebalance.urls import redact_userinfo
 
 logger = logging.getLogger(__name__)
 
@@ -305,6 +306,7 @@ def get_or_create_cluster(s: Session, *, name: str, admin_url: str) -> int:
     """The id of cluster ``name``, creating it if needed (a changed ``admin_url`` is updated)."""
     _require_text("name", name)
     _require_text("admin_url", admin_url)
+    admin_url = redact_userinfo(admin_url)  # credentials never stored (the client strips them anyway)
     stmt = pg_insert(Cluster).values(name=name, admin_url=admin_url)
     stmt = stmt.on_conflict_do_update(index_elements=[Cluster.name], set_={"admin_url": stmt.excluded.admin_url})
     return int(s.execute(stmt.returning(Cluster.id)).scalar_one())
