@@ -56,10 +56,12 @@ from pulsar_rebalance.core.load import (
     parse_bundle_data_map,
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
+from pulsar_rebalance.core.planner import PlannerInput
 from pulsar_rebalance.core.placement.assignment import ModularPlacementContext, select_broker_for_assignment
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
 from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
+from pulsar_rebalance.core.split_algorithms import TopicRates, topic_rates_map
 from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
 from pulsar_rebalance.core.state import StrategyState
 from pulsar_rebalance.errors import ConfigError, ScenarioError
@@ -78,6 +80,7 @@ _CYCLE_KEYS = frozenset(
         "place",
         "namespaceBundleCounts",
         "availableBrokers",
+        "bundleTopics",
     }
 )
 
@@ -108,6 +111,8 @@ class Cycle:
     place: list[str]
     namespace_bundle_counts: dict[str, int] | None
     available_brokers: list[str] | None
+    bundle_topics: dict[str, dict[str, TopicRates]] | None = None
+    """GlobalPlanner only: per bundle, its topics' rates (lets a split isolate a hot topic)."""
 
 
 @dataclass(slots=True)
@@ -277,9 +282,22 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         place=place,
         namespace_bundle_counts=counts,
         available_brokers=available,
+        bundle_topics=_bundle_topics(obj, path, names),
     )
     _check_cycle_shape(cycle, scenario)
     return cycle
+
+
+def _bundle_topics(obj: Mapping[str, Any], path: str, names: _BundleNames) -> dict[str, dict[str, TopicRates]] | None:
+    if "bundleTopics" not in obj:
+        return None
+    bp = field_path(path, "bundleTopics")
+    out: dict[str, dict[str, TopicRates]] = {}
+    for bundle, topics in require_object(obj["bundleTopics"], bp).items():
+        p = field_path(bp, bundle)
+        names.check(bundle, p)
+        out[bundle] = topic_rates_map(require_object(topics, p), p)
+    return out
 
 
 def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
@@ -309,6 +327,8 @@ def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
         for broker in cycle.top_bundles:
             if broker not in known:
                 raise ScenarioError(field_path(field_path(path, "topBundlesLoadData"), broker), "unknown broker (not in brokerLoadData)")
+    if cycle.bundle_topics is not None and not getattr(SHEDDERS[scenario.shedding], "plans_splits", False):
+        raise ScenarioError(field_path(path, "bundleTopics"), "only used by GlobalPlanner")
     if cycle.available_brokers is not None and not scenario.extensible:
         raise ScenarioError(field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)")
 
@@ -541,6 +561,11 @@ def _run_cycle(
             excluded=frozenset(config.load_balancer_shedding_excluded_namespaces),
         )
         decision, state = shedder.find_bundles_for_unloading(inp, config, state)
+    elif getattr(shedder, "plans_splits", False):
+        # GlobalPlanner: one whole-cluster plan (moves with destinations, splits with boundaries)
+        inp_p = PlannerInput(cycle.brokers or {}, cycle.bundle_data, recent_bundles, now, cycle.bundle_topics,
+                             cycle.namespace_bundle_counts)
+        decision, state = shedder.plan(inp_p, config, state)
     else:
         inp_m = ModularInput(cycle.brokers or {}, cycle.bundle_data, recent_bundles)
         decision, state = shedder.find_bundles_for_unloading(inp_m, config, state)
@@ -585,8 +610,8 @@ def _run_cycle(
             assigned.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
         unloads = assigned
 
-    splits: list[SplitDecision] = []
-    if config.load_balancer_auto_bundle_split_enabled:
+    splits: list[SplitDecision] = list(decision.splits)
+    if config.load_balancer_auto_bundle_split_enabled and not getattr(shedder, "plans_splits", False):
         derived_counts = _namespace_counts(cycle, top)
         counts = cycle.namespace_bundle_counts if cycle.namespace_bundle_counts is not None else derived_counts
         if scenario.extensible:

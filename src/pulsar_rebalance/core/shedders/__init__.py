@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from pulsar_rebalance.core.planner import GlobalPlanner
 from pulsar_rebalance.core.shedders.avg_shedder import AvgShedder
 from pulsar_rebalance.core.shedders.overload_shedder import OverloadShedder
 from pulsar_rebalance.core.shedders.threshold_shedder import ThresholdShedder
@@ -35,6 +36,8 @@ SHEDDERS: Mapping[str, Any] = MappingProxyType(
         # opt-in variants
         "ThresholdShedderSingleEma": ThresholdShedder(name="ThresholdShedderSingleEma", double_ema_on_lower_boundary=False),
         "OverloadShedderUnweighted": OverloadShedder(name="OverloadShedderUnweighted", weighted=False),
+        # not a Pulsar class: the whole-cluster planner (core/planner); it plans its own splits
+        "GlobalPlanner": GlobalPlanner(),
     }
 )
 """Name -> shedder. Pulsar's own classes plus clearly named opt-in variants."""

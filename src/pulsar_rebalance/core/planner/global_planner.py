@@ -1,0 +1,366 @@
+"""GlobalPlanner: plan the whole cluster at once toward a target spread, with as few moves as possible.
+
+Not a Pulsar class (Pulsar's shedders decide broker by broker, inside the leader, with no memory of
+their own moves); this strategy uses what a planner outside the brokers has: every broker's report at
+once, the move history, and splits and placement decided together. Same cycle input and output shape
+as the shedders (``decide``'s ``shedding: "GlobalPlanner"``): unloads with their destination, reason and
+predicted before/after; splits with their boundaries (applied before the unloads, so an unload may
+name a child of a split of the same cycle); warnings for what no move can fix.
+
+One cycle:
+
+1. **Model** (:mod:`.load_model`): per broker the absolute usage and limit of Pulsar's five resources,
+   per bundle its contribution (fitted from the reports), planned at the recent peak (max of the last
+   sample and Pulsar's short-term average). Usage is capacity-normalised (weighted max of usage/limit).
+2. **Ideal** = total usage / total capacity (binding resource). **Target** = ideal + max(2 points,
+   4 % of ideal); **trigger** = ideal + max(5 points, 10 % of ideal). Nothing happens unless the
+   busiest broker is above the trigger (hysteresis: a balanced cluster gets zero moves, noise and
+   on/off traffic inside the band are ignored).
+3. **Greedy descent of the maximum**: take the busiest broker above target; if one bundle can bring
+   it to the target without pushing its destination above the target, move the *smallest* such
+   bundle; otherwise make the move that lowers max(source, destination) the most. A destination is
+   never excluded (zero limits) and never ends above the source's usage or Pulsar's overload
+   threshold. Each move strictly lowers the pair's maximum: the plan is never worse than before.
+4. **Split when no move can help**: if the busiest broker's biggest bundle fits nowhere below the
+   target, split it - isolating a topic that carries more than half of it (boundaries at its hash
+   and hash+1), otherwise into equal-load parts by topic hash - and place the children in the same
+   plan. A bundle that is a single hot topic, or whose namespace is at
+   ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a move.
+5. **History**: bundles this planner moved within the cool-down (1 h), or that anyone unloaded within
+   Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pulsar_rebalance.core.bundles import BundleRange, bundle_full_name, format_boundary, split_full_name, split_range, topic_hash
+from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.load import BundleData, LocalBrokerData
+from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
+from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
+from pulsar_rebalance.core.state import StrategyState
+
+PLANNER_NAME = "GlobalPlanner"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerSettings:
+    target_abs: float = 0.02
+    target_rel: float = 0.04
+    trigger_abs: float = 0.05
+    trigger_rel: float = 0.10
+    min_gain: float = 0.002
+    cooldown_ms: int = 60 * 60_000
+    history_ms: int = 6 * 60 * 60_000
+    max_actions: int = 1000
+    candidate_destinations: int = 8
+    max_split_parts: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedUnload(Unload):
+    """An unload with the planner's predicted usage of source and destination before/after."""
+
+    predicted: Mapping[str, float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = Unload.to_json(self)
+        if self.predicted is not None:
+            out["predicted"] = dict(self.predicted)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSplit(SplitDecision):
+    """A split with its boundaries (Pulsar's ``splitNamespaceBundle`` ``boundaries``) and children."""
+
+    boundaries: tuple[int, ...] = ()
+    children: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out = SplitDecision.to_json(self)
+        out["boundaries"] = [format_boundary(b) for b in self.boundaries]
+        out["children"] = list(self.children)
+        return out
+
+
+@dataclass(slots=True)
+class PlannerInput:
+    brokers: Mapping[str, LocalBrokerData]
+    bundle_data: Mapping[str, BundleData]
+    recently_unloaded_bundles: Mapping[str, int]
+    now_ms: int | None = None
+    bundle_topics: Mapping[str, Mapping[str, Any]] | None = None
+    """bundle -> {full topic name -> TopicRates}: lets splits isolate hot topics (optional)."""
+    namespace_bundle_counts: Mapping[str, int] | None = None
+
+
+def _r(x: float) -> float:
+    return round(x, 4)
+
+
+class GlobalPlanner:
+    name = PLANNER_NAME
+    plans_splits = True
+    """Splits come from the plan itself (with boundaries); Pulsar's split trigger is not run."""
+
+    def __init__(self, settings: PlannerSettings | None = None) -> None:
+        self.settings = settings or PlannerSettings()
+
+    # The shedder interface (ModularInput): no clock, no topic rates.
+    def find_bundles_for_unloading(self, inp: Any, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+        return self.plan(PlannerInput(inp.brokers, inp.bundle_data, inp.recently_unloaded_bundles), config, state)
+
+    def plan(self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+        st = self.settings
+        now = inp.now_ms
+        view = ClusterView(inp.brokers, inp.bundle_data, config)
+        eligible = [b for b in view.brokers if any(lim > 0 and w > 0 for lim, w in zip(view.limit[b], view.weights))]
+        history = dict(state.planner_moves)
+        if now is not None:
+            history = {b: m for b, m in history.items() if m["atMs"] >= now - st.history_ms}
+        before = {b: view.usage(b) for b in view.brokers}
+        ideal = view.ideal(eligible)
+        target = ideal + max(st.target_abs, st.target_rel * ideal)
+        trigger = ideal + max(st.trigger_abs, st.trigger_rel * ideal)
+        overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
+        max_before = max((before[b] for b in eligible), default=0.0)
+        stats: dict[str, Any] = {
+            "ideal": _r(ideal), "target": _r(target), "trigger": _r(trigger), "maxUsageBefore": _r(max_before),
+        }
+        new_state = state.evolve(planner_moves=history)
+        if len(eligible) < 2:
+            return skip(Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats), new_state
+        if max_before <= trigger:
+            stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            return skip(
+                Reason.BALANCED,
+                f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
+                stats,
+            ), new_state
+
+        excluded_ns = set(config.load_balancer_shedding_excluded_namespaces)
+        counts = dict(inp.namespace_bundle_counts or {})
+        if not counts:
+            for name in view.bundles:
+                counts[namespace_of(name)] = counts.get(namespace_of(name), 0) + 1
+
+        def frozen(bundle: str) -> bool:
+            m = history.get(bundle)
+            if m is not None and (now is None or m["atMs"] >= now - st.cooldown_ms):
+                return True
+            if bundle in inp.recently_unloaded_bundles:
+                return True
+            ns = namespace_of(bundle)
+            return ns in excluded_ns or is_system_namespace(ns)
+
+        unloads: list[PlannedUnload] = []
+        splits: list[PlannedSplit] = []
+        warnings: list[str] = []
+        stuck: set[str] = set()
+        unsplittable: set[str] = set()
+        moved_in_plan: set[str] = set()
+
+        def dest_candidates(exclude: str) -> list[str]:
+            order = sorted((b for b in eligible if b != exclude), key=lambda b: view.usage(b))
+            return order[: st.candidate_destinations]
+
+        actions = 0
+        while actions < st.max_actions:
+            hot = [b for b in eligible if b not in stuck and view.usage(b) > target]
+            if not hot:
+                break
+            s = max(hot, key=lambda b: (view.usage(b), b))
+            us = view.usage(s)
+            dests = dest_candidates(s)
+            best_fit: tuple[float, str, str, float, float] | None = None  # (size, bundle, dest, a, b)
+            best_any: tuple[float, str, str, float, float] | None = None  # (pair max, ...)
+            biggest: tuple[float, str] | None = None
+            for name in view.owned[s]:
+                if name in moved_in_plan or frozen(name):
+                    continue
+                bl = view.bundles[name]
+                a = view.usage_after(s, bl.vec, -1.0)
+                size = us - a
+                if biggest is None or size > biggest[0]:
+                    biggest = (size, name)
+                if size <= 0:
+                    continue
+                back = history.get(name, {}).get("from")
+                for d in dests:
+                    if d == back:
+                        continue
+                    ud = view.usage(d)
+                    if ud >= overload:
+                        continue
+                    bd = view.usage_after(d, bl.vec, 1.0)
+                    if bd >= us - st.min_gain or bd > max(overload, target):
+                        continue
+                    if a <= target and bd <= target:
+                        key = (size, name, d, a, bd)
+                        if best_fit is None or (size, bd) < (best_fit[0], best_fit[4]):
+                            best_fit = key
+                    pair = max(a, bd)
+                    if pair < us - st.min_gain and (best_any is None or (pair, bd) < (best_any[0], best_any[4])):
+                        best_any = (pair, name, d, a, bd)
+            choice = best_fit
+            if choice is None and biggest is not None and biggest[1] not in unsplittable:
+                # does the biggest bundle fit anywhere below the target? if not, split it
+                bl = view.bundles[biggest[1]]
+                fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
+                if not fits and biggest[0] > us - target:
+                    split = self._split(view, biggest[1], inp, config, counts, target, warnings)
+                    if split is not None:
+                        splits.append(split)
+                        actions += 1
+                        continue
+                    unsplittable.add(biggest[1])
+                    continue
+            if choice is None:
+                choice = best_any
+            if choice is None:
+                stuck.add(s)
+                if us > target:
+                    warnings.append(
+                        f"{s}: predicted usage {us:.4f} stays above target {target:.4f}: no bundle can move without "
+                        "overloading its destination (or all are in cool-down)"
+                    )
+                continue
+            _, name, d, a, bd = choice
+            ud = view.usage(d)
+            bl = view.bundles[name]
+            view.move(name, d)
+            moved_in_plan.add(name)
+            actions += 1
+            reason = (
+                f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}); "
+                f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
+                f"and {d} from {ud:.4f} to {bd:.4f}"
+            )
+            unloads.append(
+                PlannedUnload(
+                    s, name, d, reason, (d,),
+                    f"least predicted usage after the move among the {len(dests)} least-used brokers",
+                    {"sourceBefore": _r(us), "sourceAfter": _r(a), "destinationBefore": _r(ud), "destinationAfter": _r(bd)},
+                )
+            )
+
+        after = {b: view.usage(b) for b in view.brokers}
+        stats["maxUsageAfter"] = _r(max((after[b] for b in eligible), default=0.0))
+        stats["brokers"] = {b: {"usage": _r(before[b]), "predictedUsage": _r(after[b])} for b in view.brokers}
+        stats["warnings"] = warnings
+        if now is not None and unloads:
+            history = dict(history)
+            for u in unloads:
+                history[u.bundle] = {"from": u.broker, "to": u.destination, "atMs": now}
+            new_state = new_state.evolve(planner_moves=history)
+        if not unloads and not splits:
+            return skip(
+                Reason.BALANCED if not warnings else Reason.UNKNOWN,
+                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} but no move or split helps"
+                + (f"; {len(warnings)} warning(s)" if warnings else ""),
+                stats,
+            ), new_state
+        detail = (
+            f"{len(unloads)} move(s), {len(splits)} split(s): busiest broker {max_before:.4f} -> {stats['maxUsageAfter']:.4f} "
+            f"(ideal {ideal:.4f}, target {target:.4f})"
+        )
+        return Decision(Label.SUCCESS, Reason.OVERLOADED, detail, tuple(unloads), tuple(splits), (), stats), new_state
+
+    # -------------------------------------------------------------------------------------------
+    def _split(
+        self,
+        view: ClusterView,
+        bundle: str,
+        inp: PlannerInput,
+        config: LoadBalancerConfig,
+        counts: dict[str, int],
+        target: float,
+        warnings: list[str],
+    ) -> PlannedSplit | None:
+        st = self.settings
+        bl = view.bundles[bundle]
+        ns, range_name = split_full_name(bundle)
+        rng = BundleRange.parse(range_name, bundle)
+        limit = config.load_balancer_namespace_maximum_bundles
+        topics_raw = (inp.bundle_topics or {}).get(bundle)
+        if bl.topics <= 1 or (topics_raw is not None and len(topics_raw) <= 1):
+            warnings.append(f"{bundle} on {bl.broker}: a single hot topic carries it; no split or move can lower {bl.broker} further")
+            return None
+        if not rng.can_split():
+            warnings.append(f"{bundle}: range cannot be split further")
+            return None
+        points: list[int]
+        how: str
+        topic_loads: list[tuple[int, list[float]]] = []
+        if topics_raw:
+            for topic, rates in topics_raw.items():
+                f = features_of(rates.msg_rate, rates.msg_throughput_in, rates.msg_throughput_out, 1)
+                topic_loads.append((topic_hash(topic), view.contribution(f)))
+            topic_loads.sort(key=lambda t: t[0])
+            size = [view.usage_of(v, view.limit[bl.broker]) for _, v in topic_loads]
+            total = sum(size) or 1.0
+            top = max(range(len(size)), key=lambda i: size[i])
+            if size[top] > 0.5 * total:
+                h = topic_loads[top][0]
+                points = [p for p in (h, h + 1) if rng.lower < p < rng.upper]
+                how = f"isolate its hottest topic ({size[top] / total:.0%} of the bundle) at hash {format_boundary(h)}"
+            else:
+                parts = min(st.max_split_parts, max(2, math.ceil(view.usage_of(bl.vec, view.limit[bl.broker]) / max(target * 0.5, 1e-9))))
+                points = []
+                acc = 0.0
+                j = 1
+                for i in range(1, len(size)):
+                    acc += size[i - 1]
+                    if acc >= j * total / parts and j < parts:
+                        p = topic_loads[i][0]
+                        if rng.lower < p < rng.upper and (not points or p > points[-1]):
+                            points.append(p)
+                        j += 1
+                how = f"{len(points) + 1} parts of equal load by topic hash"
+        else:
+            mid = rng.lower + (rng.upper - rng.lower) // 2
+            points = [mid]
+            how = "no topic rates given: range_equally_divide (load assumed even)"
+        if not points:
+            warnings.append(f"{bundle}: no split boundary separates its load; left as it is")
+            return None
+        if counts.get(ns, 0) + len(points) > limit:
+            warnings.append(
+                f"{bundle}: namespace {ns} has {counts.get(ns, 0)} bundles; splitting into {len(points) + 1} would exceed "
+                f"loadBalancerNamespaceMaximumBundles={limit}"
+            )
+            return None
+        children_ranges = split_range(rng, boundaries=points)
+        children: list[BundleLoad] = []
+        if topic_loads:
+            sums = []
+            for c in children_ranges:
+                vec = [0.0] * 5
+                for h, v in topic_loads:
+                    if c.contains(h):
+                        for i in range(5):
+                            vec[i] += v[i]
+                sums.append(vec)
+            tot = [sum(v[i] for v in sums) for i in range(5)]
+            scale = [bl.vec[i] / tot[i] if tot[i] > 0 else 0.0 for i in range(5)]
+            vecs = [[v[i] * scale[i] for i in range(5)] for v in sums]
+        else:
+            vecs = [[x / len(children_ranges) for x in bl.vec] for _ in children_ranges]
+        n = len(children_ranges)
+        for c, vec in zip(children_ranges, vecs):
+            children.append(BundleLoad(bundle_full_name(ns, c.name), bl.broker, vec, bl.msg_rate / n, bl.throughput / n, bl.clients // n, max(1, bl.topics // n)))
+        view.replace_bundle(bundle, children)
+        counts[ns] = counts.get(ns, 0) + len(points)
+        reason = (
+            f"GlobalPlanner: {bundle} fits on no broker below target {target:.4f}; split to {how}; children placed in this plan"
+        )
+        return PlannedSplit(bundle, bl.broker, reason, tuple(points), tuple(ch.name for ch in children))
+
+
+__all__ = ["PLANNER_NAME", "GlobalPlanner", "PlannedSplit", "PlannedUnload", "PlannerInput", "PlannerSettings"]
