@@ -18,13 +18,15 @@ reset history)::
                                          "broker": "<broker>"}]},
      "transferShedder": {"unloadConditionHitCount": 0, "brokerLoadData": {"<broker>": {BrokerLoadData}}},
      "splitConditionHitCounts": {"<broker>": {"<bundle>": 2}},
-     "recentlyUnloadedBundles": {"<bundle>": epochMs}, "recentlyUnloadedBrokers": {"<broker>": epochMs}}
+     "recentlyUnloadedBundles": {"<bundle>": epochMs}, "recentlyUnloadedBrokers": {"<broker>": epochMs},
+     "globalPlanner": {...}}   (only when GlobalPlanner ran; see core/planner/memory.py)
 
 Units: usages are fractions (1.0 = 100%), AvgShedder scores are points 0-100, times epoch ms.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -79,8 +81,9 @@ class StrategyState:
     """Per broker (each broker runs its own extensible split strategy), bundle -> consecutive hits."""
     recently_unloaded_bundles: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     recently_unloaded_brokers: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
-    planner_moves: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
-    """GlobalPlanner's move history: bundle -> ``{"from": broker, "to": broker, "atMs": ms}`` (its hysteresis)."""
+    planner: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """GlobalPlanner's memory (move history, brokers seen, bundle peaks), the JSON of
+    :class:`pulsar_rebalance.core.planner.memory.PlannerMemory`; empty for Pulsar's strategies."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -94,7 +97,7 @@ class StrategyState:
             "split_hit_counts",
             "recently_unloaded_bundles",
             "recently_unloaded_brokers",
-            "planner_moves",
+            "planner",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if not isinstance(self.transfer_hit_count, int) or self.transfer_hit_count < 0:
@@ -107,8 +110,8 @@ class StrategyState:
     # ---- JSON -------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         out = self._to_json()
-        if self.planner_moves:  # only GlobalPlanner writes it; Pulsar strategies' state stays as it was
-            out["globalPlanner"] = {"moves": {b: dict(m) for b, m in self.planner_moves.items()}}
+        if self.planner:  # only GlobalPlanner writes it: Pulsar strategies' state keeps its shape
+            out["globalPlanner"] = json.loads(json.dumps(dict(self.planner)))
         return out
 
     def _to_json(self) -> dict[str, Any]:
@@ -206,23 +209,16 @@ class StrategyState:
             split_hit_counts=_nested_int_map(root, "splitConditionHitCounts", path),
             recently_unloaded_bundles=_int_map(root, "recentlyUnloadedBundles", path),
             recently_unloaded_brokers=_int_map(root, "recentlyUnloadedBrokers", path),
-            planner_moves=_planner_moves(root, path),
+            planner=_planner_memory(root, path),
         )
 
 
-def _planner_moves(root: Mapping[str, Any], path: str) -> dict[str, dict[str, Any]]:
-    section = _section(root, "globalPlanner", path, {"moves"})
-    mp = field_path(field_path(path, "globalPlanner"), "moves")
-    out: dict[str, dict[str, Any]] = {}
-    for bundle, raw in require_object(section.get("moves", {}), mp).items():
-        ep = field_path(mp, bundle)
-        entry = require_object(raw, ep)
-        reject_unknown_keys(entry, {"from", "to", "atMs"}, ep)
-        for key in ("from", "to"):
-            if not isinstance(entry.get(key), str) or not entry[key]:
-                raise ScenarioError(field_path(ep, key), "expected a non-empty broker id")
-        out[bundle] = {"from": entry["from"], "to": entry["to"], "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs"))}
-    return out
+def _planner_memory(root: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    if "globalPlanner" not in root:
+        return _EMPTY
+    from pulsar_rebalance.core.planner.memory import PlannerMemory  # validated by its owner
+
+    return PlannerMemory.from_json(root["globalPlanner"], field_path(path, "globalPlanner")).to_json()
 
 
 def _section(root: Mapping[str, Any], key: str, path: str, allowed: set[str]) -> Mapping[str, Any]:

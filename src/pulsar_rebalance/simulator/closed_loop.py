@@ -7,8 +7,10 @@ applied to the model (splits first, then unloads) and the clock moves one cycle.
 
 Metrics (all usages are noise-free and capacity-normalised: per broker, the max over CPU, NIC in and
 NIC out of usage / limit; "ideal" is total load / total capacity on the binding resource):
-``final_max``, ``worst_max`` (after the first decision), ``final_spread`` (max - min), ``gap`` (final
-max - ideal), ``moves``, ``splits``, ``moves_to_steady`` (moves made until the worst-broker usage
+``final_max`` (the worst broker's highest usage over the last 5 cycles, so that periodic swings count
+at their peak), ``worst_max`` (after the first decision), ``final_spread`` (final max - the lowest broker
+over the same window), ``ideal`` (highest over the window), ``gap`` (final max - ideal), ``floor``
+(the ideal, or the hottest topic alone on a broker if higher: no plan can go below it), ``moves``, ``splits``, ``moves_to_steady`` (moves made until the worst-broker usage
 stays within 0.02 of its final value), ``churn`` (moves in the last third), ``ping_pong`` (a bundle
 moved again within 30 minutes of its previous move), ``clients_disconnected``, ``warnings``.
 """
@@ -25,6 +27,7 @@ from pulsar_rebalance.simulator.scenarios import ScenarioRun
 
 PING_PONG_MS = 30 * 60_000
 STEADY_BAND = 0.02
+FINAL_WINDOW = 5
 
 STRATEGIES: Mapping[str, dict[str, Any]] = {
     "OverloadShedder": {"shedding": "OverloadShedder"},
@@ -46,6 +49,7 @@ class LoopResult:
     max_usage: list[float] = field(default_factory=list)
     min_usage: list[float] = field(default_factory=list)
     ideal: list[float] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)
     moves_per_cycle: list[int] = field(default_factory=list)
     splits: int = 0
     clients_disconnected: int = 0
@@ -59,9 +63,12 @@ class LoopResult:
 
     def summary(self) -> dict[str, Any]:
         n = len(self.max_usage)
-        final = self.max_usage[-1]
+        window = self.max_usage[-FINAL_WINDOW:]
+        final = max(window)
+        final_ideal = max(self.ideal[-FINAL_WINDOW:])
+        final_min = min(self.min_usage[-FINAL_WINDOW:])
         steady_from = n - 1
-        while steady_from > 0 and abs(self.max_usage[steady_from - 1] - final) <= STEADY_BAND:
+        while steady_from > 0 and abs(self.max_usage[steady_from - 1] - self.max_usage[-1]) <= STEADY_BAND:
             steady_from -= 1
         return {
             "scenario": self.scenario,
@@ -69,9 +76,10 @@ class LoopResult:
             "strategy": self.strategy,
             "final_max": final,
             "worst_max": max(self.max_usage[1:] or self.max_usage),
-            "final_spread": final - self.min_usage[-1],
-            "ideal": self.ideal[-1],
-            "gap": final - self.ideal[-1],
+            "final_spread": final - final_min,
+            "ideal": final_ideal,
+            "gap": final - final_ideal,
+            "floor": max(self.floor[-FINAL_WINDOW:]),
             "moves": self.moves,
             "splits": self.splits,
             "moves_to_steady": sum(self.moves_per_cycle[:steady_from]),
@@ -97,6 +105,7 @@ def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str
         result.max_usage.append(max(usage.values()))
         result.min_usage.append(min(usage.values()))
         result.ideal.append(model.ideal_usage(stats))
+        result.floor.append(model.floor_usage(stats))
         reports = model.load_reports(stats)
         for bundle, s in stats.items():
             bd = bundle_data.get(bundle) or BundleData.new_default()
@@ -122,7 +131,7 @@ def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str
         out = decide_scenario(doc)
         state = out["state"]
         cyc = out["cycles"][0]
-        result.warnings.extend(cyc.get("warnings", []))
+        result.warnings.extend(cyc["stats"].get("warnings", []))
         res = model.apply(cyc)
         result.rejected.extend(res.rejected)
         result.moves_per_cycle.append(res.unloads)

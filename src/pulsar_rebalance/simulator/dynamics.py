@@ -27,8 +27,9 @@ Model (units as Pulsar reports them):
 * **Membership**: brokers join (empty), leave (their bundles are re-placed by lookup), restart
   (leave, come back empty after a delay) or fail (like leave, counted as failed).
 * **Unloads** land on the given destination if it is alive, else where lookup puts them; lookup
-  is the least capacity-normalised usage among live brokers that are not overloaded
-  (``loadBalancerBrokerOverloadedThresholdPercentage``), first in broker order on ties.
+  follows Pulsar's default ``LeastLongTermMessageRate``: least message rate among live brokers that
+  are not overloaded (``loadBalancerBrokerOverloadedThresholdPercentage``), first in broker order on
+  ties (Pulsar picks at random among ties; the model stays deterministic).
 * **Splits**: with explicit boundaries as given (``split_range``); without, the configured
   ``defaultNamespaceBundleSplitAlgorithm`` on the bundle's topics (the core's algorithms, Pulsar's
   arithmetic). As Pulsar's ``loadBalancerAutoUnloadSplitBundlesEnabled`` (default true), children
@@ -177,6 +178,7 @@ class ClusterModel:
                 raise ValueError(f"bundle {b} is owned by unknown broker {o!r}")
         self._update_rates()
         self._apply_events()
+        self._update_rates()
 
     # ------------------------------------------------------------------ structure
     def bundles(self) -> list[str]:
@@ -198,15 +200,20 @@ class ClusterModel:
         return bundle_full_name(t.namespace, self.namespaces[t.namespace].find(t.hash).name)
 
     # ------------------------------------------------------------------ traffic
-    def _update_rates(self) -> None:
-        amp = self.daily_amplitude
-        day_pos = (self.now_ms % DAY_MS) / DAY_MS
+    def _step_drift(self) -> None:
+        """One step of every topic's mean-reverting log random walk."""
         sigma = self.drift_sigma
+        if not sigma:
+            return
         gauss = self.rng.gauss
         for t in self.topics:
-            if sigma:
-                # mean-reverting log random walk
-                t.drift = math.exp(0.9 * math.log(t.drift) + gauss(0.0, sigma))
+            t.drift = math.exp(0.9 * math.log(t.drift) + gauss(0.0, sigma))
+
+    def _update_rates(self) -> None:
+        """Current rates from base, daily cycle, drift, burst and the on/off consumers (no randomness)."""
+        amp = self.daily_amplitude
+        day_pos = (self.now_ms % DAY_MS) / DAY_MS
+        for t in self.topics:
             daily = 1.0 + amp * math.sin(2 * math.pi * (day_pos + t.phase)) if amp else 1.0
             t.rate_in = t.base_rate * daily * t.drift * t.burst
             fan = t.fanout
@@ -315,16 +322,43 @@ class ClusterModel:
         cap_nic = sum(b.nic_limit_kbps for b in live)
         return max(cpu / cap_cpu, total["bandwidthIn"]["usage"] / cap_nic, total["bandwidthOut"]["usage"] / cap_nic)
 
+    def floor_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
+        """The best worst-broker usage any plan could reach: the ideal, or the hottest topic alone on
+        the broker where it weighs least (a topic cannot be split), whichever is higher."""
+        ideal = self.ideal_usage(stats)
+        live = [self.brokers[b] for b in self.live_brokers()]
+        hottest = max(self.topics, key=lambda t: t.rate_in * t.msg_size * (1 + t.rate_out / t.rate_in if t.rate_in else 1), default=None)
+        if hottest is None or not live:
+            return ideal
+        alone = [{
+            "msgRateIn": hottest.rate_in, "msgRateOut": hottest.rate_out,
+            "msgThroughputIn": hottest.rate_in * hottest.msg_size, "msgThroughputOut": hottest.rate_out * hottest.msg_size,
+        }]
+        best = min(max(r["usage"] / r["limit"] for r in self._usage(b, alone, noisy=False).values()) for b in live)
+        return max(ideal, best)
+
     # ------------------------------------------------------------------ placement (lookup)
     def lookup(self, bundle: str, stats: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-        """Where a bundle lands with no destination: least-used live, non-overloaded broker."""
+        """Where a bundle lands with no destination, as Pulsar's default placement puts it.
+
+        ``LeastLongTermMessageRate``: the live broker with the least message rate (in + out) of the
+        bundles it owns, counting bundles already placed in this batch (Pulsar's preallocation);
+        brokers above ``loadBalancerBrokerOverloadedThresholdPercentage`` are skipped unless all are.
+        Like Pulsar's, it ignores throughput and broker size. Ties: first in broker order.
+        """
         live = self.live_brokers()
         if not live:
             raise RuntimeError(f"no live broker to own {bundle}")
+        stats = self.bundle_stats() if stats is None else stats
         usage = self.true_usage(stats)
+        rate = {b: 0.0 for b in live}
+        for other, s in stats.items():
+            owner = self.owners.get(other)
+            if owner in rate and other != bundle:
+                rate[owner] += s["msgRateIn"] + s["msgRateOut"]
         limit = self.config.load_balancer_broker_overloaded_threshold_percentage / 100.0
         candidates = [b for b in live if usage[b] < limit] or live
-        return min(candidates, key=lambda b: usage[b])
+        return min(candidates, key=lambda b: rate[b])
 
     # ------------------------------------------------------------------ applying decisions
     def apply(self, cycle_out: Mapping[str, Any]) -> StepResult:
@@ -393,8 +427,10 @@ class ClusterModel:
         """Move the clock one cycle: traffic changes, scheduled events happen."""
         self.now_ms += self.interval_ms
         self.cycle += 1
+        self._step_drift()
+        res = self._apply_events()  # brokers leaving are placed with the load seen so far
         self._update_rates()
-        return self._apply_events()
+        return res
 
     def _apply_events(self) -> StepResult:
         res = StepResult()
@@ -420,8 +456,6 @@ class ClusterModel:
                 self._by_name[e.topic].burst = e.factor
             else:  # pragma: no cover - scenarios are code
                 raise ValueError(f"unknown event kind {e.kind!r}")
-        if res.unloads or res.clients_disconnected:
-            self._update_rates()
         return res
 
 

@@ -13,7 +13,7 @@ one-hot-broker                 one broker holds about twice the average load
 hot-bundle-needs-split         one bundle of many busy topics carries ~80 % of a broker
 hot-single-topic-unsplittable  one topic alone carries ~60 % of a broker: no split can fix it
 heterogeneous                  one broker has twice the cores and NIC; bundles spread by count
-periodic-jitter                an on/off consumer doubles one bundle's out-traffic every other cycle
+periodic-jitter                an on/off consumer adds 40 % of a NIC to one bundle's out-traffic, every other 2 cycles
 large-zipf                     100 brokers, 5,120 bundles, 200,000 topics, Zipf rates, spread by count
 ============================== ===============================================================
 """
@@ -230,12 +230,13 @@ def periodic_jitter(seed: int) -> ScenarioRun:
     m, _ = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000)
     _calibrate(m, 0.45)
     loads = _bundle_loads(m)
-    # the biggest topic of a mid-sized bundle gets an on/off consumer group worth ~25 % of a NIC
+    # the biggest topic of a mid-sized bundle gets an on/off consumer group worth ~40 % of a NIC,
+    # switching every 2 cycles
     bundle = sorted(loads, key=lambda b: (loads[b], b))[len(loads) // 2]
     t = max(m.topics_of(bundle), key=lambda x: x.base_rate)
     nic_bytes = 1000 * 1024 * 1024 / 8
-    t.toggle_period = 1
-    t.toggle_fanout = 0.25 * nic_bytes / max(t.rate_in * t.msg_size, 1e-9)
+    t.toggle_period = 2
+    t.toggle_fanout = 0.4 * nic_bytes / max(t.rate_in * t.msg_size, 1e-9)
     m._update_rates()
     _place_balanced(m, _ids(m))
     return ScenarioRun("periodic-jitter", seed, m, 60, f"an on/off consumer on {t.name} flips every cycle")

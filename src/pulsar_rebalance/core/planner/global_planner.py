@@ -26,8 +26,10 @@ One cycle:
    and hash+1), otherwise into equal-load parts by topic hash - and place the children in the same
    plan. A bundle that is a single hot topic, or whose namespace is at
    ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a move.
-5. **History**: bundles this planner moved within the cool-down (1 h), or that anyone unloaded within
+5. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
    Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
+   A broker that stopped reporting less than 10 min ago may be restarting: the planner waits (unless a
+   broker is above Pulsar's overload threshold) instead of spreading load it will move back.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
+from pulsar_rebalance.core.planner.memory import PlannerMemory
 from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
 from pulsar_rebalance.core.state import StrategyState
 
@@ -55,11 +58,20 @@ class PlannerSettings:
     trigger_abs: float = 0.05
     trigger_rel: float = 0.10
     min_gain: float = 0.002
-    cooldown_ms: int = 60 * 60_000
+    cooldown_ms: int = 30 * 60_000
     history_ms: int = 6 * 60 * 60_000
+    peak_ms: int = 60 * 60_000
+    """How long a swinging bundle's peak is remembered after it was last seen."""
+    swing: float = 0.25
+    """A bundle whose last sample differs from its short-term average by more than this (relative) swings."""
+    settle_ms: int = 10 * 60_000
+    """A broker that stopped reporting less than this ago may be restarting: wait (unless one is overloaded)."""
+    forget_broker_ms: int = 24 * 60 * 60_000
     max_actions: int = 1000
     candidate_destinations: int = 8
     max_split_parts: int = 8
+    min_split_gain: float = 0.02
+    """Isolating a hot topic must free at least this much of its broker (usage fraction) to be worth a split."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +131,18 @@ class GlobalPlanner:
     def plan(self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
         st = self.settings
         now = inp.now_ms
-        view = ClusterView(inp.brokers, inp.bundle_data, config)
+        mem = PlannerMemory.of(state.planner)
+        if now is not None:
+            self._update_peaks(mem, inp, now)
+        view = ClusterView(
+            inp.brokers, inp.bundle_data, config,
+            {b: (p["msgRate"], p["msgThroughputIn"], p["msgThroughputOut"]) for b, p in mem.peaks.items()},
+        )
         eligible = [b for b in view.brokers if any(lim > 0 and w > 0 for lim, w in zip(view.limit[b], view.weights))]
-        history = dict(state.planner_moves)
+        history = mem.moves
         if now is not None:
             history = {b: m for b, m in history.items() if m["atMs"] >= now - st.history_ms}
+            mem.moves = history
         before = {b: view.usage(b) for b in view.brokers}
         ideal = view.ideal(eligible)
         target = ideal + max(st.target_abs, st.target_rel * ideal)
@@ -133,7 +152,13 @@ class GlobalPlanner:
         stats: dict[str, Any] = {
             "ideal": _r(ideal), "target": _r(target), "trigger": _r(trigger), "maxUsageBefore": _r(max_before),
         }
-        new_state = state.evolve(planner_moves=history)
+        seen = mem.brokers_seen
+        left: list[str] = []
+        if now is not None:
+            left = sorted(b for b, t in seen.items() if b not in inp.brokers and t >= now - st.settle_ms)
+            seen.update({b: now for b in inp.brokers})
+            mem.brokers_seen = {b: t for b, t in seen.items() if t >= now - st.forget_broker_ms}
+        new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats), new_state
         if max_before <= trigger:
@@ -141,6 +166,15 @@ class GlobalPlanner:
             return skip(
                 Reason.BALANCED,
                 f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
+                stats,
+            ), new_state
+
+        if left and max_before < overload:
+            stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            return skip(
+                Reason.COOL_DOWN,
+                f"broker(s) {', '.join(left)} stopped reporting less than {st.settle_ms // 60_000} min ago (a restart?): "
+                f"waiting before re-planning; busiest broker {max_before:.4f} < overload threshold {overload:.2f}",
                 stats,
             ), new_state
 
@@ -165,6 +199,9 @@ class GlobalPlanner:
         stuck: set[str] = set()
         unsplittable: set[str] = set()
         moved_in_plan: set[str] = set()
+        topic_cache: dict[str, list[tuple[int, list[float]]]] = {}
+        child_features: dict[str, tuple[float, float, float]] = {}
+        """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
 
         def dest_candidates(exclude: str) -> list[str]:
             order = sorted((b for b in eligible if b != exclude), key=lambda b: view.usage(b))
@@ -179,7 +216,7 @@ class GlobalPlanner:
             us = view.usage(s)
             dests = dest_candidates(s)
             best_fit: tuple[float, str, str, float, float] | None = None  # (size, bundle, dest, a, b)
-            best_any: tuple[float, str, str, float, float] | None = None  # (pair max, ...)
+            best_any: tuple[tuple[float, float], str, str, float, float] | None = None  # (rank, ...)
             biggest: tuple[float, str] | None = None
             for name in view.owned[s]:
                 if name in moved_in_plan or frozen(name):
@@ -206,15 +243,24 @@ class GlobalPlanner:
                         if best_fit is None or (size, bd) < (best_fit[0], best_fit[4]):
                             best_fit = key
                     pair = max(a, bd)
-                    if pair < us - st.min_gain and (best_any is None or (pair, bd) < (best_any[0], best_any[4])):
-                        best_any = (pair, name, d, a, bd)
+                    # prefer moves that keep the destination within the target (no new hot spot),
+                    # then the one lowering the source most; else the lowest pair maximum
+                    rank = (0.0, a) if bd <= target else (1.0, pair)
+                    if pair < us - st.min_gain and (best_any is None or (rank, bd) < (best_any[0], best_any[4])):
+                        best_any = (rank, name, d, a, bd)
             choice = best_fit
             if choice is None and biggest is not None and biggest[1] not in unsplittable:
-                # does the biggest bundle fit anywhere below the target? if not, split it
+                # Split only when moves cannot do it: the biggest bundle fits on no broker below the
+                # target, and the other movable bundles together are smaller than the excess.
                 bl = view.bundles[biggest[1]]
                 fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
-                if not fits and biggest[0] > us - target:
-                    split = self._split(view, biggest[1], inp, config, counts, target, warnings)
+                others = sum(
+                    max(0.0, us - view.usage_after(s, view.bundles[n].vec, -1.0))
+                    for n in view.owned[s]
+                    if n != biggest[1] and n not in moved_in_plan and not frozen(n)
+                )
+                if not fits and biggest[0] > us - target and others < us - target:
+                    split = self._split(view, biggest[1], inp, config, counts, target, warnings, topic_cache, child_features)
                     if split is not None:
                         splits.append(split)
                         actions += 1
@@ -254,11 +300,16 @@ class GlobalPlanner:
         stats["maxUsageAfter"] = _r(max((after[b] for b in eligible), default=0.0))
         stats["brokers"] = {b: {"usage": _r(before[b]), "predictedUsage": _r(after[b])} for b in view.brokers}
         stats["warnings"] = warnings
-        if now is not None and unloads:
-            history = dict(history)
+        if now is not None and (unloads or splits):
             for u in unloads:
-                history[u.bundle] = {"from": u.broker, "to": u.destination, "atMs": now}
-            new_state = new_state.evolve(planner_moves=history)
+                mem.moves[u.bundle] = {"from": u.broker, "to": u.destination, "atMs": now}
+            for sp in splits:  # children inherit their share of the parent's load as their peak
+                mem.peaks.pop(sp.bundle, None)
+                for child in sp.children:
+                    feats = child_features.get(child)
+                    if feats is not None:
+                        mem.peaks[child] = {"msgRate": feats[0], "msgThroughputIn": feats[1], "msgThroughputOut": feats[2], "atMs": now}
+            new_state = new_state.evolve(planner=mem.to_json())
         if not unloads and not splits:
             return skip(
                 Reason.BALANCED if not warnings else Reason.UNKNOWN,
@@ -272,6 +323,28 @@ class GlobalPlanner:
         )
         return Decision(Label.SUCCESS, Reason.OVERLOADED, detail, tuple(unloads), tuple(splits), (), stats), new_state
 
+    def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int) -> None:
+        """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""
+        st = self.settings
+        peaks = {b: p for b, p in mem.peaks.items() if p["atMs"] >= now - st.peak_ms}
+        for data in inp.brokers.values():
+            for name, s in data.last_stats.items():
+                cur = (s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
+                old = peaks.get(name)
+                bd = inp.bundle_data.get(name)
+                swinging = False
+                if bd is not None and bd.short_term_data.num_samples > 1:
+                    t = bd.short_term_data
+                    avg = (t.msg_rate_in + t.msg_rate_out, t.msg_throughput_in, t.msg_throughput_out)
+                    swinging = any(abs(c - a) > st.swing * max(c, a) for c, a in zip(cur, avg) if max(c, a) > 0)
+                if old is None and not swinging:
+                    continue
+                prev = (old["msgRate"], old["msgThroughputIn"], old["msgThroughputOut"]) if old else (0.0, 0.0, 0.0)
+                top = tuple(max(c, p) for c, p in zip(cur, prev))
+                at = now if (swinging or old is None or any(c >= 0.8 * p for c, p in zip(cur, prev) if p > 0)) else old["atMs"]
+                peaks[name] = {"msgRate": top[0], "msgThroughputIn": top[1], "msgThroughputOut": top[2], "atMs": at}
+        mem.peaks = peaks
+
     # -------------------------------------------------------------------------------------------
     def _split(
         self,
@@ -282,14 +355,25 @@ class GlobalPlanner:
         counts: dict[str, int],
         target: float,
         warnings: list[str],
+        topic_cache: dict[str, list[tuple[int, list[float]]]],
+        child_features: dict[str, tuple[float, float, float]],
     ) -> PlannedSplit | None:
         st = self.settings
         bl = view.bundles[bundle]
         ns, range_name = split_full_name(bundle)
         rng = BundleRange.parse(range_name, bundle)
         limit = config.load_balancer_namespace_maximum_bundles
-        topics_raw = (inp.bundle_topics or {}).get(bundle)
-        if bl.topics <= 1 or (topics_raw is not None and len(topics_raw) <= 1):
+        topic_loads: list[tuple[int, list[float]]] | None = topic_cache.get(bundle)
+        if topic_loads is None and (inp.bundle_topics or {}).get(bundle):
+            topic_loads = []
+            for topic, rates in inp.bundle_topics[bundle].items():  # type: ignore[index]
+                f = features_of(rates.msg_rate, rates.msg_throughput_in, rates.msg_throughput_out, 1)
+                topic_loads.append((topic_hash(topic), view.contribution(f)))
+            topic_loads.sort(key=lambda t: t[0])
+        if topic_loads == [] and bundle in topic_cache:
+            warnings.append(f"{bundle}: a child of a split made without topic rates; not split again in this plan")
+            return None
+        if bl.topics <= 1 or (topic_loads is not None and len(topic_loads) == 1):
             warnings.append(f"{bundle} on {bl.broker}: a single hot topic carries it; no split or move can lower {bl.broker} further")
             return None
         if not rng.can_split():
@@ -297,21 +381,23 @@ class GlobalPlanner:
             return None
         points: list[int]
         how: str
-        topic_loads: list[tuple[int, list[float]]] = []
-        if topics_raw:
-            for topic, rates in topics_raw.items():
-                f = features_of(rates.msg_rate, rates.msg_throughput_in, rates.msg_throughput_out, 1)
-                topic_loads.append((topic_hash(topic), view.contribution(f)))
-            topic_loads.sort(key=lambda t: t[0])
+        if topic_loads:
             size = [view.usage_of(v, view.limit[bl.broker]) for _, v in topic_loads]
             total = sum(size) or 1.0
             top = max(range(len(size)), key=lambda i: size[i])
             if size[top] > 0.5 * total:
+                if total - size[top] < st.min_split_gain:
+                    warnings.append(
+                        f"{bundle} on {bl.broker}: one topic carries {size[top] / total:.0%} of it; isolating it would free only "
+                        f"{total - size[top]:.4f} of {bl.broker} (< {st.min_split_gain}): not split, no split or move can fix this topic"
+                    )
+                    return None
                 h = topic_loads[top][0]
                 points = [p for p in (h, h + 1) if rng.lower < p < rng.upper]
                 how = f"isolate its hottest topic ({size[top] / total:.0%} of the bundle) at hash {format_boundary(h)}"
             else:
-                parts = min(st.max_split_parts, max(2, math.ceil(view.usage_of(bl.vec, view.limit[bl.broker]) / max(target * 0.5, 1e-9))))
+                load = view.usage_of(bl.vec, view.limit[bl.broker])
+                parts = min(st.max_split_parts, max(2, math.ceil(load / max(target / 4, 1e-9))))
                 points = []
                 acc = 0.0
                 j = 1
@@ -338,14 +424,16 @@ class GlobalPlanner:
             return None
         children_ranges = split_range(rng, boundaries=points)
         children: list[BundleLoad] = []
+        child_names = [bundle_full_name(ns, c.name) for c in children_ranges]
         if topic_loads:
             sums = []
-            for c in children_ranges:
+            for c, child in zip(children_ranges, child_names):
                 vec = [0.0] * 5
-                for h, v in topic_loads:
-                    if c.contains(h):
-                        for i in range(5):
-                            vec[i] += v[i]
+                mine = [(h, v) for h, v in topic_loads if c.contains(h)]
+                topic_cache[child] = mine
+                for _, v in mine:
+                    for i in range(5):
+                        vec[i] += v[i]
                 sums.append(vec)
             tot = [sum(v[i] for v in sums) for i in range(5)]
             scale = [bl.vec[i] / tot[i] if tot[i] > 0 else 0.0 for i in range(5)]
@@ -353,8 +441,16 @@ class GlobalPlanner:
         else:
             vecs = [[x / len(children_ranges) for x in bl.vec] for _ in children_ranges]
         n = len(children_ranges)
-        for c, vec in zip(children_ranges, vecs):
-            children.append(BundleLoad(bundle_full_name(ns, c.name), bl.broker, vec, bl.msg_rate / n, bl.throughput / n, bl.clients // n, max(1, bl.topics // n)))
+        parent_f = (bl.msg_rate, bl.feat_in, bl.feat_out)
+        for child, vec in zip(child_names, vecs):
+            share = [vec[i] / bl.vec[i] if bl.vec[i] > 0 else 1.0 / n for i in range(5)]
+            # msg/s follows the CPU share, bytes in/out the NIC shares (the resources they drive)
+            child_features[child] = (parent_f[0] * share[0], parent_f[1] * share[3], parent_f[2] * share[4])
+            k = len(topic_cache[child]) if child in topic_cache else max(1, bl.topics // n)
+            children.append(BundleLoad(child, bl.broker, vec, bl.msg_rate / n, bl.throughput / n, bl.clients // n, k))
+        if not topic_loads:
+            for child in child_names:  # no topic rates: do not split a guessed half again in this plan
+                topic_cache[child] = []
         view.replace_bundle(bundle, children)
         counts[ns] = counts.get(ns, 0) + len(points)
         reason = (

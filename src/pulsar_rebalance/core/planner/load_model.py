@@ -46,21 +46,24 @@ def stats_features(s: NamespaceBundleStats) -> tuple[float, float, float, float,
     return features_of(s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out, s.topics)
 
 
-def planning_features(s: NamespaceBundleStats, bd: BundleData | None) -> tuple[float, float, float, float, float]:
-    """What the planner plans with: the larger of the last sample and the short-term average, per value.
+def planning_features(
+    s: NamespaceBundleStats, bd: BundleData | None, peak: Sequence[float] | None = None
+) -> tuple[float, float, float, float, float]:
+    """What the planner plans with: per value, the largest of the last sample, the short-term average
+    and the remembered recent peak (``peak`` = msg/s, bytes/s in, bytes/s out).
 
     Planning for the recent peak (an on/off consumer, a burst that just ended) keeps a plan from
     being undone by the next swing; the short-term average (10 samples) is Pulsar's own BundleData.
     """
-    if bd is None or bd.short_term_data.num_samples == 0:
-        return stats_features(s)
-    st = bd.short_term_data
-    return features_of(
-        max(s.msg_rate_in + s.msg_rate_out, st.msg_rate_in + st.msg_rate_out),
-        max(s.msg_throughput_in, st.msg_throughput_in),
-        max(s.msg_throughput_out, st.msg_throughput_out),
-        s.topics,
-    )
+    rate, tin, tout = s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out
+    if bd is not None and bd.short_term_data.num_samples > 0:
+        st = bd.short_term_data
+        rate = max(rate, st.msg_rate_in + st.msg_rate_out)
+        tin = max(tin, st.msg_throughput_in)
+        tout = max(tout, st.msg_throughput_out)
+    if peak is not None:
+        rate, tin, tout = max(rate, peak[0]), max(tin, peak[1]), max(tout, peak[2])
+    return features_of(rate, tin, tout, s.topics)
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
@@ -135,12 +138,21 @@ class BundleLoad:
     throughput: float
     clients: int
     topics: int
+    feat_in: float = 0.0
+    """bytes/s in and out the plan assumed (for the children of a split)."""
+    feat_out: float = 0.0
 
 
 class ClusterView:
     """Mutable what-if view: per broker absolute usage and limits, per bundle its contribution."""
 
-    def __init__(self, brokers: Mapping[str, LocalBrokerData], bundle_data: Mapping[str, BundleData], config: LoadBalancerConfig) -> None:
+    def __init__(
+        self,
+        brokers: Mapping[str, LocalBrokerData],
+        bundle_data: Mapping[str, BundleData],
+        config: LoadBalancerConfig,
+        peaks: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
         self.config = config
         self.weights = [
             config.load_balancer_cpu_resource_weight,
@@ -181,14 +193,14 @@ class ClusterView:
             plan = [0.0] * 5
             for name, s in d.last_stats.items():
                 cf = stats_features(s)
-                pf = planning_features(s, bundle_data.get(name))
+                pf = planning_features(s, bundle_data.get(name), (peaks or {}).get(name))
                 cvec = self.contribution(cf)
                 pvec = self.contribution(pf)
                 for i in range(5):
                     cur[i] += cvec[i]
                     plan[i] += pvec[i]
                 self.bundles[name] = BundleLoad(
-                    name, b, pvec, pf[0], pf[3], s.producer_count + s.consumer_count, s.topics
+                    name, b, pvec, pf[0], pf[3], s.producer_count + s.consumer_count, s.topics, pf[1], pf[2]
                 )
                 self.owned[b].append(name)
             # base = what the bundles do not explain (never negative); planned usage = base + planned bundles
