@@ -34,6 +34,8 @@ One cycle:
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +59,8 @@ class PlannerSettings:
     target_rel: float = 0.04
     trigger_abs: float = 0.05
     trigger_rel: float = 0.10
-    min_gain: float = 0.002
+    min_gain: float = 0.005
+    """A move must lower the source by at least this (usage fraction): smaller ones are not worth a disconnect."""
     cooldown_ms: int = 30 * 60_000
     history_ms: int = 6 * 60 * 60_000
     peak_ms: int = 60 * 60_000
@@ -184,7 +187,7 @@ class GlobalPlanner:
             for name in view.bundles:
                 counts[namespace_of(name)] = counts.get(namespace_of(name), 0) + 1
 
-        def frozen(bundle: str) -> bool:
+        def is_frozen(bundle: str) -> bool:
             m = history.get(bundle)
             if m is not None and (now is None or m["atMs"] >= now - st.cooldown_ms):
                 return True
@@ -193,94 +196,142 @@ class GlobalPlanner:
             ns = namespace_of(bundle)
             return ns in excluded_ns or is_system_namespace(ns)
 
+        frozen = {name for name in view.bundles if is_frozen(name)}
         unloads: list[PlannedUnload] = []
         splits: list[PlannedSplit] = []
         warnings: list[str] = []
         stuck: set[str] = set()
+        stuck_max = 0.0
         unsplittable: set[str] = set()
         moved_in_plan: set[str] = set()
         topic_cache: dict[str, list[tuple[int, list[float]]]] = {}
-        child_features: dict[str, tuple[float, float, float]] = {}
         """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
+        child_features: dict[str, tuple[float, float, float]] = {}
+        # lazy heaps of (usage, broker): the busiest first, the least used first
+        busiest = [(-view.usage(b), b) for b in eligible]
+        idlest = [(view.usage(b), b) for b in eligible]
+        heapq.heapify(busiest)
+        heapq.heapify(idlest)
+
+        def changed(*brokers: str) -> None:
+            for b in brokers:
+                heapq.heappush(busiest, (-view.usage(b), b))
+                heapq.heappush(idlest, (view.usage(b), b))
 
         def dest_candidates(exclude: str) -> list[str]:
-            order = sorted((b for b in eligible if b != exclude), key=lambda b: view.usage(b))
-            return order[: st.candidate_destinations]
+            out: list[tuple[float, str]] = []
+            while idlest and len(out) < st.candidate_destinations + 1:
+                u, b = heapq.heappop(idlest)
+                if u != view.usage(b) or any(b == o for _, o in out):
+                    continue
+                out.append((u, b))
+            for entry in out:
+                heapq.heappush(idlest, entry)
+            return [b for _, b in out if b != exclude][: st.candidate_destinations]
+
+        def movable(name: str) -> bool:
+            return name not in moved_in_plan and name not in frozen
 
         actions = 0
+        # Brokers above the target are planned down to it while the busiest one can still be lowered;
+        # once the busiest broker is stuck (its load cannot move), only brokers above the trigger are
+        # worth disrupting clients for.
+        floor_at = target
         while actions < st.max_actions:
-            hot = [b for b in eligible if b not in stuck and view.usage(b) > target]
-            if not hot:
+            while busiest and (busiest[0][1] in stuck or -busiest[0][0] != view.usage(busiest[0][1])):
+                heapq.heappop(busiest)
+            if not busiest:
                 break
-            s = max(hot, key=lambda b: (view.usage(b), b))
+            s = busiest[0][1]
             us = view.usage(s)
+            if stuck_max >= us and floor_at == target:
+                floor_at = trigger
+            if us <= floor_at:
+                break
             dests = dest_candidates(s)
-            best_fit: tuple[float, str, str, float, float] | None = None  # (size, bundle, dest, a, b)
-            best_any: tuple[tuple[float, float], str, str, float, float] | None = None  # (rank, ...)
+            excess = us - target
+            cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
             biggest: tuple[float, str] | None = None
             for name in view.owned[s]:
-                if name in moved_in_plan or frozen(name):
+                if not movable(name):
                     continue
-                bl = view.bundles[name]
-                a = view.usage_after(s, bl.vec, -1.0)
+                a = view.usage_after(s, view.bundles[name].vec, -1.0)
                 size = us - a
                 if biggest is None or size > biggest[0]:
                     biggest = (size, name)
-                if size <= 0:
-                    continue
+                if size >= st.min_gain:
+                    cands.append((size, name, a))
+            cands.sort()
+
+            def best_dest(name: str, a: float) -> tuple[float, str] | None:
+                """The destination with the lowest usage after receiving ``name`` (allowed ones only)."""
+                bl = view.bundles[name]
                 back = history.get(name, {}).get("from")
+                best: tuple[float, str] | None = None
                 for d in dests:
-                    if d == back:
-                        continue
-                    ud = view.usage(d)
-                    if ud >= overload:
+                    if d == back or view.usage(d) >= overload:
                         continue
                     bd = view.usage_after(d, bl.vec, 1.0)
                     if bd >= us - st.min_gain or bd > max(overload, target):
                         continue
-                    if a <= target and bd <= target:
-                        key = (size, name, d, a, bd)
-                        if best_fit is None or (size, bd) < (best_fit[0], best_fit[4]):
-                            best_fit = key
-                    pair = max(a, bd)
-                    # prefer moves that keep the destination within the target (no new hot spot),
-                    # then the one lowering the source most; else the lowest pair maximum
-                    rank = (0.0, a) if bd <= target else (1.0, pair)
-                    if pair < us - st.min_gain and (best_any is None or (rank, bd) < (best_any[0], best_any[4])):
-                        best_any = (rank, name, d, a, bd)
-            choice = best_fit
+                    if best is None or bd < best[0]:
+                        best = (bd, d)
+                return best
+
+            choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
+            # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
+            first = bisect.bisect_left(cands, (excess,))
+            for size, name, a in cands[first:]:
+                found = best_dest(name, a)
+                if found is not None and found[0] <= target:
+                    choice = (name, found[1], a, found[0])
+                    break
             if choice is None and biggest is not None and biggest[1] not in unsplittable:
-                # Split only when moves cannot do it: the biggest bundle fits on no broker below the
-                # target, and the other movable bundles together are smaller than the excess.
+                # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
+                # target, and the other movable bundles together are smaller than the excess
                 bl = view.bundles[biggest[1]]
                 fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
-                others = sum(
-                    max(0.0, us - view.usage_after(s, view.bundles[n].vec, -1.0))
-                    for n in view.owned[s]
-                    if n != biggest[1] and n not in moved_in_plan and not frozen(n)
-                )
-                if not fits and biggest[0] > us - target and others < us - target:
+                others = sum(size for size, name, _ in cands if name != biggest[1])
+                if not fits and biggest[0] > excess and others < excess:
                     split = self._split(view, biggest[1], inp, config, counts, target, warnings, topic_cache, child_features)
                     if split is not None:
                         splits.append(split)
                         actions += 1
+                        changed(s)
                         continue
                     unsplittable.add(biggest[1])
                     continue
             if choice is None:
-                choice = best_any
+                # 3. the largest bundle whose destination stays within the target; else the lowest pair maximum
+                for size, name, a in reversed(cands):
+                    found = best_dest(name, a)
+                    if found is not None and found[0] <= target:
+                        choice = (name, found[1], a, found[0])
+                        break
+            if choice is None:
+                best_pair: tuple[float, str, str, float, float] | None = None
+                for size, name, a in cands:
+                    found = best_dest(name, a)
+                    if found is not None:
+                        pair = max(a, found[0])
+                        if pair < us - st.min_gain and (best_pair is None or pair < best_pair[0]):
+                            best_pair = (pair, name, found[1], a, found[0])
+                if best_pair is not None:
+                    choice = best_pair[1:]
             if choice is None:
                 stuck.add(s)
+                stuck_max = max(stuck_max, us)
                 if us > target:
                     warnings.append(
                         f"{s}: predicted usage {us:.4f} stays above target {target:.4f}: no bundle can move without "
                         "overloading its destination (or all are in cool-down)"
                     )
                 continue
-            _, name, d, a, bd = choice
+            name, d, a, bd = choice
             ud = view.usage(d)
             bl = view.bundles[name]
             view.move(name, d)
+            changed(s, d)
             moved_in_plan.add(name)
             actions += 1
             reason = (
@@ -327,18 +378,23 @@ class GlobalPlanner:
         """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""
         st = self.settings
         peaks = {b: p for b, p in mem.peaks.items() if p["atMs"] >= now - st.peak_ms}
+        swing = st.swing
+        bundle_data = inp.bundle_data
         for data in inp.brokers.values():
             for name, s in data.last_stats.items():
-                cur = (s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
                 old = peaks.get(name)
-                bd = inp.bundle_data.get(name)
+                bd = bundle_data.get(name)
                 swinging = False
                 if bd is not None and bd.short_term_data.num_samples > 1:
                     t = bd.short_term_data
-                    avg = (t.msg_rate_in + t.msg_rate_out, t.msg_throughput_in, t.msg_throughput_out)
-                    swinging = any(abs(c - a) > st.swing * max(c, a) for c, a in zip(cur, avg) if max(c, a) > 0)
+                    r1, r2 = s.msg_rate_in + s.msg_rate_out, t.msg_rate_in + t.msg_rate_out
+                    i1, i2, o1, o2 = s.msg_throughput_in, t.msg_throughput_in, s.msg_throughput_out, t.msg_throughput_out
+                    swinging = (
+                        abs(r1 - r2) > swing * max(r1, r2) or abs(i1 - i2) > swing * max(i1, i2) or abs(o1 - o2) > swing * max(o1, o2)
+                    )
                 if old is None and not swinging:
                     continue
+                cur = (s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
                 prev = (old["msgRate"], old["msgThroughputIn"], old["msgThroughputOut"]) if old else (0.0, 0.0, 0.0)
                 top = tuple(max(c, p) for c, p in zip(cur, prev))
                 at = now if (swinging or old is None or any(c >= 0.8 * p for c, p in zip(cur, prev) if p > 0)) else old["atMs"]

@@ -11,6 +11,8 @@ each bundle contributes to each resource from the load reports themselves:
   ``cpu``: msg/s and bytes/s; ``bandwidthIn``: bytes/s in; ``bandwidthOut``: bytes/s out;
   ``memory``: topics and msg/s; ``directMemory``: bytes/s. Negative coefficients are dropped
   (refit), and with too few brokers the fit goes through the origin (usage proportional to traffic);
+* a resource whose fit explains less than 30 % of its variance across brokers (``MIN_R2``) is taken
+  as not driven by bundle traffic: all base, so no move chases it (the broker gets a warning instead);
 * a bundle's contribution is ``coef . feature(bundle)``; the broker's *base* (what no bundle
   explains: JVM, GC, noise) stays with the broker when bundles move.
 
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData, NamespaceBundleStats
 
+MIN_R2 = 0.3
+"""Below this share of explained variance a resource is treated as not driven by bundle traffic."""
 RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
 _FEATURES: Mapping[str, tuple[int, ...]] = {
     # feature indexes into Features: 0 msg/s, 1 bytes/s in, 2 bytes/s out, 3 bytes/s total, 4 topics
@@ -125,6 +129,14 @@ def fit_resource(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> tuple[fl
         full = [0.0] * k
         for i, j in enumerate(active):
             full[j] = coefs[i]
+        # Load the bundles do not explain cannot be moved with them: with a poor fit (R^2 < MIN_R2 on
+        # a resource that varies across brokers) the resource is all base, and no move chases it.
+        mean = sum(ys) / n
+        ss_tot = sum((y - mean) ** 2 for y in ys)
+        if n >= 3 and ss_tot > 1e-12 * n * max(mean * mean, 1e-30):
+            ss_res = sum((y - a - sum(c * x[j] for j, c in enumerate(full))) ** 2 for y, x in zip(ys, xs))
+            if 1.0 - ss_res / ss_tot < MIN_R2:
+                return mean, [0.0] * k
         return a, full
 
 
@@ -162,6 +174,7 @@ class ClusterView:
             config.bandwidth_out_resource_weight,
         ]
         self.brokers = list(brokers)
+        self._usage: dict[str, float] = {}
         self.limit: dict[str, list[float]] = {}
         self.used: dict[str, list[float]] = {}
         reported: dict[str, list[float]] = {}
@@ -186,28 +199,43 @@ class ClusterView:
             for j, v in zip(idx, c):
                 full[j] = v
             self.coef.append(full)
+        self._sparse = [
+            (i, [(j, c) for j, c in enumerate(coefs) if c]) for i, coefs in enumerate(self.coef) if self.weights[i] > 0
+        ]
+        # per broker, (resource, weight / limit) of the resources that count: usage = max(used * that)
+        self._scale = {
+            b: [(i, w / lim) for i, (lim, w) in enumerate(zip(self.limit[b], self.weights)) if lim > 0 and w > 0]
+            for b in self.brokers
+        }
         self.bundles: dict[str, BundleLoad] = {}
         self.owned: dict[str, list[str]] = {b: [] for b in self.brokers}
+        peaks = peaks or {}
+        contribution = self.contribution
         for b, d in brokers.items():
-            cur = [0.0] * 5
+            cur = contribution(broker_feat[b])  # linear: the sum of the bundles' contributions
             plan = [0.0] * 5
+            owned = self.owned[b]
             for name, s in d.last_stats.items():
-                cf = stats_features(s)
-                pf = planning_features(s, bundle_data.get(name), (peaks or {}).get(name))
-                cvec = self.contribution(cf)
-                pvec = self.contribution(pf)
+                pf = planning_features(s, bundle_data.get(name), peaks.get(name))
+                pvec = contribution(pf)
                 for i in range(5):
-                    cur[i] += cvec[i]
                     plan[i] += pvec[i]
                 self.bundles[name] = BundleLoad(
                     name, b, pvec, pf[0], pf[3], s.producer_count + s.consumer_count, s.topics, pf[1], pf[2]
                 )
-                self.owned[b].append(name)
+                owned.append(name)
             # base = what the bundles do not explain (never negative); planned usage = base + planned bundles
             self.used[b] = [max(0.0, reported[b][i] - cur[i]) + plan[i] for i in range(5)]
 
     def contribution(self, f: Sequence[float]) -> list[float]:
-        return [sum(c * x for c, x in zip(coefs, f)) for coefs in self.coef]
+        """A bundle's absolute contribution per resource (0 for resources with weight 0)."""
+        out = [0.0, 0.0, 0.0, 0.0, 0.0]
+        for i, terms in self._sparse:
+            v = 0.0
+            for j, c in terms:
+                v += c * f[j]
+            out[i] = v
+        return out
 
     def usage_of(self, used: Sequence[float], limit: Sequence[float]) -> float:
         best = 0.0
@@ -219,10 +247,17 @@ class ClusterView:
         return best
 
     def usage(self, broker: str) -> float:
-        return self.usage_of(self.used[broker], self.limit[broker])
+        """Capacity-normalised usage now (cached; moves and splits refresh it)."""
+        u = self._usage.get(broker)
+        if u is None:
+            used = self.used[broker]
+            u = self._usage[broker] = max((used[i] * k for i, k in self._scale[broker]), default=0.0)
+        return u
 
     def usage_after(self, broker: str, vec: Sequence[float], sign: float) -> float:
-        return self.usage_of([u + sign * v for u, v in zip(self.used[broker], vec)], self.limit[broker])
+        """Usage of ``broker`` if ``vec`` were added (sign 1) or removed (sign -1)."""
+        used = self.used[broker]
+        return max(((used[i] + sign * vec[i]) * k for i, k in self._scale[broker]), default=0.0)
 
     def ideal(self, brokers: Sequence[str] | None = None) -> float:
         """Total usage / total capacity on the binding resource (weighted): the best any plan could do."""
@@ -244,6 +279,8 @@ class ClusterView:
         self.owned[src].remove(bundle)
         self.owned[dest].append(bundle)
         bl.broker = dest
+        self._usage.pop(src, None)
+        self._usage.pop(dest, None)
 
     def replace_bundle(self, bundle: str, children: Sequence[BundleLoad]) -> None:
         """A split: the parent's load becomes its children's (same broker)."""
@@ -251,6 +288,7 @@ class ClusterView:
         self.owned[parent.broker].remove(bundle)
         for i, v in enumerate(parent.vec):
             self.used[parent.broker][i] -= v
+        self._usage.pop(parent.broker, None)
         for c in children:
             self.bundles[c.name] = c
             self.owned[c.broker].append(c.name)
