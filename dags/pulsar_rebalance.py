@@ -16,15 +16,14 @@ from airflow.sdk import DAG, Param
 
 from pulsar_rebalance.orchestration.approval import PlanApprovalSensor
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
-
-SHEDDERS = ["ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder"]
+from pulsar_rebalance.pipeline.params import SHEDDERS, RunParams
 PLACEMENTS = ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
 SPLIT_ALGORITHMS = [None, "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide",
                     "flow_or_qps_equally_divide"]
 
 with DAG(
     dag_id="pulsar_rebalance",
-    description="Approval-gated Pulsar bundle rebalancing (Pulsar's own algorithms)",
+    description="Approval-gated Pulsar bundle rebalancing (a whole-cluster planner, or Pulsar's own algorithms)",
     schedule=os.environ.get("PULSAR_REBALANCE_SCHEDULE", "@hourly") or None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
@@ -35,7 +34,8 @@ with DAG(
     params={
         "namespaces": Param([], type="array", items={"type": "string"},
                             description="tenant/namespace list; empty = every namespace"),
-        "shedding_strategy": Param("ThresholdShedder", enum=SHEDDERS, description="loadBalancerLoadSheddingStrategy"),
+        "shedding_strategy": Param(RunParams.shedding_strategy, enum=list(SHEDDERS),
+                                   description="GlobalPlanner (whole-cluster plan) or a Pulsar loadBalancerLoadSheddingStrategy"),
         "placement_strategy": Param("LeastLongTermMessageRate", enum=PLACEMENTS,
                                     description="loadBalancerLoadPlacementStrategy"),
         "split_algorithm": Param(None, type=["null", "string"], enum=SPLIT_ALGORITHMS,

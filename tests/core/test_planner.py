@@ -14,7 +14,8 @@ from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
 from pulsar_rebalance.core.shedders.base import namespace_of
 from pulsar_rebalance.core.state import StrategyState
 from pulsar_rebalance.errors import ScenarioError
-from pulsar_rebalance.simulator.closed_loop import _hot_bundles, run_closed_loop
+from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.simulator.closed_loop import run_closed_loop
 from pulsar_rebalance.simulator.dynamics import ClusterModel
 from pulsar_rebalance.simulator.scenarios import build
 
@@ -34,7 +35,7 @@ def _cycle(model: ClusterModel, *, topics: bool = True) -> dict[str, Any]:
     cycle: dict[str, Any] = {"brokers": reports, "bundleData": bundle_data, "nowMs": model.now_ms,
                              "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()}}
     if topics:
-        cycle["bundleTopics"] = {b: model.topic_rates(b) for b in _hot_bundles(stats, reports)}
+        cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
     return cycle
 
 

@@ -2,7 +2,9 @@
 
 Actions are ordered: splits first (each with the boundaries computed now by the configured split
 algorithm, so execution applies exactly what was approved), then unloads with a destination.
-A bundle chosen for both split and unload is split, and its heaviest child (by the topics' current
+A planner's split (GlobalPlanner) comes with its boundaries and children, and its unloads may name
+the children (their predicted load comes from the parent's topics). For Pulsar's strategies, a bundle
+chosen for both split and unload is split, and its heaviest child (by the topics' current
 throughput) is unloaded to the planned destination instead: Pulsar would split it and unload all
 children (``loadBalancerAutoUnloadSplitBundlesEnabled``) to wherever lookups land, whereas this plan
 moves exactly one named child to a named broker, so the human approves a concrete move.
@@ -49,10 +51,27 @@ def build_plan(
     notes: list[str] = []
     split_children: dict[str, list[str]] = {}
 
+    planned_children: dict[str, str] = {}  # child full name -> parent full name (planner splits)
     for s in cycle.get("splits", []):
         bundle = s["bundle"]
         ns, rng = split_full_name(bundle)
         topics = topics_by_bundle.get(bundle, {})
+        if s.get("boundaries"):
+            # a planner's split (GlobalPlanner): its boundaries and children are part of the decision,
+            # and its unloads may name the children; executed with specified_positions_divide
+            children = [split_full_name(c)[1] for c in s.get("children", [])]
+            for c in children:
+                planned_children[f"{ns}/{c}"] = bundle
+            actions.append({
+                "kind": "split", "namespace": ns, "bundle_range": rng,
+                "source_broker": s.get("broker") or ownership.get(bundle),
+                "destination_broker": None,
+                "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(s["boundaries"])],
+                "split_algorithm": "specified_positions_divide",
+                "reason": s["reason"],
+                "predicted": {"children": children, "loadChange": "none: the children stay on the owner until moved"},
+            })
+            continue
         result = split_scenario({
             "algorithm": algorithm, "bundle": rng, "topics": {t: dict(r) for t, r in topics.items()},
             "config": dict(params.config),
@@ -89,6 +108,12 @@ def build_plan(
             reason = (f"{reason}; {bundle} is split in this plan, so its heaviest child {rng} "
                       f"({loads[rng].total_msg_throughput / 2**20:.2f} of {parent_thr / 2**20:.2f} MiB/s) moves instead")
             notes.append(f"unload of {bundle} replaced by its child {ns}/{rng} (the bundle is split first)")
+        if bundle in planned_children:  # a child of a split planned in this cycle: its load from the topics
+            parent = planned_children[bundle]
+            pns, prng = split_full_name(parent)
+            siblings = [c for c, p in planned_children.items() if p == parent]
+            loads = _child_loads(pns, [split_full_name(c)[1] for c in siblings], topics_by_bundle.get(parent, {}))
+            child_stats[bundle] = loads[rng]
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
         actions.append({

@@ -23,6 +23,7 @@ from typing import Any
 
 from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
+from pulsar_rebalance.core.planner import split_candidates
 from pulsar_rebalance.simulator.scenarios import ScenarioRun
 
 PING_PONG_MS = 30 * 60_000
@@ -120,7 +121,7 @@ def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str
             "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()},
         }
         if strategy == "GlobalPlanner":
-            cycle["bundleTopics"] = {b: model.topic_rates(b) for b in _hot_bundles(stats, reports)}
+            cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
         if extra_cycle:
             cycle.update(extra_cycle)
         doc: dict[str, Any] = {"shedding": spec["shedding"], "seed": run.seed, "assignDestinations": True, "cycles": [cycle]}
@@ -144,16 +145,6 @@ def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str
             last_moved[bundle] = model.now_ms
         model.advance()
     return result
-
-
-def _hot_bundles(stats: Mapping[str, Mapping[str, Any]], reports: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Bundles worth sending topic-level rates for: each broker's biggest few by throughput."""
-    out: list[str] = []
-    for rep in reports.values():
-        owned = sorted(rep["lastStats"], key=lambda b: -(stats[b]["msgThroughputIn"] + stats[b]["msgThroughputOut"]
-                                                          + 1024 * (stats[b]["msgRateIn"] + stats[b]["msgRateOut"])))
-        out.extend(owned[:3])
-    return out
 
 
 __all__ = ["STRATEGIES", "LoopResult", "run_closed_loop"]

@@ -11,6 +11,7 @@ from pulsar_rebalance.core.planner.global_planner import (
     PlannedUnload,
     PlannerInput,
     PlannerSettings,
+    split_candidates,
 )
 
-__all__ = ["PLANNER_NAME", "GlobalPlanner", "PlannedSplit", "PlannedUnload", "PlannerInput", "PlannerSettings"]
+__all__ = ["PLANNER_NAME", "GlobalPlanner", "PlannedSplit", "PlannedUnload", "PlannerInput", "PlannerSettings", "split_candidates"]

@@ -47,7 +47,6 @@ from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecisio
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
 from pulsar_rebalance.core.planner.memory import PlannerMemory
-from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
 from pulsar_rebalance.core.state import StrategyState
 
 PLANNER_NAME = "GlobalPlanner"
@@ -57,8 +56,8 @@ PLANNER_NAME = "GlobalPlanner"
 class PlannerSettings:
     target_abs: float = 0.02
     target_rel: float = 0.04
-    trigger_abs: float = 0.05
-    trigger_rel: float = 0.10
+    trigger_abs: float = 0.03
+    trigger_rel: float = 0.06
     min_gain: float = 0.005
     """A move must lower the source by at least this (usage fraction): smaller ones are not worth a disconnect."""
     cooldown_ms: int = 30 * 60_000
@@ -115,6 +114,25 @@ class PlannerInput:
     namespace_bundle_counts: Mapping[str, int] | None = None
 
 
+SPLIT_CANDIDATES_PER_BROKER = 3
+
+
+def split_candidates(reports: Mapping[str, Mapping[str, Any]], per_broker: int = SPLIT_CANDIDATES_PER_BROKER) -> list[str]:
+    """Each broker's busiest bundles in LocalBrokerData JSON reports (by bytes/s + 1 KiB per msg/s):
+    the ones a caller should send topic rates for (``bundleTopics``) so that splits can isolate hot topics."""
+    out: list[str] = []
+    for rep in reports.values():
+        stats = rep.get("lastStats") or rep.get("bundleStats") or {}
+
+        def weight(b: str) -> float:
+            s = stats[b]
+            return (s.get("msgThroughputIn", 0.0) + s.get("msgThroughputOut", 0.0)
+                    + 1024 * (s.get("msgRateIn", 0.0) + s.get("msgRateOut", 0.0)))
+
+        out.extend(sorted(stats, key=lambda b: (-weight(b), b))[:per_broker])
+    return out
+
+
 def _r(x: float) -> float:
     return round(x, 4)
 
@@ -132,6 +150,9 @@ class GlobalPlanner:
         return self.plan(PlannerInput(inp.brokers, inp.bundle_data, inp.recently_unloaded_bundles), config, state)
 
     def plan(self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+        # imported here: core.shedders registers this planner, so a module-level import would be circular
+        from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
+
         st = self.settings
         now = inp.now_ms
         mem = PlannerMemory.of(state.planner)
@@ -416,7 +437,7 @@ class GlobalPlanner:
     ) -> PlannedSplit | None:
         st = self.settings
         bl = view.bundles[bundle]
-        ns, range_name = split_full_name(bundle)
+        ns, range_name = split_full_name(bundle)  # ns is namespace_of(bundle)
         rng = BundleRange.parse(range_name, bundle)
         limit = config.load_balancer_namespace_maximum_bundles
         topic_loads: list[tuple[int, list[float]]] | None = topic_cache.get(bundle)
@@ -515,4 +536,4 @@ class GlobalPlanner:
         return PlannedSplit(bundle, bl.broker, reason, tuple(points), tuple(ch.name for ch in children))
 
 
-__all__ = ["PLANNER_NAME", "GlobalPlanner", "PlannedSplit", "PlannedUnload", "PlannerInput", "PlannerSettings"]
+__all__ = ["split_candidates", "PLANNER_NAME", "GlobalPlanner", "PlannedSplit", "PlannedUnload", "PlannerInput", "PlannerSettings"]

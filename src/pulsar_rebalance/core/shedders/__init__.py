@@ -42,6 +42,16 @@ SHEDDERS: Mapping[str, Any] = MappingProxyType(
 )
 """Name -> shedder. Pulsar's own classes plus clearly named opt-in variants."""
 
+SELECTABLE_SHEDDERS: tuple[str, ...] = (
+    "GlobalPlanner", "ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder"
+)
+"""What an operator picks from: the DAG's ``shedding_strategy`` Param enum, the run params, the
+quickstart. The single list those derive from (a test checks they agree and that each is registered)."""
+
+DEFAULT_SHEDDER = "GlobalPlanner"
+"""The pipeline's default (the closed-loop benchmark in docs/benchmarks/balance.md); Pulsar's own
+default is ThresholdShedder, one param away."""
+
 EXTENSIBLE_SHEDDERS = frozenset({"TransferShedder"})
 """Shedders of the extensible load manager (they read BrokerLoadData / TopBundlesLoadData)."""
 
@@ -61,6 +71,8 @@ def get_shedder(name: str) -> Any:
 
 __all__ = [
     "BASE_NAME",
+    "DEFAULT_SHEDDER",
+    "SELECTABLE_SHEDDERS",
     "EXTENSIBLE_SHEDDERS",
     "SHEDDERS",
     "AvgShedder",
