@@ -243,7 +243,7 @@ def periodic_jitter(seed: int) -> ScenarioRun:
 
 
 def large_zipf(seed: int) -> ScenarioRun:
-    m, rng = _new_model(seed, n_brokers=100, n_namespaces=40, bundles_per_ns=128, n_topics=200_000, zipf_s=0.7, drift=0.005)
+    m, rng = _new_model(seed, n_brokers=100, n_namespaces=40, bundles_per_ns=128, n_topics=200_000, zipf_s=0.6, drift=0.005)
     _calibrate(m, 0.5)
     _place_by_count(m, _ids(m), rng)
     return ScenarioRun("large-zipf", seed, m, 20, "100 brokers, 5,120 bundles, 200,000 Zipf topics, spread by count")
