@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_decide.py                 # defaults below, writes docs/benchmarks/decide.md
     .venv/bin/python benchmarks/bench_decide.py --brokers 200 --bundles 20000 --no-write
+    .venv/bin/python benchmarks/bench_decide.py --shedding GlobalPlanner   # writes docs/benchmarks/decide-GlobalPlanner.md
 
 What is measured:
 
@@ -76,6 +77,8 @@ def generate(*, brokers: int, bundles: int, seed: int, shedding: str = "Threshol
             bundle_data[name] = {"shortTermData": short, "longTermData": {**short, "maxSamples": 1000, "numSamples": 1000},
                                  "topics": last_stats[name]["topics"]}
         cpu = rng.uniform(20, 60) if rng.random() > 0.1 else rng.uniform(75, 99)
+        # same draw order as before (memory, directMemory, bandwidthIn, bandwidthOut): same scenario
+        mem, direct = rng.uniform(2000, 7000), rng.uniform(100, 3000)
         bw_in, bw_out = rng.uniform(1e5, 5e5), rng.uniform(1e5, 8e5)
         if traffic_driven:
             # usage follows the bundles' traffic (the simulator's model); one broker in ten is 2x hot
@@ -95,8 +98,8 @@ def generate(*, brokers: int, bundles: int, seed: int, shedding: str = "Threshol
             "webServiceUrl": f"http://broker-{b:04d}.example.com:8080",
             "pulsarServiceUrl": f"pulsar://broker-{b:04d}.example.com:6650",
             "cpu": {"usage": cpu * 16, "limit": 1600.0},
-            "memory": {"usage": rng.uniform(2000, 7000), "limit": 8192.0},
-            "directMemory": {"usage": rng.uniform(100, 3000), "limit": 4096.0},
+            "memory": {"usage": mem, "limit": 8192.0},
+            "directMemory": {"usage": direct, "limit": 4096.0},
             "bandwidthIn": {"usage": bw_in, "limit": 1.25e6 if not traffic_driven else 10 * 1024 * 1024},
             "bandwidthOut": {"usage": bw_out, "limit": 1.25e6 if not traffic_driven else 10 * 1024 * 1024},
             "lastUpdate": NOW,
