@@ -1,9 +1,11 @@
 """Pulsar rebalance: collect → usage → detect → plan → **human approval** → execute.
 
 Each Spark task runs one thin entry point of ``spark_jobs/``; state lives in Postgres (plans,
-approvals, bundle ranges, ownership history) and run-scoped Parquet. Approve or reject the plan
-with ``pulsar-rebalance plans approve|reject PLAN_ID``; nothing moves before that. Logic lives in
-the ``pulsar_rebalance`` package; this file only wires tasks.
+approvals, bundle ranges, ownership history) and run-scoped Parquet. The plan waits at
+``await_approval``: approve or reject it under **Browse → Required Actions** (the plan page is
+under Browse → Rebalance plans), through Airflow's REST API, or with
+``pulsar-rebalance plans approve|reject PLAN_ID``; nothing moves before that. Logic lives in the
+``pulsar_rebalance`` package; this file only wires tasks.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import DAG, Param
 
-from pulsar_rebalance.orchestration.approval import PlanApprovalSensor
+from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
 from pulsar_rebalance.pipeline.params import SHEDDERS, RunParams
 PLACEMENTS = ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
@@ -27,7 +29,9 @@ with DAG(
     schedule=os.environ.get("PULSAR_REBALANCE_SCHEDULE", "@hourly") or None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
-    max_active_runs=1,
+    # A run waiting at its gate must not hold back an operator's own run: the newer plan supersedes the
+    # older pending one, and executions are serialised per cluster by the executor's lock.
+    max_active_runs=3,
     tags=["pulsar", "rebalance"],
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=20)},
@@ -45,6 +49,24 @@ with DAG(
         "approval_timeout_minutes": Param(60, type="number", exclusiveMinimum=0,
                                           description="the plan expires (no change) if not decided in time"),
         "max_parallel_unloads": Param(4, type="integer", minimum=1, maximum=64),
+        "max_unloads_per_broker": Param(2, type="integer", minimum=1, maximum=64,
+                                        description="at most this many concurrent unloads from or to one broker"),
+        "max_unloads_per_run": Param(None, type=["null", "integer"], minimum=1,
+                                     description="stop after this many unloads (the rest skipped); null = all"),
+        "unload_pacing_seconds": Param(0, type="number", minimum=0, maximum=600,
+                                       description="pause between two moves"),
+        "drift_tolerance": Param(0.5, type="number", minimum=0,
+                                 description="skip an unload whose bundle's message rate changed by more than this "
+                                             "fraction since planning"),
+        "allow_pulsar_shedding": Param(False, type="boolean",
+                                       description="execute even if Pulsar's own loadBalancerSheddingEnabled is on "
+                                                   "(the two balancers would fight)"),
+        "auto_approve_max_unloads": Param(None, type=["null", "integer"], minimum=1,
+                                          description="auto-approve plans of at most this many unloads and no "
+                                                      "split (recorded as approved by the policy); null = off"),
+        "rollback_plan": Param(None, type=["null", "string"],
+                               description="a plan id: plan to return its completed unloads to their previous "
+                                           "owners (needs approval like any plan) instead of running the shedder"),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
         "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
     },
@@ -53,7 +75,7 @@ with DAG(
     compute_usage = PulsarSparkJobOperator(task_id="compute_usage", job="compute_usage")
     detect_overload = PulsarSparkJobOperator(task_id="detect_overload", job="detect_overload")
     plan_split = PulsarSparkJobOperator(task_id="plan_split", job="plan_split")
-    await_approval = PlanApprovalSensor(task_id="await_approval", poll_interval=2.0, retries=0)
+    await_approval = PlanApprovalGate(task_id="await_approval", retries=0)
     execute_unload = PulsarSparkJobOperator(task_id="execute_unload", job="execute_unload")
 
     collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> execute_unload

@@ -62,6 +62,30 @@ class PlanExpiredError(PlanError):
     pass
 
 
+class PlanSupersededError(PlanError):
+    """A newer plan (or an execution) of the same cluster replaced this one: re-plan instead."""
+
+
+class PlanChangedError(PlanError):
+    """The decision was made on other content than the stored plan (content hash mismatch)."""
+
+
+class PlanAtGateError(PlanError):
+    """The plan waits at an Airflow approval gate: decide it there (UI or Airflow's REST API)."""
+
+    def __init__(self, message: str, *, plan_id: str | None = None, gate: dict | None = None) -> None:
+        super().__init__(message, plan_id=plan_id)
+        self.gate = gate or {}
+
+
+class PlanStateError(PlanError):
+    """The command does not apply to the plan in its current status (e.g. aborting an executed plan)."""
+
+
+class StalePlanError(PlanError):
+    """The plan was made from a snapshot older than the cluster's last execution."""
+
+
 class ExecutionError(RebalanceError):
     pass
 

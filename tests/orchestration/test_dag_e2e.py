@@ -39,14 +39,32 @@ def wired(cluster, db_url, tmp_path, monkeypatch):
     return cluster, db_url
 
 
-class Approver(threading.Thread):
-    """Waits for this test's pending plan, then decides it through `pulsar-rebalance plans ...`."""
+def airflow_api(user: str = "alice", role: str = "admin"):
+    """Airflow's real Core API app in-process (the same routes and plugins as the api-server) with a
+    JWT for ``user``: what the Airflow UI's Required Actions page and our CLI talk to."""
+    from fastapi.testclient import TestClient
 
-    def __init__(self, db_url: str, verb: str) -> None:
+    from airflow.api_fastapi.app import create_app, get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    client = TestClient(create_app(apps="core"))
+    token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username=user, role=role))
+    client.headers["Authorization"] = f"Bearer {token}"
+    return client
+
+
+class Approver(threading.Thread):
+    """Waits for this test's plan to reach its Airflow gate, then answers it as ``alice`` either in
+    the UI's way (PATCH of the gate's HITL detail) or with ``pulsar-rebalance plans approve|reject``,
+    which goes through the same REST call for a gated plan."""
+
+    def __init__(self, db_url: str, verb: str, via: str = "ui") -> None:
         super().__init__(daemon=True)
-        self.db_url, self.verb, self.plan_id, self.exit_code, self.error = db_url, verb, None, None, None
+        self.db_url, self.verb, self.via = db_url, verb, via
+        self.plan_id, self.exit_code, self.error, self.response = None, None, None, None
 
     def run(self) -> None:
+        from pulsar_rebalance.cli import airflow_api as api
         from pulsar_rebalance.cli import main
 
         engine = sa.create_engine(self.db_url)
@@ -54,10 +72,24 @@ class Approver(threading.Thread):
         try:
             while time.monotonic() < deadline:
                 with engine.connect() as c:
-                    row = c.execute(sa.text("SELECT plan_id FROM plans WHERE status = 'pending'")).first()
+                    row = c.execute(sa.text("SELECT plan_id, gate, content_hash FROM plans "
+                                            "WHERE status = 'pending' AND gate IS NOT NULL")).first()
                 if row:
                     self.plan_id = row[0]
-                    self.exit_code = main(["plans", self.verb, self.plan_id, "--by", "alice", "-m", f"{self.verb} in test"])
+                    client = airflow_api("alice")
+                    if self.via == "cli":
+                        original = api._client
+                        api._client = lambda environ: client  # the CLI's REST calls go to the in-process app
+                        try:
+                            self.exit_code = main(["plans", self.verb, self.plan_id, "-m", f"{self.verb} in test"])
+                        finally:
+                            api._client = original
+                    else:
+                        r = client.patch(api.hitl_path(row[1]), json={
+                            "chosen_options": ["Approve" if self.verb == "approve" else "Reject"],
+                            "params_input": {"comment": f"{self.verb} in test", "plan_hash": row[2]}})
+                        self.response = r
+                        self.exit_code = 0 if r.status_code == 200 else r.status_code
                     return
                 time.sleep(0.5)  # polling a condition, bounded by the deadline
         except Exception as exc:  # surfaced by the test's assertions
@@ -156,12 +188,14 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
         assert why == [{"broker_id": a["destination_broker"], "approved_by": "alice", "action_reason": a["reason"]}]
     approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
     assert approval["decision"] == "approved" and approval["decided_by"] == "alice"
+    assert approval["via"] == "airflow-gate" and approval["plan_hash"] == plan["content_hash"]
+    assert approval["comment"] == "approve in test"
 
 
 def test_rejected_plan_changes_nothing(airflow_db, wired):
     sim, db_url = wired
     before = sim.state.snapshot()
-    approver = Approver(db_url, "reject")
+    approver = Approver(db_url, "reject", via="cli")
     approver.start()
     dr, states = _run_dag({"approval_timeout_minutes": 30})
     approver.join(timeout=30)
@@ -172,6 +206,8 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     assert sim.state.snapshot()["namespaces"] == before["namespaces"]
     plan = _q(db_url, "SELECT status FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
     assert plan["status"] == "rejected"
+    approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
+    assert (approval["decided_by"], approval["via"]) == ("alice", "airflow-gate")  # the CLI answered through Airflow
     assert _q(db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND state <> 'pending'",
               p=approver.plan_id)[0]["n"] == 0
 

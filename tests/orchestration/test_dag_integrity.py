@@ -23,13 +23,22 @@ def test_dag_wires_the_six_tasks_in_order(airflow_db):
     assert [t for t in order if t in dag.task_ids] == order
     for a, b in zip(order, order[1:]):
         assert dag.get_task(b).upstream_task_ids == {a}
-    assert dag.max_active_runs == 1
+    # a run parked at its gate must not hold back an operator's run (executions are serialised per cluster)
+    assert dag.max_active_runs == 3
     assert dag.schedule == "@hourly"  # the default of PULSAR_REBALANCE_SCHEDULE
     for task_id in order[:4] + ["execute_unload"]:
         assert type(dag.get_task(task_id)).__name__ == "PulsarSparkJobOperator"
         assert dag.get_task(task_id).application.endswith(f"spark_jobs/{task_id}.py")
-    assert type(dag.get_task("await_approval")).__name__ == "PlanApprovalSensor"
-    assert set(dag.params) >= {"namespaces", "shedding_strategy", "split_algorithm", "dry_run"}
+    from airflow.providers.standard.operators.hitl import HITLOperator
+
+    gate = dag.get_task("await_approval")
+    assert isinstance(gate, HITLOperator) and gate.options == ["Approve", "Reject"]
+    assert set(gate.params) >= {"comment", "plan_hash"}  # the form the approver fills in
+    assert set(dag.params) >= {"namespaces", "shedding_strategy", "split_algorithm", "dry_run",
+                               "auto_approve_max_unloads", "max_unloads_per_broker", "allow_pulsar_shedding"}
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    RunParams.from_json({k: v for k, v in dag.params.dump().items()})  # every DAG param is a known run param
 
 
 def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time():

@@ -14,7 +14,10 @@ from pulsar_rebalance.errors import (
     ExecutionInProgressError,
     InvalidTransitionError,
     PlanAlreadyDecidedError,
+    PlanAtGateError,
+    PlanChangedError,
     PlanExpiredError,
+    PlanSupersededError,
     UnknownPlanError,
 )
 from pulsar_rebalance.store import ALLOWED_TRANSITIONS, InvalidRowError, UnknownRunError, session_scope
@@ -192,10 +195,11 @@ def test_decide_just_before_expiry_succeeds(world, make_plan) -> None:
 
 def test_expire_plan_and_sweep(world, make_plan) -> None:
     now = datetime.now(UTC)
-    due = make_plan(expires_at=now - timedelta(seconds=1))
     fresh = make_plan(run_id="run-2", expires_at=now + timedelta(hours=1))
     with session_scope(world.engine) as s:
-        assert repo.expire_plan(s, plan_id=fresh, now=now) is False
+        assert repo.expire_plan(s, plan_id=fresh, now=now) is False  # not due yet
+    due = make_plan(expires_at=now - timedelta(seconds=1))  # newer: supersedes `fresh`
+    with session_scope(world.engine) as s:
         assert repo.expire_due_plans(s, now=now) == [due]
         assert repo.expire_due_plans(s, now=now) == []
         assert [p.plan_id for p in repo.list_plans(s, status="expired")] == [due]
@@ -257,11 +261,12 @@ def test_plans_and_actions_are_immutable_in_the_database(world, make_plan) -> No
 
 def test_only_an_approved_plan_can_execute_and_only_one_at_a_time(world, make_plan) -> None:
     first = make_plan()
-    second = make_plan(run_id="run-2")
     with session_scope(world.engine) as s:
         with pytest.raises(InvalidTransitionError, match="only an approved plan can execute"):
             repo.set_plan_status(s, plan_id=first, status="executing")
         repo.decide_plan(s, plan_id=first, decision="approved", decided_by="alice")
+    second = make_plan(run_id="run-2")  # first is approved, not pending: it is not superseded
+    with session_scope(world.engine) as s:
         repo.decide_plan(s, plan_id=second, decision="approved", decided_by="alice")
         assert repo.set_plan_status(s, plan_id=first, status="executing") is True
         assert repo.set_plan_status(s, plan_id=first, status="executing") is False  # a retry: no-op
@@ -391,3 +396,57 @@ def test_a_failing_write_mid_transaction_leaves_nothing_behind(world) -> None:
 
     for table, expected in (("runs", 1), ("brokers", 0), ("broker_load", 0), ("bundle_load", 0)):
         assert _count(world.engine, table) == expected, table  # only the fixture's run-1
+
+
+# ------------------------------------------------------------------ approval policy (issue 6/11)
+
+
+def test_a_newer_plan_supersedes_an_older_pending_one_and_deciding_it_says_so(world, make_plan) -> None:
+    old = make_plan()
+    new = make_plan(run_id="run-2")
+    with session_scope(world.engine) as s:
+        plan = repo.get_plan(s, plan_id=old)
+        assert (plan.status, plan.superseded_by) == ("superseded", new)
+        assert (plan.approval.decision, plan.approval.decided_by, plan.approval.via) == ("superseded", "system", "system")
+        assert repo.get_plan(s, plan_id=new).status == "pending"
+        events = [e["event"] for e in repo.audit_events(s, plan_id=old)]
+    assert events == ["plan.created", "plan.superseded"]
+    with pytest.raises(PlanSupersededError, match=f"superseded by plan {new}"), session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=old, decision="approved", decided_by="alice")
+
+
+def test_content_hash_is_recorded_with_the_approval_and_a_changed_plan_is_refused(world, make_plan) -> None:
+    plan_id = make_plan()
+    with session_scope(world.engine) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+        assert plan.content_hash == repo.plan_content_hash(run_id=plan.run_id, dry_run=plan.dry_run, actions=plan.actions)
+        with pytest.raises(PlanChangedError, match="decision was made on 000000000000"):
+            repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice", plan_hash="0" * 64)
+    with session_scope(world.engine) as s:
+        approval = repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice",
+                                    plan_hash=plan.content_hash, via="cli")
+    assert (approval.plan_hash, approval.via) == (plan.content_hash, "cli")
+
+
+def test_a_plan_at_an_airflow_gate_is_decided_only_through_it(world, make_plan) -> None:
+    plan_id = make_plan()
+    gate = {"dag_id": "pulsar_rebalance", "run_id": "manual__1", "task_id": "await_approval", "map_index": -1}
+    with session_scope(world.engine) as s:
+        assert repo.open_gate(s, plan_id=plan_id, gate=gate).gate == gate
+    with pytest.raises(PlanAtGateError, match="waits at the Airflow approval gate") as err, session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice", via="cli")
+    assert err.value.gate == gate
+    with session_scope(world.engine) as s:
+        assert repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice",
+                                via="airflow-gate").via == "airflow-gate"
+
+
+def test_stop_switch_is_recorded_once_and_only_for_a_plan_that_can_run(world, make_plan) -> None:
+    plan_id = make_plan()
+    with session_scope(world.engine) as s:
+        with pytest.raises(InvalidTransitionError, match="nothing to stop"):
+            repo.request_stop(s, plan_id=plan_id, requested_by="bob")
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+        assert repo.request_stop(s, plan_id=plan_id, requested_by="bob") is True
+        assert repo.request_stop(s, plan_id=plan_id, requested_by="carol") is False
+        assert repo.get_plan(s, plan_id=plan_id).stop_requested["by"] == "bob"

@@ -37,6 +37,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--by", default=None, help="who decides (default: $PULSAR_REBALANCE_USER or the login name)")
         p.set_defaults(func=_decide, decision="approved" if verb == "approve" else "rejected")
 
+    p = psub.add_parser("stop", help="stop switch: an executing plan runs no further action (in-flight ones finish)")
+    p.add_argument("plan_id")
+    p.add_argument("--by", default=None, help="who stops it (default: $PULSAR_REBALANCE_USER or the login name)")
+    p.set_defaults(func=_stop)
+    p = psub.add_parser("resume", help="finish an interrupted execution (reconciles with Pulsar first); "
+                                       "needs PULSAR_ADMIN_URL [PULSAR_ADMIN_TOKEN]")
+    p.add_argument("plan_id")
+    p.add_argument("--by", default=None)
+    p.set_defaults(func=_resume)
+    p = psub.add_parser("abort", help="end an interrupted execution: actions not run are skipped")
+    p.add_argument("plan_id")
+    p.add_argument("--by", default=None)
+    p.set_defaults(func=_abort)
+
     db = sub.add_parser("db", help="state database maintenance")
     dsub = db.add_subparsers(dest="db_command", metavar="ACTION")
     dsub.required = True
@@ -50,17 +64,37 @@ def _engine():
     return make_engine(database_url())
 
 
-def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None) -> dict[str, Any]:
-    """Record an approval/rejection. The single code path used by the CLI, tests and the quick start."""
+def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None,
+           airflow_client=None) -> dict[str, Any]:
+    """Record an approval/rejection. The single code path used by the CLI, tests and the quick start.
+
+    A plan waiting at its Airflow gate is answered through Airflow's REST API (see
+    :mod:`.airflow_api`): the decision is then Airflow's user's, and the gate guard records it.
+    """
+    from pulsar_rebalance.errors import PlanAtGateError
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import session_scope
 
-    who = by or os.environ.get("PULSAR_REBALANCE_USER") or getpass.getuser()
-    with session_scope(_engine()) as s:
-        approval = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment)
+    who = _who(by)
+    try:
+        with session_scope(_engine()) as s:
+            approval = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment,
+                                        via="cli")
+    except PlanAtGateError as exc:
+        from pulsar_rebalance.cli.airflow_api import answer_gate
+
+        with session_scope(_engine()) as s:
+            content_hash = repo.get_plan(s, plan_id=plan_id).content_hash
+        answer_gate(exc.gate, plan_id=plan_id, decision=decision, comment=comment, plan_hash=content_hash,
+                    client=airflow_client)
+        with session_scope(_engine()) as s:
+            approval = repo.get_plan(s, plan_id=plan_id).approval
+        if approval is None:  # Airflow took it but no guard recorded it: the gate records it when it resumes
+            return {"plan_id": plan_id, "decision": decision, "decided_by": "(Airflow user)", "via": "airflow-gate",
+                    "decided_at": None, "comment": comment, "note": "answered at the Airflow gate"}
     return {
         "plan_id": plan_id, "decision": approval.decision, "decided_by": approval.decided_by,
-        "decided_at": approval.decided_at.isoformat(), "comment": approval.comment,
+        "decided_at": approval.decided_at.isoformat(), "comment": approval.comment, "via": approval.via,
     }
 
 
@@ -69,20 +103,57 @@ def _decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def _who(by: str | None) -> str:
+    return by or os.environ.get("PULSAR_REBALANCE_USER") or getpass.getuser()
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    with session_scope(_engine()) as s:
+        new = repo.request_stop(s, plan_id=args.plan_id, requested_by=_who(args.by))
+        plan = repo.get_plan(s, plan_id=args.plan_id)
+    print(json.dumps({"plan_id": args.plan_id, "status": plan.status, "stop_requested": plan.stop_requested,
+                      "note": "recorded" if new else "already requested"}))
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.pipeline.context import admin_client_from_env
+    from pulsar_rebalance.pipeline.execute import resume_plan
+
+    with admin_client_from_env() as client:
+        report = resume_plan(_engine(), client, plan_id=args.plan_id, by=_who(args.by))
+    print(json.dumps(report.to_json(), default=str))
+    return 0
+
+
+def _abort(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.pipeline.execute import abort_plan
+
+    plan = abort_plan(_engine(), plan_id=args.plan_id, by=_who(args.by))
+    print(json.dumps({"plan_id": plan.plan_id, "status": plan.status,
+                      "actions": {a.state: sum(b.state == a.state for b in plan.actions) for a in plan.actions}}))
+    return 0
+
+
 def _list(args: argparse.Namespace) -> int:
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import session_scope
 
     with session_scope(_engine()) as s:
+        repo.expire_due_plans(s)  # a plan whose window ended is shown (and recorded) as expired
         plans = repo.list_plans(s, status=args.status, limit=args.limit)
     if not plans:
         print("no plans")
         return 0
-    print(f"{'PLAN':<22} {'STATUS':<19} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  MAX USAGE")
+    print(f"{'PLAN':<22} {'STATUS':<19} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  {'MAX USAGE':<32} RUN")
     for p in plans:
         s_ = p.summary or {}
+        usage = f"{_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)"
         print(f"{p.plan_id:<22} {p.status:<19} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
-              f"{s_.get('numBundleUnloads', 0):>7}  {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)")
+              f"{s_.get('numBundleUnloads', 0):>7}  {usage:<32} {p.run_id}")
     return 0
 
 
@@ -95,6 +166,7 @@ def _show(args: argparse.Namespace) -> int:
     from pulsar_rebalance.store.engine import session_scope
 
     with session_scope(_engine()) as s:
+        repo.expire_plan(s, plan_id=args.plan_id)  # no-op unless its window ended
         plan = repo.get_plan(s, plan_id=args.plan_id)
     if args.plot:
         from pulsar_rebalance.cli.plot import plot_plan

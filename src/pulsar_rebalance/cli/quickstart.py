@@ -87,7 +87,7 @@ def run_demo(args: argparse.Namespace) -> int:
         started = time.time()
         proc = _spawn(["airflow", "dags", "test", "pulsar_rebalance", "-c", json.dumps(conf)], env, log_path)
         os.environ["PULSAR_REBALANCE_DATABASE_URL"] = app_url
-        result = _watch(proc, started, args, deadline=time.monotonic() + args.timeout_minutes * 60)
+        result = _watch(proc, started, args, env, deadline=time.monotonic() + args.timeout_minutes * 60)
         if proc.returncode not in (0, None):
             _say(f"the DAG run failed (exit {proc.returncode}); see {log_path}")
         if result.get("plan_id") and result.get("status") != "empty":
@@ -183,8 +183,9 @@ def run_standalone(args: argparse.Namespace) -> int:
         url = f"http://localhost:{args.port}"
         if _wait_http(f"{url}/api/v2/monitor/health", proc, stop, timeout=300):
             pw = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
-            _say(f"Airflow is up: {url}  (user admin, password in {pw}); DAG pulsar_rebalance is paused until you "
-                 "unpause it; approve plans with: "
+            _say(f"Airflow is up: {url}  (user admin, password in {pw}). Trigger DAG pulsar_rebalance from the UI "
+                 "(it starts paused); review the plan under Browse -> Rebalance plans and decide it under "
+                 "Browse -> Required Actions. From a shell: "
                  f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list")
             print(json.dumps({"airflow_url": url, "admin_url": admin_url, "log": str(log)}), flush=True)
             while not stop.is_set() and proc.poll() is None:
@@ -249,8 +250,15 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _watch(proc: subprocess.Popen, started: float, args, *, deadline: float) -> dict[str, Any]:
-    from pulsar_rebalance.cli.plans import decide
+def _answer_gate(env: dict[str, str], plan_id: str, decision: str, user: str, comment: str) -> None:
+    """Answer the plan's Required Action through Airflow's own API (in a process with Airflow's env)."""
+    subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli.airflow_api", plan_id, decision, user, comment],
+                   env={**env, "PULSAR_REBALANCE_DATABASE_URL": os.environ["PULSAR_REBALANCE_DATABASE_URL"],
+                        "PYTHONWARNINGS": "ignore"},
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+
+
+def _watch(proc: subprocess.Popen, started: float, args, env: dict[str, str], *, deadline: float) -> dict[str, Any]:
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import database_url, make_engine, session_scope
 
@@ -272,40 +280,36 @@ def _watch(proc: subprocess.Popen, started: float, args, *, deadline: float) -> 
             s_ = plan.summary or {}
             _say(f"plan {plan_id}: {s_.get('numBundleSplits', 0)} split(s), {s_.get('numBundleUnloads', 0)} unload(s); "
                  f"max usage {100 * (s_.get('maxUsageBefore') or 0):.1f}% -> {100 * (s_.get('maxUsageAfterPredicted') or 0):.1f}% predicted")
-        if plan and plan.status == "pending" and not asked:
+        if plan and plan.status == "pending" and plan.gate and not asked:  # waiting at the Airflow gate
             asked = True
             if args.auto_approve:
-                decide(plan.plan_id, "approved", by="quickstart (AUTO_APPROVE=1)", comment="unattended demo run")
-                _say(f"plan {plan.plan_id} approved automatically (AUTO_APPROVE=1)")
+                _answer_gate(env, plan.plan_id, "approved", "quickstart", "unattended demo run (AUTO_APPROVE=1)")
+                _say(f"plan {plan.plan_id} approved at the Airflow gate automatically (AUTO_APPROVE=1)")
             else:
-                _ask(plan.plan_id)
+                _ask(plan.plan_id, env)
         time.sleep(1.0)
     return _result(engine, plan_id)
 
 
-def _ask(plan_id: str) -> None:
+def _ask(plan_id: str, env: dict[str, str]) -> None:
     from pulsar_rebalance.cli import main as cli_main
 
     cli_main(["plans", "show", plan_id])
-    url = os.environ["PULSAR_REBALANCE_DATABASE_URL"]
-    _say("the plan is waiting for approval. From another terminal:\n"
-         f"    PULSAR_REBALANCE_DATABASE_URL='{redact_url(url)}' .venv/bin/pulsar-rebalance plans approve {plan_id} -m 'looks good'\n"
-         f"    (or ... plans reject {plan_id})")
+    _say("the plan is waiting at the Airflow approval gate (await_approval). Answer here, or run "
+         "`.venv/bin/pulsar-rebalance standalone` next time to decide in the Airflow UI (Browse -> Required Actions).")
     if not sys.stdin.isatty():
         _say("stdin is not a terminal: waiting for a decision from elsewhere (or run with AUTO_APPROVE=1)")
         return
 
     def prompt() -> None:
-        from pulsar_rebalance.cli.plans import decide
-        from pulsar_rebalance.errors import PlanError
-
         while True:
             answer = input("approve / reject this plan? [a/r] ").strip().lower()
             if answer in ("a", "approve", "r", "reject"):
                 try:
-                    decide(plan_id, "approved" if answer.startswith("a") else "rejected", comment="answered at the demo prompt")
-                except PlanError as exc:  # decided elsewhere meanwhile
-                    _say(str(exc))
+                    _answer_gate(env, plan_id, "approved" if answer.startswith("a") else "rejected",
+                                 os.environ.get("PULSAR_REBALANCE_USER") or "demo-operator", "answered at the demo prompt")
+                except subprocess.CalledProcessError as exc:  # decided elsewhere meanwhile, or refused
+                    _say(f"the answer was not taken ({exc})")
                 return
 
     threading.Thread(target=prompt, daemon=True).start()

@@ -89,3 +89,28 @@ async def adatabase_url() -> str:
     except AirflowNotFoundException:
         conn = None
     return db_url_from_conn(conn) or from_env(os.environ)
+
+
+def server_database_url() -> str | None:
+    """The state DB URL inside Airflow's own servers (api-server: the gate guard, the plan pages).
+
+    There is no task context there, so the Connection is read from Airflow's secrets backends
+    (``AIRFLOW_CONN_*``, the metadata DB, Vault, ...) directly; then the environment. None if neither.
+    """
+    conn = None
+    try:
+        from airflow.models.connection import Connection
+
+        conn = Connection.get_connection_from_secrets(DB_CONN_ID)
+    except Exception:  # noqa: BLE001 - not defined (AirflowNotFoundException) or no backend reachable
+        conn = None
+    url = db_url_from_conn(conn)
+    if url:
+        return url
+    from pulsar_rebalance.errors import StoreError
+    from pulsar_rebalance.store.engine import database_url as from_env
+
+    try:
+        return from_env(os.environ)
+    except StoreError:
+        return None

@@ -21,6 +21,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 SPARK_JOBS_DIR = Path(__file__).resolve().parents[3] / "spark_jobs"
 DEFAULT_WORK_ROOT_ENV = "PULSAR_REBALANCE_WORK_DIR"
+LOG4J2_PROPERTIES = Path(__file__).resolve().parents[1] / "pipeline" / "log4j2.properties"
 
 
 def default_work_root() -> str:
@@ -36,7 +37,9 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         kwargs.setdefault("name", f"pulsar-rebalance-{job}")
         kwargs.setdefault("conn_id", "spark_default")
         kwargs.setdefault("spark_binary", str(Path(sys.executable).parent / "spark-submit"))
-        conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}
+        quiet = f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"  # Spark at WARN in task logs
+        conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+                "spark.driver.extraJavaOptions": quiet, "spark.executor.extraJavaOptions": quiet}
         conf.update(kwargs.pop("conf", None) or {})
         kwargs["conf"] = conf
         kwargs.setdefault("application_args", ["--run-id", "{{ run_id }}"])

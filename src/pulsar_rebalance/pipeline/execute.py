@@ -1,11 +1,26 @@
 """execute_unload: apply exactly the approved actions, intent first, reconciled on retry.
 
-For every action (splits first, sequentially; then unloads with bounded parallelism):
+Before anything runs (under the cluster's execution lock):
+
+    * content   the stored actions must hash to the plan's content hash and to the hash the approver
+                saw; anything else is refused (nothing runs);
+    * liveness  a plan of this cluster still ``executing`` while the lock was free belongs to a dead
+                process: it becomes ``interrupted`` (``plans resume`` / ``plans abort``);
+    * staleness a plan made from a snapshot older than the cluster's last real execution is refused
+                and superseded (re-plan); executing a plan supersedes every older pending/approved
+                plan of the cluster;
+    * Pulsar    if Pulsar's own ``loadBalancerSheddingEnabled`` is on, the two balancers would fight:
+                refused unless the run allows it (``allow_pulsar_shedding``).
+
+For every action (splits first, sequentially; then unloads with bounded parallelism, at most
+``max_unloads_per_broker`` at a time from or to one broker, ``max_unloads_per_run`` in all,
+``unload_pacing_seconds`` apart; the stop switch ``plans stop`` skips whatever has not started):
 
     1. reconcile  if a previous attempt got as far as IN_PROGRESS/FAILED, ask Pulsar whether the
                   effect is already there (destination owns the bundle / the split boundaries exist)
                   and, if so, mark it COMPLETED without calling Pulsar again;
-    2. drift      if the source no longer owns the bundle or the range no longer exists, the plan no
+    2. drift      if the source no longer owns the bundle, the range no longer exists, or the bundle's
+                  message rate moved more than ``drift_tolerance`` from what was planned, the plan no
                   longer describes the cluster: SKIPPED with the reason (never "fixed up");
     3. intent     PENDING -> IN_PROGRESS is committed BEFORE the admin call;
     4. effect     the admin call (split with the planned boundaries / unload with destinationBroker);
@@ -20,6 +35,7 @@ remaining work and reconciles the rest.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -27,12 +43,36 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pulsar_rebalance.errors import ExecutionError, ExecutionInProgressError, PulsarAdminError
+from pulsar_rebalance.errors import (
+    ExecutionError,
+    ExecutionInProgressError,
+    PlanStateError,
+    PulsarAdminError,
+    StalePlanError,
+)
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import session_scope
 
 log = logging.getLogger(__name__)
 ACTOR = "execute_unload"
+
+
+@dataclass(frozen=True)
+class ExecutionPolicy:
+    """How carefully approved actions are applied (DAG params of the same names)."""
+
+    max_parallel: int = 4
+    max_unloads_per_broker: int = 2
+    max_unloads_per_run: int | None = None
+    pacing_seconds: float = 0.0
+    drift_tolerance: float | None = 0.5  # None: no load check
+    allow_pulsar_shedding: bool = False
+
+    @classmethod
+    def from_params(cls, params) -> ExecutionPolicy:
+        return cls(max_parallel=params.max_parallel_unloads, max_unloads_per_broker=params.max_unloads_per_broker,
+                   max_unloads_per_run=params.max_unloads_per_run, pacing_seconds=params.unload_pacing_seconds,
+                   drift_tolerance=params.drift_tolerance, allow_pulsar_shedding=params.allow_pulsar_shedding)
 
 
 @dataclass
@@ -79,8 +119,12 @@ class _ClusterLock:
             self.conn.close()
 
 
-def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_snapshot=None) -> ExecutionReport:
+def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = None, after_snapshot=None,
+                 policy: ExecutionPolicy | None = None, actor: str = ACTOR) -> ExecutionReport:
     """Execute the approved plan ``plan_id``. ``after_snapshot(client, namespaces)`` re-reads the cluster."""
+    policy = policy or ExecutionPolicy()
+    if max_parallel is not None:
+        policy = ExecutionPolicy(**{**asdict(policy), "max_parallel": max_parallel})
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
         cluster = repo.cluster_name(s, cluster_id=plan.cluster_id)
@@ -90,6 +134,10 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
     if plan.status == "executed" and plan.result:  # a retry after a finished execution: nothing left to do
         log.info("plan %s was already executed; returning the recorded outcome", plan_id)
         return ExecutionReport(**plan.result)
+    if plan.status in repo.FINAL_PLAN_STATUSES:
+        raise ExecutionError(f"plan {plan_id} is {plan.status}: nothing is executed"
+                             + (f" (superseded by {plan.superseded_by})" if plan.superseded_by else ""))
+    _verify_content(plan)
     report = ExecutionReport(
         plan_id=plan_id, status=plan.status,
         max_usage_before=plan.summary.get("maxUsageBefore"),
@@ -97,16 +145,27 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
     )
     with _ClusterLock(engine, cluster):
         with session_scope(engine) as s:
-            repo.set_plan_status(s, plan_id=plan_id, status="executing")
-            repo.audit(s, event="execution_started", actor=ACTOR, plan_id=plan_id, run_id=plan.run_id,
-                       details={"dryRun": plan.dry_run, "actions": len(plan.actions)})
+            repo.interrupt_dead_executions(s, cluster_id=plan.cluster_id, except_plan_id=plan_id)
+            if plan.status == "approved" and not plan.dry_run:
+                _refuse_if_stale(s, plan)
+        if plan.status == "approved" and not plan.dry_run:
+            _check_pulsar_shedding(client, plan_id, policy)
+        with session_scope(engine) as s:
+            repo.supersede_plans(s, cluster_id=plan.cluster_id, by_plan_id=plan_id, statuses=("pending", "approved"),
+                                 older_than=plan.created_at,
+                                 reason=f"plan {plan_id}, made from a newer snapshot, is executing")
+            repo.set_plan_status(s, plan_id=plan_id, status="executing", actor=actor)
+            repo.audit(s, event="execution_started", actor=actor, plan_id=plan_id, run_id=plan.run_id,
+                       details={"dryRun": plan.dry_run, "actions": len(plan.actions), "policy": asdict(policy)})
+        gate = _Gate(engine, plan_id, policy)
         splits = [a for a in plan.actions if a.kind == "split"]
         unloads = [a for a in plan.actions if a.kind == "unload"]
         outcomes: list[tuple[Any, str]] = []
         for a in splits:
-            outcomes.append((a, _run_action(engine, client, plan, cluster, a)))
-        with ThreadPoolExecutor(max_workers=max(1, max_parallel), thread_name_prefix="unload") as pool:
-            outcomes.extend(zip(unloads, pool.map(lambda a: _run_action(engine, client, plan, cluster, a), unloads)))
+            outcomes.append((a, _run_action(engine, client, plan, cluster, a, gate)))
+        with ThreadPoolExecutor(max_workers=max(1, policy.max_parallel), thread_name_prefix="unload") as pool:
+            outcomes.extend(zip(unloads, pool.map(lambda a: _run_action(engine, client, plan, cluster, a, gate),
+                                                  unloads)))
         for a, outcome in outcomes:
             if outcome == "completed":
                 if a.kind == "unload":
@@ -161,7 +220,58 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int = 4, after_s
     return report
 
 
-def _run_action(engine, client, plan, cluster: str, action) -> str:
+RESUMABLE = ("interrupted", "executing", "partially_executed", "failed")
+
+
+def resume_plan(engine, client, *, plan_id: str, by: str, policy: ExecutionPolicy | None = None,
+                after_snapshot=None) -> ExecutionReport:
+    """``plans resume``: finish an interrupted (or partly failed) execution, reconciling with Pulsar first."""
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+        if plan.status not in RESUMABLE:
+            raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be resumed",
+                                 plan_id=plan_id)
+        repo.audit(s, event="plan.resumed", actor=by, plan_id=plan_id, run_id=plan.run_id)
+    return execute_plan(engine, client, plan_id=plan_id, policy=policy, after_snapshot=after_snapshot,
+                        actor=f"resume by {by}")
+
+
+def abort_plan(engine, *, plan_id: str, by: str):
+    """``plans abort``: end an interrupted or partly failed execution: what has not run is skipped.
+
+    An action left ``in_progress`` by a dead process is marked failed with "outcome unknown" (the next
+    collect records where its bundle really is). Refused while an execution runs in a live process on
+    the cluster (use ``plans stop`` for that).
+    """
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+        cluster = repo.cluster_name(s, cluster_id=plan.cluster_id)
+    if plan.status not in RESUMABLE:
+        raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be aborted",
+                             plan_id=plan_id)
+    try:
+        lock = _ClusterLock(engine, cluster).__enter__()
+    except ExecutionInProgressError as exc:
+        raise ExecutionError(f"an execution on cluster {cluster!r} is running in a live process: "
+                             f"use `pulsar-rebalance plans stop {plan_id}` to halt it") from exc
+    try:
+        with session_scope(engine) as s:
+            repo.set_plan_status(s, plan_id=plan_id, status="executing", actor=f"abort by {by}")
+            for a in repo.get_plan(s, plan_id=plan_id).actions:
+                if a.state == "pending":
+                    repo.transition_action(s, action_id=a.id, to="skipped", error=f"aborted by {by}", actor=by)
+                elif a.state == "in_progress":
+                    repo.transition_action(s, action_id=a.id, to="failed", actor=by, error=(
+                        f"aborted by {by} while in progress: outcome unknown (the next collect records where "
+                        "the bundle is)"))
+            repo.set_plan_status(s, plan_id=plan_id, status="aborted", actor=by)
+            repo.audit(s, event="plan.aborted", actor=by, plan_id=plan_id, run_id=plan.run_id)
+            return repo.get_plan(s, plan_id=plan_id)
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
     """Drive one action through its state machine. Returns completed|reconciled|skipped:<why>|<error>."""
     full = action.bundle
     with session_scope(engine) as s:
@@ -180,27 +290,30 @@ def _run_action(engine, client, plan, cluster: str, action) -> str:
                 repo.transition_action(s, action_id=action.id, to="completed", result={"reconciled": True})
             log.info("[%s] %s already applied by an earlier attempt: reconciled", full, action.kind)
             return "reconciled"
-        drift = _drift(client, cluster, action)
+        why_not = gate.refusal(action) or _drift(client, cluster, action, gate.policy.drift_tolerance)
     except PulsarAdminError as exc:
         return _fail(engine, action, cur.state, f"pre-check failed: {exc}")
-    if drift:
+    if why_not:
         with session_scope(engine) as s:
             if cur.state == "failed":
                 repo.transition_action(s, action_id=action.id, to="in_progress")
-            repo.transition_action(s, action_id=action.id, to="skipped", error=drift, result={"drift": drift})
-        log.warning("[%s] %s skipped: %s", full, action.kind, drift)
-        return f"skipped:{drift}"
-    with session_scope(engine) as s:  # intent, committed before the side effect
-        if cur.state != "in_progress":
-            repo.transition_action(s, action_id=action.id, to="in_progress")
-    started = time.monotonic()
-    try:
-        if action.kind == "split":
-            client.split_bundle(action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries))
-        else:
-            client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
-    except PulsarAdminError as exc:
-        return _fail(engine, action, "in_progress", str(exc))
+            repo.transition_action(s, action_id=action.id, to="skipped", error=why_not, result={"skipped": why_not})
+        log.warning("[%s] %s skipped: %s", full, action.kind, why_not)
+        return f"skipped:{why_not}"
+    with gate.slot(action):
+        with session_scope(engine) as s:  # intent, committed before the side effect
+            if cur.state == "in_progress":  # a crash left the outcome unknown and Pulsar shows no effect
+                repo.record_resend(s, action_id=action.id, reason="earlier attempt's outcome unknown; not applied")
+            else:
+                repo.transition_action(s, action_id=action.id, to="in_progress")
+        started = time.monotonic()
+        try:
+            if action.kind == "split":
+                client.split_bundle(action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries))
+            else:
+                client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
+        except PulsarAdminError as exc:
+            return _fail(engine, action, "in_progress", str(exc))
     with session_scope(engine) as s:
         repo.transition_action(s, action_id=action.id, to="completed",
                                result={"seconds": round(time.monotonic() - started, 3)})
@@ -208,7 +321,103 @@ def _run_action(engine, client, plan, cluster: str, action) -> str:
             repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=action.namespace,
                                     boundaries=_boundaries(client, action.namespace), action_id=action.id)
     log.info("[%s] %s done: %s", full, action.kind, _describe(action))
+    gate.pace()
     return "completed"
+
+
+class _Gate:
+    """The execution policy between actions: stop switch, per-run cap, per-broker slots, pacing."""
+
+    def __init__(self, engine, plan_id: str, policy: ExecutionPolicy) -> None:
+        self.engine, self.plan_id, self.policy = engine, plan_id, policy
+        self._lock = threading.Lock()
+        self._started_unloads = 0
+        self._per_broker: dict[str, threading.Semaphore] = {}
+        self._stopped = threading.Event()
+
+    def refusal(self, action) -> str | None:
+        """Why ``action`` must not start now (stop switch, per-run cap), or None."""
+        with session_scope(self.engine) as s:
+            stop = repo.get_plan(s, plan_id=self.plan_id).stop_requested
+        if stop:
+            self._stopped.set()
+            return f"stopped by {stop.get('by')} at {stop.get('at')} (stop switch)"
+        if action.kind == "unload" and self.policy.max_unloads_per_run is not None:
+            with self._lock:
+                if self._started_unloads >= self.policy.max_unloads_per_run:
+                    return f"max_unloads_per_run={self.policy.max_unloads_per_run} reached"
+                self._started_unloads += 1
+        return None
+
+    def slot(self, action):
+        """Hold a slot on the source and destination brokers for the admin call (sorted: no deadlock)."""
+        brokers = sorted({b for b in (action.source_broker, action.destination_broker) if b}) \
+            if action.kind == "unload" else []
+        with self._lock:
+            sems = [self._per_broker.setdefault(b, threading.Semaphore(self.policy.max_unloads_per_broker))
+                    for b in brokers]
+        return _Slots(sems)
+
+    def pace(self) -> None:
+        if self.policy.pacing_seconds > 0:
+            self._stopped.wait(self.policy.pacing_seconds)  # a stop request cuts the pause short
+
+
+class _Slots:
+    def __init__(self, sems) -> None:
+        self.sems = sems
+
+    def __enter__(self):
+        for sem in self.sems:
+            sem.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        for sem in reversed(self.sems):
+            sem.release()
+
+
+def _verify_content(plan) -> None:
+    """Only the approved content runs: stored actions == plan hash == the hash the approver saw."""
+    if plan.content_hash is None:  # a plan stored before content hashes existed
+        return
+    actual = repo.plan_content_hash(run_id=plan.run_id, dry_run=plan.dry_run, actions=plan.actions)
+    approved = plan.approval.plan_hash if plan.approval else None
+    if actual != plan.content_hash or (approved is not None and approved != plan.content_hash):
+        raise ExecutionError(
+            f"plan {plan.plan_id}: the stored actions (content {actual[:12]}) are not what was approved "
+            f"(plan {plan.content_hash[:12]}, approval {(approved or '-')[:12]}): nothing is executed")
+
+
+def _refuse_if_stale(s, plan) -> None:
+    """A plan from a snapshot older than the cluster's last execution describes a cluster that is gone."""
+    snapshot_at = repo.get_run(s, run_id=plan.run_id).started_at
+    last = repo.last_execution_activity(s, cluster_id=plan.cluster_id, exclude_plan_id=plan.plan_id)
+    if last is None or last[0] <= snapshot_at:
+        return
+    reason = (f"made from a snapshot taken at {snapshot_at:%Y-%m-%d %H:%M:%S} UTC, before plan {last[1]} executed "
+              f"at {last[0]:%Y-%m-%d %H:%M:%S} UTC: the cluster has changed since; re-plan")
+    repo.supersede_plans(s, cluster_id=plan.cluster_id, by_plan_id=last[1], statuses=("approved",),
+                         reason=f"stale: {reason}", only=(plan.plan_id,))
+    s.commit()
+    raise StalePlanError(f"plan {plan.plan_id} is stale and was not executed: {reason}", plan_id=plan.plan_id)
+
+
+def _check_pulsar_shedding(client, plan_id: str, policy: ExecutionPolicy) -> None:
+    """Refuse to run beside Pulsar's own shedder unless the operator allowed it."""
+    value = client.dynamic_config().get("loadBalancerSheddingEnabled")
+    enabled = value is None or value.strip().lower() == "true"  # absent: broker.conf, whose default is true
+    if not enabled:
+        return
+    where = "its dynamic configuration says true" if value is not None else "it is not overridden (Pulsar's default: true)"
+    if policy.allow_pulsar_shedding:
+        log.warning("Pulsar's own load shedding is on (%s); executing anyway (allow_pulsar_shedding)", where)
+        return
+    raise ExecutionError(
+        f"plan {plan_id} not executed: Pulsar's own loadBalancerSheddingEnabled is on ({where}), so Pulsar's leader "
+        "would keep moving bundles too and the two balancers would fight. Turn it off with "
+        "`pulsar-admin brokers update-dynamic-config --config loadBalancerSheddingEnabled --value false`, or run "
+        "with allow_pulsar_shedding=true")
 
 
 def _fail(engine, action, state: str, error: str) -> str:
@@ -245,7 +454,7 @@ def _already_applied(client, cluster: str, action) -> bool:
     return wanted <= bounds
 
 
-def _drift(client, cluster: str, action) -> str | None:
+def _drift(client, cluster: str, action, tolerance: float | None = None) -> str | None:
     """Why the approved action no longer applies, or None if the cluster still matches the plan."""
     lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
     bounds = _boundaries(client, action.namespace)
@@ -256,4 +465,23 @@ def _drift(client, cluster: str, action) -> str | None:
         return f"{action.source_broker} no longer owns {full}"
     if action.kind == "unload" and action.destination_broker not in client.brokers(cluster):
         return f"destination broker {action.destination_broker} is not active"
+    if action.kind == "unload" and tolerance is not None:
+        return _load_drift(client, action, tolerance)
+    return None
+
+
+def _load_drift(client, action, tolerance: float) -> str | None:
+    """The bundle's message rate now vs at planning time (the source broker's load report)."""
+    planned = (action.predicted or {}).get("bundleLoad") or {}
+    if "msgRateIn" not in planned:
+        return None  # a child of a split in this plan, or a plan from before load was recorded
+    was = planned.get("msgRateIn", 0.0) + planned.get("msgRateOut", 0.0)
+    stats = (client.load_report(action.source_broker).get("lastStats") or {}).get(action.bundle)
+    if stats is None:
+        return None  # not reported yet (a fresh child): ownership was already checked
+    now = float(stats.get("msgRateIn", 0.0)) + float(stats.get("msgRateOut", 0.0))
+    change = abs(now - was) / max(was, 1.0)
+    if change > tolerance:
+        return (f"load drift: {action.bundle} carries {now:.1f} msg/s now vs {was:.1f} msg/s when planned "
+                f"({change:.0%} > drift_tolerance {tolerance:.0%})")
     return None

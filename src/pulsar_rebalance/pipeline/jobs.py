@@ -21,8 +21,13 @@ def parse_args(description: str, argv: Sequence[str] | None = None, *, with_para
 def session(app: str):
     from pyspark.sql import SparkSession
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
-    return SparkSession.builder.appName(app).getOrCreate()
+    # Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stdout)
+    logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
+    spark = SparkSession.builder.appName(app).getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
 
 
 def emit(stage: str, result: dict) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -24,6 +25,13 @@ class RunParams:
     config: Mapping[str, Any] = field(default_factory=dict)  # broker.conf overrides (Pulsar keys)
     approval_timeout_minutes: float = 60.0
     max_parallel_unloads: int = 4
+    max_unloads_per_broker: int = 2  # concurrent unloads from or to one broker
+    max_unloads_per_run: int | None = None  # None = every approved unload
+    unload_pacing_seconds: float = 0.0  # pause between two moves
+    drift_tolerance: float = 0.5  # skip an unload whose bundle's msg rate moved more than this fraction
+    allow_pulsar_shedding: bool = False  # execute even when Pulsar's own shedding is on
+    auto_approve_max_unloads: int | None = None  # read by the approval gate; None = off
+    rollback_plan: str | None = None  # plan this run rolls back (instead of running the shedder)
     seed: int = 0
 
     @classmethod
@@ -54,6 +62,16 @@ class RunParams:
         par = doc.get("max_parallel_unloads", cls.max_parallel_unloads)
         if not isinstance(par, int) or not 1 <= par <= 64:
             raise ConfigError(f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads")
+        per_broker = doc.get("max_unloads_per_broker", cls.max_unloads_per_broker)
+        _int_in("max_unloads_per_broker", per_broker, 1, 64)
+        per_run = doc.get("max_unloads_per_run")
+        if per_run is not None:
+            _int_in("max_unloads_per_run", per_run, 1, 10**6)
+        auto = doc.get("auto_approve_max_unloads")
+        if auto is not None:
+            _int_in("auto_approve_max_unloads", auto, 1, 10**6)
+        pacing = _number_in("unload_pacing_seconds", doc.get("unload_pacing_seconds", 0.0), 0.0, 600.0)
+        drift = _number_in("drift_tolerance", doc.get("drift_tolerance", cls.drift_tolerance), 0.0, 1e6)
         params = cls(
             namespaces=tuple(ns),
             cluster=doc.get("cluster") or None,
@@ -64,6 +82,13 @@ class RunParams:
             config=dict(config),
             approval_timeout_minutes=float(timeout),
             max_parallel_unloads=par,
+            max_unloads_per_broker=per_broker,
+            max_unloads_per_run=per_run,
+            unload_pacing_seconds=pacing,
+            drift_tolerance=drift,
+            allow_pulsar_shedding=bool(doc.get("allow_pulsar_shedding", False)),
+            auto_approve_max_unloads=auto,
+            rollback_plan=_rollback(doc.get("rollback_plan")),
             seed=int(doc.get("seed", 0) or 0),
         )
         params.lb_config()  # validate the broker.conf keys and the split algorithm now, not mid-run
@@ -83,6 +108,26 @@ class RunParams:
         d["namespaces"] = list(self.namespaces)
         d["config"] = dict(self.config)
         return d
+
+
+def _rollback(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
+        raise ConfigError(f"rollback_plan must be a plan id, got {value!r}", key="rollback_plan")
+    return value
+
+
+def _int_in(key: str, value: Any, lo: int, hi: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{key} must be an integer in [{lo}, {hi}], got {value!r}", key=key)
+    return value
+
+
+def _number_in(key: str, value: Any, lo: float, hi: float) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{key} must be a number in [{lo:g}, {hi:g}], got {value!r}", key=key)
+    return float(value)
 
 
 def resource_weights(cfg) -> tuple[float, float, float, float, float]:

@@ -120,7 +120,8 @@ def build_plan(
             "kind": "unload", "namespace": ns, "bundle_range": rng,
             "source_broker": u["broker"], "destination_broker": dest,
             "boundaries": None, "split_algorithm": None, "reason": reason,
-            "predicted": {"tied": u.get("tied")},
+            "predicted": {"tied": u.get("tied"),
+                          "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats)},
         })
         moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
@@ -154,6 +155,20 @@ def build_plan(
     return PlanDraft(actions=actions, summary=summary, notes=notes)
 
 
+_LOAD_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount",
+              "consumerCount")
+
+
+def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[str, NamespaceBundleStats]) -> dict:
+    """The moved bundle's load at planning time (the executor's drift check compares against it)."""
+    if bundle in child_stats:
+        c = child_stats[bundle]
+        return {"msgRateIn": c.msg_rate_in, "msgRateOut": c.msg_rate_out, "msgThroughputIn": c.msg_throughput_in,
+                "msgThroughputOut": c.msg_throughput_out, "topics": c.topics}
+    stats = (report.get("lastStats") or {}).get(bundle) or {}
+    return {k: stats[k] for k in _LOAD_KEYS if k in stats}
+
+
 def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]) -> dict[str, NamespaceBundleStats]:
     """Each child range's load: the sum of the rates of the parent's topics whose hash falls in it."""
     ranges = [BundleRange.parse(c, f"children[{i}]") for i, c in enumerate(children)]
@@ -174,3 +189,67 @@ def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mappi
                                 consumer_count=0, producer_count=0, topics=a[4], cache_size=0)
         for c, a in acc.items()
     }
+
+
+def build_rollback_plan(
+    *,
+    original,
+    params: RunParams,
+    reports: Mapping[str, Mapping[str, Any]],
+    ownership: Mapping[str, str],
+) -> PlanDraft:
+    """A plan that returns the bundles moved by ``original`` (a stored plan view) to their owners before it.
+
+    Only completed unloads are reversed, and only where the bundle still exists and is still owned by
+    the broker the plan moved it to (anything else moved since: left alone, with a note). Splits are
+    not reversed: Pulsar cannot merge bundles. The rollback is an ordinary plan: it needs approval.
+    """
+    actions: list[dict[str, Any]] = []
+    notes: list[str] = []
+    moves: list[Move] = []
+    who = f" (approved by {original.approval.decided_by})" if original.approval else ""
+    for a in original.actions:
+        if a.kind == "split" and a.state == "completed":
+            notes.append(f"split of {a.bundle} is not reversed: Pulsar cannot merge bundles")
+            continue
+        if a.kind != "unload" or a.state != "completed":
+            continue
+        now_owner = ownership.get(a.bundle)
+        if now_owner is None:
+            notes.append(f"{a.bundle} no longer exists (split since): not moved back")
+            continue
+        if now_owner != a.destination_broker:
+            notes.append(f"{a.bundle} is on {now_owner} now, not on {a.destination_broker} where plan "
+                         f"{original.plan_id} put it: left alone")
+            continue
+        if a.source_broker not in reports:
+            notes.append(f"{a.bundle}: its previous owner {a.source_broker} is not in the cluster any more: left alone")
+            continue
+        actions.append({
+            "kind": "unload", "namespace": a.namespace, "bundle_range": a.bundle_range,
+            "source_broker": now_owner, "destination_broker": a.source_broker, "boundaries": None,
+            "split_algorithm": None,
+            "reason": f"rollback of plan {original.plan_id}{who}: return {a.bundle} to {a.source_broker}, its owner "
+                      "before that plan executed",
+            "predicted": {"rollbackOf": {"plan_id": original.plan_id, "action_seq": a.seq},
+                          "bundleLoad": _bundle_load(reports.get(now_owner, {}), a.bundle, {})},
+        })
+        moves.append(Move(bundle=a.bundle, source=now_owner, destination=a.source_broker))
+    prediction = predict(reports, moves, resource_weights(params.lb_config()))
+    for i, a in enumerate(actions):
+        a["seq"] = i
+    summary = {
+        "decision": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}"},
+        "rollbackOf": original.plan_id,
+        "numBundleSplits": 0,
+        "numBundleUnloads": len(actions),
+        "maxUsageBefore": prediction["maxUsageBefore"],
+        "maxUsageAfterPredicted": prediction["maxUsageAfter"],
+        "usageStdBefore": prediction["usageStdBefore"],
+        "usageStdAfterPredicted": prediction["usageStdAfter"],
+        "brokers": prediction["brokers"],
+        "notes": notes,
+        "strategies": {"shedding": "rollback", "placement": "previous owner", "splitAlgorithm": None},
+        "dryRun": params.dry_run,
+    }
+    return PlanDraft(actions=actions, summary=summary, notes=notes)

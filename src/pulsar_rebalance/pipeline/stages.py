@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import PLANNERS, build_scenario, decide, split_candidates, state_name
@@ -55,11 +56,15 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
         ctx.path(C.BUNDLE_STATS)
     )
-    return {
+    result = {
         "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
         "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
         "maxUsage": snap.max_weighted_usage(weights),
     }
+    log.info("Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
+             result["cluster"], result["brokers"], result["namespaces"], result["bundles"], result["topics"],
+             100 * result["maxUsage"])
+    return result
 
 
 def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
@@ -92,6 +97,9 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
         repo.set_run_stage(s, run_id=ctx.run_id, stage="compute_usage")
     if mismatch_count:
         log.warning("%d topic(s) reported under a bundle their hash does not fall into, e.g. %s", mismatch_count, examples[:3])
+    log.info("Broker usage (weighted max, EMA): %s", ", ".join(
+        f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows))
+    log.info("Bundle time averages updated for %d bundles", len(averages))
     return {
         "brokers": {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows},
         "bundles": len(averages), "topicBundleMismatches": mismatch_count,
@@ -137,6 +145,8 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
                                  state=carry(ctx.run_id, state, result.get("state")))
         repo.set_run_stage(s, run_id=ctx.run_id, stage="detect_overload")
     cyc = result["cycle"]
+    log.info("%s decided %s (%s): %d unload(s), %d split(s)", params.shedding_strategy, cyc.get("label"),
+             cyc.get("reason"), len(cyc.get("unloads", [])), len(cyc.get("splits", [])))
     return {"label": cyc.get("label"), "reason": cyc.get("reason"),
             "unloads": len(cyc.get("unloads", [])), "splits": len(cyc.get("splits", []))}
 
@@ -155,6 +165,17 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
+    if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
+        from pulsar_rebalance.pipeline.planning import build_rollback_plan
+
+        with session_scope(engine) as s:
+            original = repo.get_plan(s, plan_id=params.rollback_plan)
+        if original.cluster_id != run.cluster_id:
+            raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
+        draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
+        decision = {"cycle": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}",
+                              "unloads": [], "splits": []}}
+        return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
     split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
     if split_bundles:
@@ -166,8 +187,13 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
             }
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
                        ownership=ownership)
+    return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
+
+
+def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now) -> dict[str, Any]:
     cfg = params.lb_config()
     with session_scope(engine) as s:
+        expired = repo.expire_due_plans(s, now=now, cluster_id=run.cluster_id)  # TTLs end even without a gate
         plan_id = repo.create_plan(
             s, run_id=ctx.run_id, cluster_id=run.cluster_id,
             status="empty" if draft.empty else "pending",
@@ -180,6 +206,8 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         repo.set_run_stage(s, run_id=ctx.run_id, stage="plan_split")
         if draft.empty:
             repo.finish_run(s, run_id=ctx.run_id, status="nothing_to_do")
+        superseded = repo.plans_superseded_by(s, plan_id=plan_id)
+    _log_plan(plan_id, draft, expired=expired, superseded=superseded)
     rows = [(plan_id, a["seq"], a["kind"], a["namespace"], a["bundle_range"], a["source_broker"], a["destination_broker"] or "",
              json.dumps(a.get("boundaries")), a["reason"]) for a in draft.actions]
     spark.createDataFrame(
@@ -191,8 +219,29 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
                                                         "maxUsageAfterPredicted", "notes")}}
 
 
+def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str]) -> None:
+    """What plan_split did, for the operator reading the task log: the plan and every action with its reason."""
+    if draft.empty:
+        log.info("Plan %s is empty: nothing to do (%s)", plan_id, draft.summary["decision"].get("reason"))
+    else:
+        log.info("Plan %s: %d split(s), %d unload(s); busiest broker %.1f%% -> %.1f%% (predicted); waits for approval",
+                 plan_id, draft.summary["numBundleSplits"], draft.summary["numBundleUnloads"],
+                 100 * (draft.summary["maxUsageBefore"] or 0), 100 * (draft.summary["maxUsageAfterPredicted"] or 0))
+    for a in draft.actions:
+        what = (f"split {a['namespace']}/{a['bundle_range']} at {[f'0x{b:08x}' for b in a['boundaries'] or []]}"
+                if a["kind"] == "split" else
+                f"unload {a['namespace']}/{a['bundle_range']} {a['source_broker']} -> {a['destination_broker']}")
+        log.info("  [%d] %s: %s", a["seq"], what, a["reason"])
+    for note in draft.notes:
+        log.info("  note: %s", note)
+    if expired:
+        log.info("Expired (approval window over): %s", ", ".join(expired))
+    if superseded:
+        log.info("Superseded by %s: %s", plan_id, ", ".join(superseded))
+
+
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
-    from pulsar_rebalance.pipeline.execute import execute_plan
+    from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan
 
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
@@ -208,8 +257,8 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
         return snap
 
     try:
-        report = execute_plan(engine, client, plan_id=plan.plan_id, max_parallel=params.max_parallel_unloads,
-                              after_snapshot=after)
+        report = execute_plan(engine, client, plan_id=plan.plan_id, after_snapshot=after,
+                              policy=ExecutionPolicy.from_params(params))
     finally:
         with session_scope(engine) as s:
             final = repo.get_plan(s, plan_id=plan.plan_id)

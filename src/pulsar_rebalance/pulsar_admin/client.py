@@ -167,6 +167,15 @@ class PulsarAdminClient:
             raise _malformed(url, "'serviceUrl' missing or not a string", data)
         return data
 
+    def dynamic_config(self) -> dict[str, str]:
+        """``GET /admin/v2/brokers/configuration/values``: the dynamic configuration overrides (strings).
+
+        A key that is absent has its ``broker.conf`` value, which this API does not show.
+        """
+        data, url = self._get_json("/admin/v2/brokers/configuration/values")
+        data = _require_dict(data, url)
+        return {str(k): str(v) for k, v in data.items()}
+
     def owned_namespaces(self, cluster: str, broker_id: str) -> dict[str, Any]:
         """Bundles owned by ``broker_id``: full bundle name -> ``NamespaceOwnershipStatus``."""
         path = f"/admin/v2/brokers/{_seg(cluster)}/{_seg(broker_id)}/ownedNamespaces"

@@ -131,6 +131,10 @@ class SimulatedPulsar:
         self._faults: dict[str, _BrokerFaults] = {}
         self._request_faults: list[list] = []  # [method | None, path substring, status, times | None]
         self._faults_lock = threading.Lock()
+        # Pulsar's dynamic configuration overrides (what ``pulsar-admin brokers update-dynamic-config`` stores).
+        # The simulated operator followed our README: Pulsar's own shedding is off, so the two balancers
+        # do not fight. Tests turn it on with POST /admin/v2/brokers/configuration/loadBalancerSheddingEnabled/true.
+        self.dynamic_config: dict[str, str] = {"loadBalancerSheddingEnabled": "false"}
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -371,6 +375,20 @@ def _active_brokers(sim: SimulatedPulsar, req: _Request) -> _Response:
 def _leader(sim: SimulatedPulsar, req: _Request) -> _Response:
     leader = sim.state.leader
     return _Response(200, {"serviceUrl": f"http://{leader}", "brokerId": leader})
+
+
+@_route("GET", "/admin/v2/brokers/configuration/values")
+def _dynamic_config_values(sim: SimulatedPulsar, req: _Request) -> _Response:
+    return _Response(200, dict(sim.dynamic_config))
+
+
+@_route("POST", "/admin/v2/brokers/configuration/{}/{}")
+def _update_dynamic_config(sim: SimulatedPulsar, req: _Request) -> _Response:
+    name, value = req.params["0"], req.params["1"]
+    if not name.startswith(("loadBalancer", "loadManager")):  # enough of Pulsar's dynamic keys for our use
+        raise PulsarRestError(412, f"Can't update non-dynamic configuration {name}")
+    sim.dynamic_config[name] = value
+    return _Response(204)
 
 
 @_route("GET", "/admin/v2/brokers/{}")

@@ -51,7 +51,10 @@ from pulsar_rebalance.errors import (
     ExecutionInProgressError,
     InvalidTransitionError,
     PlanAlreadyDecidedError,
+    PlanAtGateError,
+    PlanChangedError,
     PlanExpiredError,
+    PlanSupersededError,
     StoreError,
     UnknownPlanError,
 )
@@ -98,17 +101,24 @@ ALLOWED_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
 PLAN_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "approved": frozenset({"executing"}),
-        "executing": frozenset({"executed", "partially_executed", "failed"}),
-        "partially_executed": frozenset({"executing"}),
-        "failed": frozenset({"executing"}),
+        "executing": frozenset({"executed", "partially_executed", "failed", "interrupted", "aborted"}),
+        "interrupted": frozenset({"executing", "aborted"}),
+        "partially_executed": frozenset({"executing", "aborted"}),
+        "failed": frozenset({"executing", "aborted"}),
     }
 )
 """Execution-phase plan statuses settable with :func:`set_plan_status`.
 
-``pending -> approved|rejected`` happens only through :func:`decide_plan` and ``pending -> expired``
-only through :func:`expire_plan` (both also write the approval row); ``empty``, ``rejected``,
-``expired`` and ``executed`` are final. Only an approved plan can ever start executing.
+``pending -> approved|rejected`` happens only through :func:`decide_plan`, ``pending -> expired``
+only through :func:`expire_plan` and ``pending|approved -> superseded`` only through
+:func:`supersede_plans` (all three also write the approval row); ``empty``, ``rejected``,
+``expired``, ``superseded``, ``aborted`` and ``executed`` are final. Only an approved plan can ever
+start executing; ``interrupted`` is an execution whose process died (its lock was released by
+Postgres when the connection ended): it is resumed or aborted.
 """
+
+FINAL_PLAN_STATUSES = frozenset({"empty", "rejected", "expired", "superseded", "aborted", "executed"})
+VIA = ("airflow-gate", "cli", "policy", "system")
 
 SYSTEM_ACTOR = "system"
 
@@ -260,6 +270,8 @@ class ApprovalView(_View):
     decided_by: str
     decided_at: datetime
     comment: str | None
+    plan_hash: str | None = None
+    via: str | None = None
 
 
 @dataclass(frozen=True)
@@ -280,6 +292,10 @@ class PlanView(_View):
     result: Any
     actions: tuple[ActionView, ...]
     approval: ApprovalView | None
+    content_hash: str | None = None
+    gate: dict[str, Any] | None = None
+    superseded_by: str | None = None
+    stop_requested: dict[str, Any] | None = None
 
 
 # ------------------------------------------------------------------------------------ clusters, runs
@@ -860,6 +876,7 @@ def create_plan(
         "strategies": _json_value("strategies", strategies if isinstance(strategies, Mapping) else list(strategies)),
         "config": _json_value("config", dict(config)),
         "config_hash": config_hash(config),
+        "content_hash": plan_content_hash(run_id=run_id, dry_run=dry_run, actions=action_values),
         "summary": _json_value("summary", summary),
         "decision": _json_value("decision", decision),
     }
@@ -894,7 +911,137 @@ def create_plan(
         details={"status": status, "actions": len(action_values), "dry_run": dry_run},
     )
     logger.info("[%s] created plan %s with %d actions (run %s)", cluster_id, inserted, len(action_values), run_id)
+    supersede_plans(s, cluster_id=cluster_id, by_plan_id=inserted, statuses=("pending",),
+                    reason=f"a newer snapshot produced plan {inserted}")
     return inserted
+
+
+_HASHED_ACTION_FIELDS = ("seq", "kind", "namespace", "bundle_range", "source_broker", "destination_broker",
+                         "boundaries")
+
+
+def plan_content_hash(*, run_id: str, dry_run: bool, actions: Sequence[Mapping[str, Any] | Any]) -> str:
+    """SHA-256 (hex) of what a plan will do: its run, dry-run flag and every action's move.
+
+    Reasons and predictions are not part of it (they explain a move, they do not change it). An
+    approval records the hash its approver saw and the executor recomputes it from the stored actions.
+    """
+    rows = []
+    for a in actions:
+        get = a.get if isinstance(a, Mapping) else (lambda k, _a=a: getattr(_a, k))
+        rows.append({k: get(k) for k in _HASHED_ACTION_FIELDS})
+    rows.sort(key=lambda r: r["seq"])
+    canonical = json.dumps({"run_id": run_id, "dry_run": dry_run, "actions": rows}, sort_keys=True,
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def supersede_plans(
+    s: Session,
+    *,
+    cluster_id: int,
+    by_plan_id: str | None,
+    reason: str,
+    statuses: Collection[str] = ("pending",),
+    older_than: datetime | None = None,
+    exclude: Collection[str] = (),
+    only: Collection[str] | None = None,
+    now: datetime | None = None,
+) -> list[str]:
+    """Mark the cluster's plans in ``statuses`` (pending and/or approved) ``superseded``; returns their ids.
+
+    Each gets an approval row (decision ``superseded`` by ``system``, the reason as comment), its
+    ``superseded_by`` and an audit row. Only plans created before ``older_than`` (default: all)
+    and not in ``exclude`` (and never ``by_plan_id`` itself) are touched; ``only`` restricts to those ids.
+    """
+    allowed = {"pending", "approved"}
+    if not set(statuses) <= allowed:
+        raise InvalidRowError("statuses", f"only {sorted(allowed)} plans can be superseded, got {sorted(statuses)}")
+    when = _aware("now", now)
+    stmt = select(Plan).where(Plan.cluster_id == cluster_id, Plan.status.in_(list(statuses)))
+    if by_plan_id is not None:
+        stmt = stmt.where(Plan.plan_id != by_plan_id)
+    if older_than is not None:
+        stmt = stmt.where(Plan.created_at < older_than)
+    if exclude:
+        stmt = stmt.where(Plan.plan_id.not_in(list(exclude)))
+    if only is not None:
+        stmt = stmt.where(Plan.plan_id.in_(list(only)))
+    done = []
+    for plan in s.execute(_for_update(stmt.order_by(Plan.created_at))).scalars():
+        previous = plan.status
+        if previous == "pending":  # a pending plan has no approval row yet; an approved one keeps its own
+            s.add(Approval(plan_id=plan.plan_id, decision="superseded", decided_by=SYSTEM_ACTOR, decided_at=when,
+                           comment=reason, plan_hash=plan.content_hash, via="system"))
+        plan.status = "superseded"
+        plan.superseded_by = by_plan_id
+        plan.updated_at = when
+        s.flush()
+        audit(s, event="plan.superseded", actor=SYSTEM_ACTOR, run_id=plan.run_id, plan_id=plan.plan_id,
+              details={"from": previous, "by": by_plan_id, "reason": reason})
+        logger.info("[%s] plan superseded (%s): %s", plan.plan_id, previous, reason)
+        done.append(plan.plan_id)
+    return done
+
+
+def plans_superseded_by(s: Session, *, plan_id: str) -> list[str]:
+    """Ids of the plans that ``plan_id`` superseded."""
+    return list(s.execute(select(Plan.plan_id).where(Plan.superseded_by == plan_id).order_by(Plan.created_at)).scalars())
+
+
+def open_gate(s: Session, *, plan_id: str, gate: Mapping[str, Any], now: datetime | None = None) -> PlanView:
+    """Record that ``plan_id`` now waits at an Airflow approval gate (if it is still pending).
+
+    From then on a decision must go through that gate (``decide_plan(via="airflow-gate")``), so the
+    CLI, the UI and the REST API all answer the same request and exactly one of them wins. Expires the
+    plan first if its window has passed. Returns the plan as it is now (any status).
+    """
+    when = _aware("now", now)
+    plan = _lock_plan(s, plan_id)
+    if plan is None:
+        raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
+    if plan.status == "pending" and _is_due(plan.expires_at, when):
+        expire_plan(s, plan_id=plan_id, now=when)
+    elif plan.status == "pending" and plan.gate != dict(gate):
+        plan.gate = _json_value("gate", dict(gate))
+        s.flush()
+        audit(s, event="plan.gate_opened", actor=SYSTEM_ACTOR, run_id=plan.run_id, plan_id=plan_id,
+              details=dict(gate))
+    s.expire_all()
+    return get_plan(s, plan_id=plan_id)
+
+
+def plan_at_gate(s: Session, *, dag_id: str, run_id: str, task_id: str) -> PlanView | None:
+    """The plan waiting (or having waited) at the Airflow gate ``dag_id/run_id/task_id``, if any."""
+    plan = s.execute(
+        _plan_query().where(
+            Plan.gate["dag_id"].astext == dag_id,
+            Plan.gate["run_id"].astext == run_id,
+            Plan.gate["task_id"].astext == task_id,
+        )
+    ).scalar_one_or_none()
+    return _plan_view(plan) if plan is not None else None
+
+
+def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime | None = None) -> bool:
+    """The stop switch: the executor runs no further action of ``plan_id`` (in-flight ones finish).
+
+    True if the request was recorded now; False if it was already requested. A plan that is not
+    approved/executing/interrupted has nothing to stop (``InvalidTransitionError``).
+    """
+    _require_text("requested_by", requested_by)
+    when = _aware("now", now)
+    plan = _lock_plan(s, plan_id)
+    if plan is None:
+        raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
+    if plan.status not in ("approved", "executing", "interrupted", "partially_executed", "failed"):
+        raise InvalidTransitionError(f"plan {plan_id} is {plan.status}: there is nothing to stop")
+    if plan.stop_requested:
+        return False
+    plan.stop_requested = {"by": requested_by, "at": when.isoformat()}
+    s.flush()
+    audit(s, event="plan.stop_requested", actor=requested_by, run_id=plan.run_id, plan_id=plan_id)
+    return True
 
 
 def new_plan_id(now: datetime | None = None) -> str:
@@ -958,8 +1105,14 @@ def decide_plan(
     decided_by: str,
     comment: str | None = None,
     now: datetime | None = None,
+    plan_hash: str | None = None,
+    via: str = "cli",
 ) -> ApprovalView:
     """Approve or reject a pending plan, race-safely (``SELECT ... FOR UPDATE`` on the plan row).
+
+    ``plan_hash`` is the content hash the decider saw (refused if the plan's differs); ``via`` is the
+    path deciding. A plan waiting at an Airflow gate (:func:`open_gate`) is decided only through it
+    (``via="airflow-gate"``): other paths get ``PlanAtGateError`` naming the gate.
 
     Writes the approval row, the plan status and an audit row in the caller's transaction.
 
@@ -975,8 +1128,13 @@ def decide_plan(
         PlanExpiredError: the approval window has passed (now, or earlier).
         PlanAlreadyDecidedError: the plan is not pending; the message says its status and who
             decided when.
+        PlanSupersededError: a newer plan replaced it.
+        PlanAtGateError: it waits at an Airflow gate and ``via`` is not ``airflow-gate``.
+        PlanChangedError: ``plan_hash`` is not the plan's content hash.
         InvalidRowError: ``decision`` is not approved/rejected or ``decided_by`` is empty.
     """
+    if via not in VIA:
+        raise InvalidRowError("via", f"must be one of {VIA}, got {via!r}")
     if decision not in ("approved", "rejected"):
         raise InvalidRowError("decision", f"must be 'approved' or 'rejected', got {decision!r}")
     _require_text("decided_by", decided_by)
@@ -997,10 +1155,32 @@ def decide_plan(
             f"(decision attempted at {_fmt(when)})",
             plan_id=plan_id,
         )
+    if plan.status == "superseded":
+        raise PlanSupersededError(
+            f"plan {plan_id} was superseded"
+            + (f" by plan {plan.superseded_by}" if plan.superseded_by else "")
+            + f" at {_fmt(plan.updated_at)} and can no longer be {decision}: decide the newer plan instead",
+            plan_id=plan_id,
+        )
     if plan.status != "pending":
         raise PlanAlreadyDecidedError(_already_decided_message(s, plan), plan_id=plan_id)
+    if plan.gate and via != "airflow-gate":
+        g = plan.gate
+        raise PlanAtGateError(
+            f"plan {plan_id} waits at the Airflow approval gate (DAG {g.get('dag_id')}, run {g.get('run_id')}, "
+            f"task {g.get('task_id')}): decide it there, in the Airflow UI (Browse -> Required Actions) or "
+            "through Airflow's REST API",
+            plan_id=plan_id, gate=dict(g),
+        )
+    if plan_hash is not None and plan.content_hash is not None and plan_hash != plan.content_hash:
+        raise PlanChangedError(
+            f"plan {plan_id} has content {plan.content_hash[:12]}, but the decision was made on "
+            f"{plan_hash[:12]}: review the plan as it is now and decide again",
+            plan_id=plan_id,
+        )
 
-    s.add(Approval(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment))
+    s.add(Approval(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment,
+                   plan_hash=plan.content_hash, via=via))
     plan.status = decision
     plan.updated_at = when
     s.flush()
@@ -1010,10 +1190,11 @@ def decide_plan(
         actor=decided_by,
         run_id=plan.run_id,
         plan_id=plan_id,
-        details={"comment": comment} if comment else None,
+        details={"comment": comment, "via": via, "plan_hash": plan.content_hash},
     )
-    logger.info("[%s] plan %s by %s", plan_id, decision, decided_by)
-    return ApprovalView(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment)
+    logger.info("[%s] plan %s by %s (via %s)", plan_id, decision, decided_by, via)
+    return ApprovalView(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment,
+                        plan_hash=plan.content_hash, via=via)
 
 
 def expire_plan(s: Session, *, plan_id: str, now: datetime | None = None) -> bool:
@@ -1037,6 +1218,8 @@ def expire_plan(s: Session, *, plan_id: str, now: datetime | None = None) -> boo
             decided_by=SYSTEM_ACTOR,
             decided_at=when,
             comment=f"approval window ended at {_fmt(plan.expires_at)}",
+            plan_hash=plan.content_hash,
+            via="system",
         )
     )
     plan.status = "expired"
@@ -1188,6 +1371,50 @@ def transition_action(
         details={"from": previous, "to": to, "attempts": action.attempts, **({"error": error} if error else {})},
     )
     return _action_view(action)
+
+
+def record_resend(s: Session, *, action_id: int, reason: str, actor: str = "executor") -> ActionView:
+    """An ``in_progress`` action is sent again (a crash left its outcome unknown and Pulsar shows no
+    effect): count the attempt and record why, without leaving ``in_progress``."""
+    action = s.execute(_for_update(select(PlanAction).where(PlanAction.id == action_id))).scalar_one_or_none()
+    if action is None or action.state != "in_progress":
+        raise InvalidTransitionError(f"action {action_id} is not in_progress: nothing to re-send")
+    action.attempts += 1
+    action.started_at = datetime.now(UTC)
+    s.flush()
+    audit(s, event="action.resent", actor=actor, plan_id=action.plan_id, action_id=action_id,
+          details={"attempts": action.attempts, "reason": reason})
+    return _action_view(action)
+
+
+def interrupt_dead_executions(s: Session, *, cluster_id: int, except_plan_id: str | None = None) -> list[str]:
+    """Mark ``interrupted`` every plan of the cluster still ``executing`` other than ``except_plan_id``.
+
+    Call it only while holding the cluster's execution lock: the lock is a Postgres session lock, so a
+    plan that says ``executing`` while nobody else holds it belongs to a process that died.
+    """
+    stmt = select(Plan.plan_id).where(Plan.cluster_id == cluster_id, Plan.status == "executing")
+    if except_plan_id is not None:
+        stmt = stmt.where(Plan.plan_id != except_plan_id)
+    dead = list(s.execute(stmt).scalars())
+    for plan_id in dead:
+        set_plan_status(s, plan_id=plan_id, status="interrupted", actor=SYSTEM_ACTOR,
+                        details={"reason": "its execution process died (the cluster's execution lock was free)"})
+        logger.warning("[%s] execution interrupted: its process died; resume or abort it", plan_id)
+    return dead
+
+
+def last_execution_activity(s: Session, *, cluster_id: int, exclude_plan_id: str) -> tuple[datetime, str] | None:
+    """``(when, plan_id)`` of the newest start or end of a real (not dry-run) execution on the cluster."""
+    row = s.execute(
+        select(AuditLog.at, AuditLog.plan_id)
+        .join(Plan, Plan.plan_id == AuditLog.plan_id)
+        .where(Plan.cluster_id == cluster_id, Plan.plan_id != exclude_plan_id, Plan.dry_run.is_(False),
+               AuditLog.event.in_(("execution_started", "execution_finished")))
+        .order_by(AuditLog.at.desc())
+        .limit(1)
+    ).first()
+    return (row[0], row[1]) if row else None
 
 
 def audit(
@@ -1603,10 +1830,16 @@ def _plan_view(p: Plan) -> PlanView:
                 decided_by=approval.decided_by,
                 decided_at=approval.decided_at,
                 comment=approval.comment,
+                plan_hash=approval.plan_hash,
+                via=approval.via,
             )
             if approval is not None
             else None
         ),
+        content_hash=p.content_hash,
+        gate=p.gate,
+        superseded_by=p.superseded_by,
+        stop_requested=p.stop_requested,
     )
 
 

@@ -53,10 +53,13 @@ PLAN_STATUSES = (
     "partially_executed",
     "failed",
     "empty",
+    "superseded",
+    "interrupted",
+    "aborted",
 )
 ACTION_KINDS = ("split", "unload")
 ACTION_STATES = ("pending", "in_progress", "completed", "failed", "skipped")
-APPROVAL_DECISIONS = ("approved", "rejected", "expired")
+APPROVAL_DECISIONS = ("approved", "rejected", "expired", "superseded")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -274,6 +277,10 @@ class Plan(Base):
     summary: Mapped[Any] = mapped_column(JSONB)
     decision: Mapped[Any] = mapped_column(JSONB)
     result: Mapped[Any | None] = mapped_column(JSONB, nullable=True)
+    content_hash: Mapped[str | None] = mapped_column(Text, nullable=True)  # what will run (the actions)
+    gate: Mapped[Any | None] = mapped_column(JSONB, nullable=True)  # where it waits in Airflow
+    superseded_by: Mapped[str | None] = mapped_column(Text, nullable=True)
+    stop_requested: Mapped[Any | None] = mapped_column(JSONB, nullable=True)
 
     actions: Mapped[list[PlanAction]] = relationship(order_by="PlanAction.seq", lazy="raise")
     approval: Mapped[Approval | None] = relationship(lazy="raise")
@@ -324,6 +331,8 @@ class Approval(Base):
     decided_by: Mapped[str] = mapped_column(Text)
     decided_at: Mapped[datetime] = mapped_column(TZ)
     comment: Mapped[str | None] = mapped_column(Text)
+    plan_hash: Mapped[str | None] = mapped_column(Text, nullable=True)  # the content the approver saw
+    via: Mapped[str | None] = mapped_column(Text, nullable=True)  # airflow-gate | cli | policy | system
 
 
 class AuditLog(Base):

@@ -1,0 +1,197 @@
+"""Guard in front of Airflow's human-in-the-loop answer for our gate (an ASGI root middleware).
+
+Registered by the plugin (``fastapi_root_middlewares``), it sees every
+``PATCH /api/v2/dags/{dag}/dagRuns/{run}/taskInstances/{task}/{map_index}/hitlDetails`` — the call
+the Airflow UI's Required Actions page, the REST API and our CLI all make. For a request that is one of
+our plan gates (the plan row names it), from an authenticated user allowed to answer it:
+
+1. **before** Airflow stores the answer, the stored plan is checked: an expired, superseded, already
+   decided or changed (content hash) plan is refused with ``409`` and a message saying which;
+2. the request goes on to Airflow unchanged (its own checks: 400 bad option, 409 already answered);
+3. if Airflow accepted it, the decision is recorded in our ``approvals`` table (Airflow user, time,
+   comment, content hash, ``via=airflow-gate``) at once; if the plan changed state in the
+   milliseconds between, the answer is reported back as refused (409) and the task, when it resumes,
+   follows the stored plan.
+
+Anything else (other paths, other DAGs' gates, unauthenticated or unauthorised callers) passes
+through untouched, so Airflow answers it (401/403) exactly as it would without the plugin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+HITL_PATH = re.compile(
+    r"^(?:.*)?/api/v2/dags/(?P<dag_id>[^/]+)/dagRuns/(?P<run_id>[^/]+)/taskInstances/(?P<task_id>[^/]+)/"
+    r"(?P<map_index>-?\d+)/hitlDetails/?$"
+)
+DECISIONS = {"Approve": "approved", "Reject": "rejected"}
+
+
+def _db_url() -> str | None:
+    from pulsar_rebalance.orchestration.connections import server_database_url
+
+    return server_database_url()
+
+
+def precheck(url: str, dag_id: str, run_id: str, task_id: str, plan_hash: str | None) -> tuple[str | None, str | None]:
+    """``(plan_id, refusal)`` for an answer to this gate; plan_id None: not one of our gates."""
+    import datetime as dt
+
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(url)) as s:
+        plan = repo.plan_at_gate(s, dag_id=dag_id, run_id=run_id, task_id=task_id)
+        if plan is None:
+            return None, None
+        if plan.status == "pending" and repo.expire_plan(s, plan_id=plan.plan_id, now=dt.datetime.now(dt.UTC)):
+            plan = repo.get_plan(s, plan_id=plan.plan_id)
+    if plan.status == "expired":
+        return plan.plan_id, f"plan {plan.plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M:%S} UTC: nothing will run"
+    if plan.status == "superseded":
+        return plan.plan_id, (f"plan {plan.plan_id} was superseded by plan {plan.superseded_by}: review and decide "
+                              "the newer plan instead")
+    if plan.status != "pending":
+        a = plan.approval
+        who = f" ({a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC)" if a else ""
+        return plan.plan_id, f"plan {plan.plan_id} is already {plan.status}{who}"
+    if plan_hash and plan.content_hash and plan_hash != plan.content_hash:
+        return plan.plan_id, (f"plan {plan.plan_id} has content {plan.content_hash[:12]} but the answer was given on "
+                              f"{plan_hash[:12]}: reload the plan and decide again")
+    return plan.plan_id, None
+
+
+def record(url: str, plan_id: str, *, decision: str, decided_by: str, comment: str | None,
+           plan_hash: str | None) -> str | None:
+    """Record the accepted answer; returns a refusal message if the plan changed state meanwhile."""
+    from pulsar_rebalance.errors import PlanError
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    try:
+        with session_scope(make_engine(url)) as s:
+            repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=decided_by, comment=comment,
+                             plan_hash=plan_hash, via="airflow-gate")
+    except PlanError as exc:
+        return f"the answer was stored by Airflow but not applied to the plan: {exc}"
+    return None
+
+
+async def _authorized(scope, dag_id: str) -> bool:
+    """Is the caller authenticated and allowed to answer this DAG's required actions?"""
+    from starlette.requests import Request
+
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
+    from airflow.api_fastapi.core_api.security import USER_INJECTED_BY_TRUSTED_MIDDLEWARE
+
+    request = Request(scope)
+    user = None
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        token = header[7:].strip()
+    else:
+        injected = getattr(request.state, "user", None)
+        if injected is not None and getattr(request.state, "user_authenticated_via", None) is USER_INJECTED_BY_TRUSTED_MIDDLEWARE:
+            user = injected
+        token = request.cookies.get("_token")
+    try:
+        if user is None and token:
+            user = await get_auth_manager().get_user_from_token(token)
+        if user is None:
+            return False
+        return bool(get_auth_manager().is_authorized_dag(
+            method="PUT", access_entity=DagAccessEntity.HITL_DETAIL, details=DagDetails(id=dag_id), user=user))
+    except Exception:  # noqa: BLE001 - any auth failure: let Airflow's own route answer it
+        return False
+
+
+class GateGuardMiddleware:
+    """Pure ASGI middleware (see the module docstring)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") != "http" or scope.get("method") != "PATCH":
+            return await self.app(scope, receive, send)
+        match = HITL_PATH.match(scope.get("path", ""))
+        if not match:
+            return await self.app(scope, receive, send)
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+
+        async def replay():
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        try:
+            return await self._guard(scope, replay, send, match.groupdict(), body)
+        except Exception:  # noqa: BLE001 - never break Airflow's own API because of our guard
+            log.exception("pulsar-rebalance gate guard failed; passing the request through")
+            return await self.app(scope, replay, send)
+
+    async def _guard(self, scope, replay, send, ids: dict[str, str], body: bytes):
+        from urllib.parse import unquote
+
+        url = _db_url()
+        dag_id, run_id, task_id = (unquote(ids[k]) for k in ("dag_id", "run_id", "task_id"))
+        if not url or not await _authorized(scope, dag_id):
+            return await self.app(scope, replay, send)
+        try:
+            payload = json.loads(body or b"{}")
+            chosen = payload.get("chosen_options") or []
+            params = payload.get("params_input") or {}
+        except (ValueError, AttributeError):
+            return await self.app(scope, replay, send)
+        decision = DECISIONS.get(chosen[0]) if len(chosen) == 1 and isinstance(chosen[0], str) else None
+        plan_hash = params.get("plan_hash") if isinstance(params, dict) else None
+        plan_id, refusal = await asyncio.to_thread(precheck, url, dag_id, run_id, task_id,
+                                                   plan_hash if isinstance(plan_hash, str) else None)
+        if plan_id is None or decision is None:
+            return await self.app(scope, replay, send)
+        if refusal:
+            log.warning("refused an answer to the gate of %s: %s", plan_id, refusal)
+            return await _send_json(send, 409, {"detail": refusal})
+
+        status_holder: dict[str, Any] = {}
+        chunks: list[dict[str, Any]] = []
+
+        async def capture(message):
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+            chunks.append(message)
+
+        await self.app(scope, replay, capture)
+        status = status_holder.get("status", 500)
+        if 200 <= status < 300:
+            response = b"".join(m.get("body", b"") for m in chunks if m["type"] == "http.response.body")
+            try:
+                who = json.loads(response).get("responded_by") or {}
+            except ValueError:
+                who = {}
+            comment = params.get("comment") if isinstance(params, dict) else None
+            problem = await asyncio.to_thread(
+                record, url, plan_id, decision=decision, decided_by=who.get("name") or who.get("id") or "unknown",
+                comment=comment or None, plan_hash=plan_hash if isinstance(plan_hash, str) and plan_hash else None)
+            if problem:
+                return await _send_json(send, 409, {"detail": problem})
+        for message in chunks:
+            await send(message)
+
+
+async def _send_json(send, status: int, doc: dict[str, Any]) -> None:
+    body = json.dumps(doc).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

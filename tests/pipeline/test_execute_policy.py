@@ -1,0 +1,234 @@
+"""execute_unload's safety policy against the simulator and a real Postgres (no Spark needed):
+stale plans, dead executions (interrupted, resume, abort), the stop switch, caps, load drift,
+Pulsar's own shedding, and content verification. Admin calls are counted on the client."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from pulsar_rebalance.errors import ExecutionError, StalePlanError
+from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan
+from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.store import repository as repo
+from pulsar_rebalance.store.engine import make_engine, session_scope
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class CountingClient(PulsarAdminClient):
+    """The real admin client, counting the calls that change the cluster."""
+
+    unloads: list[str]
+
+    def unload_bundle(self, namespace, bundle, *, destination_broker=None):
+        self.unloads.append(f"{namespace}/{bundle}")
+        return super().unload_bundle(namespace, bundle, destination_broker=destination_broker)
+
+
+@pytest.fixture
+def world(db_url):
+    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
+        engine = make_engine(db_url)
+        client = CountingClient.from_url(sim.admin_url, retries=0)
+        client.unloads = []
+        with session_scope(engine) as s:
+            cid = repo.get_or_create_cluster(s, name=sim.state.cluster, admin_url=sim.admin_url)
+        yield sim, engine, client, cid
+        client.close()
+
+
+def _unloads(sim, n: int, *, offset: int = 0):
+    """``n`` unload actions of bundles the simulator has, each to another broker."""
+    brokers = sim.state.broker_ids()
+    actions = []
+    for i, (bundle, owner) in enumerate(sorted(sim.state.owners().items())[offset:offset + n]):
+        ns, rng = bundle.rsplit("/", 1)
+        actions.append({"kind": "unload", "namespace": ns, "bundle_range": rng, "source_broker": owner,
+                        "destination_broker": next(b for b in brokers if b != owner), "reason": f"test move {i}"})
+    return actions
+
+
+def _plan(engine, cid, run_id, actions, *, approve=True, dry_run=False) -> str:
+    with session_scope(engine) as s:
+        repo.start_run(s, run_id=run_id, cluster_id=cid, params={}, work_dir="/tmp/w")
+        plan_id = repo.create_plan(s, run_id=run_id, cluster_id=cid, status="pending",
+                                   expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1), dry_run=dry_run,
+                                   strategies={}, config={}, summary={}, decision={}, actions=actions)
+    if approve:
+        with session_scope(engine) as s:
+            repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+    return plan_id
+
+
+def _get(engine, plan_id):
+    with session_scope(engine) as s:
+        return repo.get_plan(s, plan_id=plan_id)
+
+
+def test_two_plans_from_one_snapshot_the_second_is_never_executed(world):
+    sim, engine, client, cid = world
+    moves = _unloads(sim, 2)
+    first = _plan(engine, cid, "run-1", moves)
+    second = _plan(engine, cid, "run-2", moves)  # the same moves, from a snapshot taken before `first` ran
+    assert execute_plan(engine, client, plan_id=first).status == "executed"
+    assert len(client.unloads) == 2
+    with pytest.raises(StalePlanError, match=f"before plan {first} executed.*re-plan"):
+        execute_plan(engine, client, plan_id=second)
+    assert len(client.unloads) == 2  # not one admin call more
+    plan = _get(engine, second)
+    assert plan.status == "superseded" and plan.superseded_by == first
+
+
+def test_executing_a_newer_plan_supersedes_an_older_approved_one(world):
+    sim, engine, client, cid = world
+    older = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    newer = _plan(engine, cid, "run-2", _unloads(sim, 1, offset=1))
+    execute_plan(engine, client, plan_id=newer)
+    assert _get(engine, older).status == "superseded"
+    with pytest.raises(ExecutionError, match=f"is superseded: nothing is executed \\(superseded by {newer}\\)"):
+        execute_plan(engine, client, plan_id=older)
+    assert len(client.unloads) == 1
+
+
+def _die_mid_execution(engine, plan_id):
+    """What a SIGKILLed executor leaves: plan executing, first action in_progress, no lock held."""
+    with session_scope(engine) as s:
+        repo.set_plan_status(s, plan_id=plan_id, status="executing")
+        first = repo.get_plan(s, plan_id=plan_id).actions[0]
+        repo.transition_action(s, action_id=first.id, to="in_progress")
+
+
+def test_a_dead_execution_does_not_lock_the_cluster_and_can_be_resumed(world):
+    from pulsar_rebalance.pipeline.execute import resume_plan
+
+    sim, engine, client, cid = world
+    dead = _plan(engine, cid, "run-1", _unloads(sim, 2))
+    _die_mid_execution(engine, dead)
+    # the next run's plan executes: the dead one is marked interrupted (its process holds no lock)
+    nxt = _plan(engine, cid, "run-2", _unloads(sim, 1, offset=2))
+    assert execute_plan(engine, client, plan_id=nxt).status == "executed"
+    assert _get(engine, dead).status == "interrupted"
+    # resume reconciles with Pulsar and finishes it; the in-progress action is re-sent and counted
+    report = resume_plan(engine, client, plan_id=dead, by="bob")
+    assert report.status == "executed"
+    plan = _get(engine, dead)
+    assert [a.state for a in plan.actions] == ["completed", "completed"]
+    assert plan.actions[0].attempts == 2  # sent again after the crash: the attempt is counted
+    assert all(sim.state.owner(a.bundle) == a.destination_broker for a in plan.actions)
+    assert sorted(client.unloads) == sorted([a.bundle for a in plan.actions] + [_get(engine, nxt).actions[0].bundle])
+
+
+def test_abort_marks_the_rest_skipped_and_frees_the_plan(world):
+    from pulsar_rebalance.pipeline.execute import abort_plan
+
+    sim, engine, client, cid = world
+    dead = _plan(engine, cid, "run-1", _unloads(sim, 2))
+    _die_mid_execution(engine, dead)
+    plan = abort_plan(engine, plan_id=dead, by="bob")
+    assert plan.status == "aborted"
+    assert [a.state for a in plan.actions] == ["failed", "skipped"]
+    assert "aborted by bob" in plan.actions[0].error and "outcome unknown" in plan.actions[0].error
+    assert client.unloads == []
+    with session_scope(engine) as s:
+        events = [e["event"] for e in repo.audit_events(s, plan_id=dead)]
+    assert "plan.aborted" in events
+
+
+def test_abort_refuses_a_live_execution(world):
+    from pulsar_rebalance.pipeline.execute import _ClusterLock, abort_plan
+
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    _die_mid_execution(engine, plan_id)
+    with _ClusterLock(engine, sim.state.cluster):  # a live executor holds the cluster
+        with pytest.raises(ExecutionError, match="is running in a live process.*plans stop"):
+            abort_plan(engine, plan_id=plan_id, by="bob")
+
+
+def test_stop_switch_skips_everything_not_started(world):
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 3))
+    with session_scope(engine) as s:
+        repo.request_stop(s, plan_id=plan_id, requested_by="bob")
+    report = execute_plan(engine, client, plan_id=plan_id)
+    assert report.skipped == 3 and client.unloads == []
+    assert all("stopped by bob" in a.error for a in _get(engine, plan_id).actions)
+
+
+def test_per_run_cap_and_per_broker_slots(world):
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 4))
+    policy = ExecutionPolicy(max_parallel=4, max_unloads_per_broker=1, max_unloads_per_run=2)
+    report = execute_plan(engine, client, plan_id=plan_id, policy=policy)
+    assert (report.unloads_executed, report.skipped) == (2, 2) and len(client.unloads) == 2
+    skipped = [a for a in _get(engine, plan_id).actions if a.state == "skipped"]
+    assert all("max_unloads_per_run=2 reached" in a.error for a in skipped)
+
+
+def test_load_drift_beyond_tolerance_skips_the_move(world):
+    sim, engine, client, cid = world
+    (action,) = _unloads(sim, 1)
+    bundle = f"{action['namespace']}/{action['bundle_range']}"
+    stats = client.load_report(action["source_broker"])["lastStats"][bundle]
+    action["predicted"] = {"bundleLoad": {"msgRateIn": stats["msgRateIn"], "msgRateOut": stats["msgRateOut"]}}
+    plan_id = _plan(engine, cid, "run-1", [action])
+    with sim.state._lock:  # traffic of the bundle's topics grows tenfold after planning
+        for t in sim.state._topics.values():
+            if sim.state.bundle_for_topic(t.name) == bundle:
+                t.msg_rate_in *= 10
+                t.msg_rate_out *= 10
+    report = execute_plan(engine, client, plan_id=plan_id, policy=ExecutionPolicy(drift_tolerance=0.5))
+    assert report.skipped == 1 and client.unloads == []
+    assert "load drift" in _get(engine, plan_id).actions[0].error
+
+
+def test_pulsar_own_shedding_on_refuses_unless_allowed(world):
+    import httpx
+
+    sim, engine, client, cid = world
+    httpx.post(f"{sim.admin_url}/admin/v2/brokers/configuration/loadBalancerSheddingEnabled/true").raise_for_status()
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    with pytest.raises(ExecutionError, match="loadBalancerSheddingEnabled is on.*fight"):
+        execute_plan(engine, client, plan_id=plan_id)
+    assert _get(engine, plan_id).status == "approved" and client.unloads == []  # nothing started
+    report = execute_plan(engine, client, plan_id=plan_id, policy=ExecutionPolicy(allow_pulsar_shedding=True))
+    assert report.status == "executed" and len(client.unloads) == 1
+
+
+def test_content_not_matching_the_approval_is_refused(world):
+    from sqlalchemy import text
+
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    with engine.begin() as c:  # someone rewrites the approval's hash behind the store's back
+        c.execute(text("ALTER TABLE approvals DISABLE TRIGGER approvals_immutable"))
+        c.execute(text("UPDATE approvals SET plan_hash = 'deadbeef' WHERE plan_id = :p"), {"p": plan_id})
+        c.execute(text("ALTER TABLE approvals ENABLE TRIGGER approvals_immutable"))
+    with pytest.raises(ExecutionError, match="not what was approved"):
+        execute_plan(engine, client, plan_id=plan_id)
+    assert client.unloads == []
+
+
+def test_plans_resume_abort_stop_from_the_cli(world, db_url, monkeypatch, capsys):
+    import json
+
+    from pulsar_rebalance.cli import main
+
+    sim, engine, client, cid = world
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    monkeypatch.setenv("PULSAR_ADMIN_URL", sim.admin_url)
+    first = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    _die_mid_execution(engine, first)
+    assert main(["plans", "resume", first, "--by", "bob"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "executed"
+    second = _plan(engine, cid, "run-2", _unloads(sim, 2, offset=3))
+    assert main(["plans", "stop", second, "--by", "carol"]) == 0
+    assert json.loads(capsys.readouterr().out)["stop_requested"]["by"] == "carol"
+    _die_mid_execution(engine, second)
+    assert main(["plans", "abort", second, "--by", "carol"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "aborted"
+    assert main(["plans", "abort", second]) == 2  # already final: a clear refusal, exit 2
+    assert "only interrupted" in capsys.readouterr().err
