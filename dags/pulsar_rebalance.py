@@ -19,6 +19,7 @@ from airflow.sdk import DAG, Param
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
 from pulsar_rebalance.pipeline.params import SHEDDERS, RunParams
+
 PLACEMENTS = ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
 SPLIT_ALGORITHMS = [None, "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide",
                     "flow_or_qps_equally_divide"]
