@@ -114,9 +114,13 @@ def generate(*, brokers: int, bundles: int, seed: int, shedding: str = "Threshol
     }
 
 
+_CPU: dict[str, float] = {}
+
+
 def _timed(fn, *args):  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = fn(*args)
+    _CPU[getattr(fn, "__name__", "?")] = time.process_time() - cpu
     return result, time.perf_counter() - start
 
 
@@ -159,12 +163,15 @@ def main(argv: list[str] | None = None) -> int:
         os.unlink(path)
 
     in_process = t_load + t_parse + t_run + t_dump
+    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = [
+        ("machine load (1-min load average, shared machine)", f"{load1:.1f}"),
         ("scenario size", f"{len(text) / MB:.1f} MiB JSON ({args.brokers} brokers, {args.bundles} bundles)"),
         ("json.loads", f"{t_load:.2f} s"),
         ("parse_scenario (validation)", f"{t_parse:.2f} s"),
         ("run_scenario (shed + split + place)" if args.shedding != "GlobalPlanner" else "run_scenario (whole-cluster plan)", f"{t_run:.2f} s"),
         ("json.dumps (result)", f"{t_dump:.2f} s"),
+        ("run_scenario CPU time (this process only)", f"{_CPU.get('run_scenario', float('nan')):.2f} s"),
         ("in-process total", f"{in_process:.2f} s"),
         ("CLI `pulsar-rebalance decide FILE` (whole process)", f"{t_cli:.2f} s"),
         ("decision", f"{cycle['label']}/{cycle['reason']}: {len(cycle['unloads'])} unloads, {len(cycle['splits'])} splits"),
