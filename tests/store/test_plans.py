@@ -17,6 +17,7 @@ from pulsar_rebalance.errors import (
     PlanAtGateError,
     PlanChangedError,
     PlanExpiredError,
+    PlanStateError,
     PlanSupersededError,
     UnknownPlanError,
 )
@@ -444,7 +445,7 @@ def test_a_plan_at_an_airflow_gate_is_decided_only_through_it(world, make_plan) 
 def test_stop_switch_is_recorded_once_and_only_for_a_plan_that_can_run(world, make_plan) -> None:
     plan_id = make_plan()
     with session_scope(world.engine) as s:
-        with pytest.raises(InvalidTransitionError, match="nothing to stop"):
+        with pytest.raises(PlanStateError, match="nothing to stop"):
             repo.request_stop(s, plan_id=plan_id, requested_by="bob")
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
         assert repo.request_stop(s, plan_id=plan_id, requested_by="bob") is True

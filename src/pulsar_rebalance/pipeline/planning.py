@@ -136,19 +136,10 @@ def build_plan(
         "decision": {"label": cycle.get("label"), "reason": cycle.get("reason")},
         "numBundleSplits": sum(a["kind"] == "split" for a in actions),
         "numBundleUnloads": sum(a["kind"] == "unload" for a in actions),
-        "maxUsageBefore": prediction["maxUsageBefore"],
-        "maxUsageAfterPredicted": prediction["maxUsageAfter"],
-        "usageStdBefore": prediction["usageStdBefore"],
-        "usageStdAfterPredicted": prediction["usageStdAfter"],
-        "brokers": prediction["brokers"],
+        **_predicted(prediction),
         "notes": notes,
         "warnings": warnings,
-        "dataQuality": {
-            "brokersReporting": len(reports),
-            "brokersOwningBundles": len(set(ownership.values())),
-            "bundleSamples": sum(len(r.get("lastStats") or {}) for r in reports.values()),
-            "bundlesOwned": len(ownership),
-        },
+        "dataQuality": _data_quality(reports, ownership),
         "strategies": {
             "shedding": params.shedding_strategy, "placement": params.effective_placement,
             "splitAlgorithm": algorithm,
@@ -156,6 +147,27 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=actions, summary=summary, notes=notes)
+
+
+def _predicted(prediction: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan summary's predicted balance (core.prediction's result, under the summary's names)."""
+    return {
+        "maxUsageBefore": prediction["maxUsageBefore"],
+        "maxUsageAfterPredicted": prediction["maxUsageAfter"],
+        "usageStdBefore": prediction["usageStdBefore"],
+        "usageStdAfterPredicted": prediction["usageStdAfter"],
+        "brokers": prediction["brokers"],
+    }
+
+
+def _data_quality(reports: Mapping[str, Mapping[str, Any]], ownership: Mapping[str, str]) -> dict[str, int]:
+    """How much of the cluster the plan saw: brokers and bundle samples reporting."""
+    return {
+        "brokersReporting": len(reports),
+        "brokersOwningBundles": len(set(ownership.values())),
+        "bundleSamples": sum(len(r.get("lastStats") or {}) for r in reports.values()),
+        "bundlesOwned": len(ownership),
+    }
 
 
 _LOAD_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount",
@@ -248,12 +260,9 @@ def build_rollback_plan(
         "rollbackOf": original.plan_id,
         "numBundleSplits": 0,
         "numBundleUnloads": len(actions),
-        "maxUsageBefore": prediction["maxUsageBefore"],
-        "maxUsageAfterPredicted": prediction["maxUsageAfter"],
-        "usageStdBefore": prediction["usageStdBefore"],
-        "usageStdAfterPredicted": prediction["usageStdAfter"],
-        "brokers": prediction["brokers"],
+        **_predicted(prediction),
         "notes": notes,
+        "dataQuality": _data_quality(reports, ownership),
         "strategies": {"shedding": "rollback", "placement": "previous owner", "splitAlgorithm": None},
         "dryRun": params.dry_run,
     }

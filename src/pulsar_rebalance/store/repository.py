@@ -54,6 +54,7 @@ from pulsar_rebalance.errors import (
     PlanAtGateError,
     PlanChangedError,
     PlanExpiredError,
+    PlanStateError,
     PlanSupersededError,
     StoreError,
     UnknownPlanError,
@@ -1029,7 +1030,7 @@ def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime |
     """The stop switch: the executor runs no further action of ``plan_id`` (in-flight ones finish).
 
     True if the request was recorded now; False if it was already requested. A plan that is not
-    approved/executing/interrupted has nothing to stop (``InvalidTransitionError``).
+    approved/executing/interrupted has nothing to stop (``PlanStateError``).
     """
     _require_text("requested_by", requested_by)
     when = _aware("now", now)
@@ -1037,7 +1038,7 @@ def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime |
     if plan is None:
         raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
     if plan.status not in ("approved", "executing", "interrupted", "partially_executed", "failed"):
-        raise InvalidTransitionError(f"plan {plan_id} is {plan.status}: there is nothing to stop")
+        raise PlanStateError(f"plan {plan_id} is {plan.status}: there is nothing to stop", plan_id=plan_id)
     if plan.stop_requested:
         return False
     plan.stop_requested = {"by": requested_by, "at": when.isoformat()}
