@@ -166,3 +166,29 @@ def test_without_a_state_database_the_pages_say_what_to_configure(client, monkey
     r = client.get(f"{URL_PREFIX}/", headers={"Authorization": f"Bearer {_token('viewer', 'viewer')}"})
     assert r.status_code == 503 and "pulsar_rebalance_db" in r.text
     assert client.get(f"{URL_PREFIX}/").status_code == 401  # auth comes first
+
+
+def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch):
+    """The plan page offers what the operator can do with a dead execution."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-x", cluster_id=cid, params={}, work_dir="/tmp/w")
+        plan_id = repo.create_plan(
+            s, run_id="run-x", cluster_id=cid, status="pending", expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False, strategies={}, config={}, summary={}, decision={},
+            actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000", "source_broker": "b1:8080",
+                      "destination_broker": "b2:8080", "reason": "test"}])
+    with session_scope(engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+        repo.set_plan_status(s, plan_id=plan_id, status="executing")
+        repo.set_plan_status(s, plan_id=plan_id, status="interrupted")
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    r = viewer.get(f"{URL_PREFIX}/plans/{plan_id}")
+    assert r.status_code == 200, r.text
+    assert f"pulsar-rebalance plans resume {plan_id}" in r.text and f"pulsar-rebalance plans abort {plan_id}" in r.text
