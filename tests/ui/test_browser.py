@@ -17,6 +17,7 @@ import httpx
 import pytest
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -62,6 +63,24 @@ def _full_page_screenshot(browser, path: Path, width: int = 1440) -> None:
     browser.set_window_size(width, 1000)
 
 
+def _open_nav_entry(browser, label: str, url_part: str, deadline_s: float = 90) -> None:
+    """Browse -> ``label``. The menu opens with an animation and can swallow a click made while it
+    moves, so the two clicks are repeated until the page is there (bounded by ``deadline_s``)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            WebDriverWait(browser, 15).until(
+                EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label=Browse]"))).click()
+            WebDriverWait(browser, 15).until(
+                EC.element_to_be_clickable((By.CSS_SELECTOR, f"a[data-value='{label}']"))).click()
+            WebDriverWait(browser, 15).until(lambda b: url_part in b.current_url)
+            return
+        except TimeoutException:
+            if time.monotonic() > deadline:
+                raise
+            browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)  # close a half-open menu
+
+
 def test_every_plugin_route_answers_401_over_http_without_credentials(airflow_stack, pipeline_plan):
     token = airflow_stack.token("viewer")
     for route in create_app().routes:
@@ -78,9 +97,7 @@ def test_login_open_the_plan_from_the_nav_entry_and_directly_and_see_the_chart(a
     wait = WebDriverWait(browser, 60)
 
     # Browse -> Rebalance plans: the plugin's page inside the Airflow UI (an iframe of /pulsar-rebalance/)
-    wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label=Browse]"))).click()
-    wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "a[data-value='Rebalance plans']"))).click()
-    wait.until(lambda b: b.current_url.endswith("/plugin/pulsar-rebalance"))
+    _open_nav_entry(browser, "Rebalance plans", "/plugin/pulsar-rebalance")
     wait.until(EC.frame_to_be_available_and_switch_to_it((By.TAG_NAME, "iframe")))
     row_link = wait.until(EC.element_to_be_clickable((By.LINK_TEXT, pipeline_plan)))
     assert "pending" in browser.find_element(By.ID, "plans").text
