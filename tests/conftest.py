@@ -92,15 +92,30 @@ def own_pg_server():
         yield server
 
 
-@pytest.fixture
-def db_url(pg_server):
-    """A fresh, migrated database on the shared server, unique to this test (pools closed after)."""
+@pytest.fixture(scope="session")
+def new_database(pg_server):
+    """``with new_database(prefix) as url:`` a new, migrated database on the shared server (pools closed after)."""
+    import contextlib
+
     from pulsar_rebalance.store.engine import dispose_engines, migrate
 
-    url = pg_server.create_database(f"t_{uuid.uuid4().hex[:12]}")
-    migrate(url)
-    yield url
-    dispose_engines(url)
+    @contextlib.contextmanager
+    def make(prefix: str = "t"):
+        url = pg_server.create_database(f"{prefix}_{uuid.uuid4().hex[:12]}")
+        migrate(url)
+        try:
+            yield url
+        finally:
+            dispose_engines(url)
+
+    return make
+
+
+@pytest.fixture
+def db_url(new_database):
+    """A fresh, migrated database on the shared server, unique to this test (pools closed after)."""
+    with new_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

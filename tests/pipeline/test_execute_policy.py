@@ -245,3 +245,17 @@ def test_collect_warns_on_the_plan_when_pulsar_own_shedding_is_on(world):
     (warning,) = [w for w in collect_snapshot(client).check.warnings if w.kind.startswith("pulsar_shedding")]
     assert warning.kind == "pulsar_shedding_enabled" and "allow_pulsar_shedding" in warning.message
     assert warning.bundle is None  # a warning for the reviewer; no bundle is left out
+
+
+def test_abort_works_while_another_dead_plan_still_says_executing(world):
+    from pulsar_rebalance.pipeline.execute import abort_plan
+
+    sim, engine, client, cid = world
+    older = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    _die_mid_execution(engine, older)
+    with session_scope(engine) as s:
+        repo.set_plan_status(s, plan_id=older, status="interrupted")
+    newer = _plan(engine, cid, "run-2", _unloads(sim, 1, offset=1))
+    _die_mid_execution(engine, newer)  # dead too, and still says 'executing'
+    assert abort_plan(engine, plan_id=older, by="bob").status == "aborted"
+    assert _get(engine, newer).status == "interrupted"  # recognised as dead on the way

@@ -202,16 +202,10 @@ class AirflowStack:
 
 
 @pytest.fixture(scope="module")
-def state_db(pg_server):
+def state_db(new_database):
     """The product's state DB for the browser tests (module scope: the api-server reads it all along)."""
-    import uuid
-
-    from pulsar_rebalance.store.engine import dispose_engines, migrate
-
-    url = pg_server.create_database(f"ui_{uuid.uuid4().hex[:10]}")
-    migrate(url)
-    yield url
-    dispose_engines(url)
+    with new_database("ui") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -258,13 +258,16 @@ def abort_plan(engine, *, plan_id: str, by: str):
     if plan.status not in RESUMABLE:
         raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be aborted",
                              plan_id=plan_id)
+    lock = _ClusterLock(engine, cluster)
     try:
-        lock = _ClusterLock(engine, cluster).__enter__()
+        lock.__enter__()
     except ExecutionInProgressError as exc:
         raise ExecutionError(f"an execution on cluster {cluster!r} is running in a live process: "
                              f"use `pulsar-rebalance plans stop {plan_id}` to halt it") from exc
     try:
         with session_scope(engine) as s:
+            # another plan still 'executing' without a live holder would block ours (one executing per cluster)
+            repo.interrupt_dead_executions(s, cluster_id=plan.cluster_id, except_plan_id=plan_id)
             repo.set_plan_status(s, plan_id=plan_id, status="executing", actor=f"abort by {by}")
             for a in repo.get_plan(s, plan_id=plan_id).actions:
                 if a.state == "pending":
@@ -368,8 +371,8 @@ class _Gate:
 
     def refusal(self, action) -> str | None:
         """Why ``action`` must not start now (stop switch, per-run cap), or None."""
-        with session_scope(self.engine) as s:
-            stop = repo.get_plan(s, plan_id=self.plan_id).stop_requested
+        with session_scope(self.engine) as s:  # one column per action, not the whole plan
+            stop = repo.stop_request(s, plan_id=self.plan_id)
         if stop:
             self._stopped.set()
             return f"stopped by {stop.get('by')} at {stop.get('at')} (stop switch)"

@@ -1026,6 +1026,11 @@ def plan_at_gate(s: Session, *, dag_id: str, run_id: str, task_id: str) -> PlanV
     return _plan_view(plan) if plan is not None else None
 
 
+def stop_request(s: Session, *, plan_id: str) -> dict[str, Any] | None:
+    """The plan's stop switch (``{"by", "at"}``) or None: what the executor checks before each action."""
+    return s.execute(select(Plan.stop_requested).where(Plan.plan_id == plan_id)).scalar_one_or_none()
+
+
 def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime | None = None) -> bool:
     """The stop switch: the executor runs no further action of ``plan_id`` (in-flight ones finish).
 
