@@ -64,6 +64,9 @@ with DAG(
         "auto_approve_max_unloads": Param(None, type=["null", "integer"], minimum=1,
                                           description="auto-approve plans of at most this many unloads and no "
                                                       "split (recorded as approved by the policy); null = off"),
+        "required_approvals": Param(1, type="integer", minimum=1, maximum=5,
+                                    description="how many different people must approve the plan (2 = a second "
+                                                "approver); the gate opens again after each approval"),
         "rollback_plan": Param(None, type=["null", "string"],
                                description="a plan id: plan to return its completed unloads to their previous "
                                            "owners (needs approval like any plan) instead of running the shedder"),

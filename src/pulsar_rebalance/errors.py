@@ -78,6 +78,10 @@ class PlanAlreadyDecidedError(PlanError):
     pass
 
 
+class PlanAlreadyApprovedByYouError(PlanError):
+    """A plan that needs several approvers got a second approval from the same person."""
+
+
 class PlanExpiredError(PlanError):
     pass
 

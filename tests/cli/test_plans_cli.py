@@ -14,8 +14,8 @@ from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import make_engine, session_scope
 
 
-@pytest.fixture
-def pending_plan(db_url):
+@pytest.fixture(params=[1])
+def pending_plan(db_url, request):
     with session_scope(make_engine(db_url)) as s:
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
         repo.start_run(s, run_id="run-1", cluster_id=cid, params={}, work_dir="/tmp/w")
@@ -24,6 +24,7 @@ def pending_plan(db_url):
             dry_run=False, strategies={"shedding": "ThresholdShedder"}, config={}, summary={"maxUsageBefore": 0.9},
             decision={}, actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000",
                                    "source_broker": "b1:8080", "destination_broker": "b2:8080", "reason": "b1 overloaded"}],
+            required_approvals=request.param,
         )
     return db_url, plan_id
 
@@ -45,6 +46,23 @@ def test_approve_records_who_when_and_comment(pending_plan):
     assert shown["actions"][0]["reason"] == "b1 overloaded"
     listed = cli(db_url, "plans", "list")
     assert plan_id in listed.stdout and "approved" in listed.stdout
+
+
+@pytest.mark.parametrize("pending_plan", [2], indirect=True)
+def test_a_plan_needing_two_approvers_takes_two_different_people(pending_plan):
+    db_url, plan_id = pending_plan
+    first = cli(db_url, "plans", "approve", plan_id, "--by", "alice", "-m", "one")
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)
+    assert (doc["decision"], doc["approvals"], doc["required_approvals"]) == ("pending", ["alice"], 2)
+    assert "approval 1 of 2 recorded" in doc["note"]
+    again = cli(db_url, "plans", "approve", plan_id, "--by", "alice")
+    assert again.returncode == 2 and "already has the approval of alice" in again.stderr
+    second = cli(db_url, "plans", "approve", plan_id, "--by", "bob", "-m", "two")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["decided_by"] == "alice + bob"
+    shown = json.loads(cli(db_url, "plans", "show", plan_id, "--json").stdout)
+    assert shown["status"] == "approved" and [v["voter"] for v in shown["votes"]] == ["alice", "bob"]
 
 
 def test_approving_an_already_decided_plan_is_a_clear_error(pending_plan):

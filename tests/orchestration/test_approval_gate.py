@@ -30,13 +30,13 @@ SPLIT = {"kind": "split", "bundle": "public/default/0x40000000_0x80000000", "sou
          "boundaries": [0x60000000], "reason": "hot bundle", "seq": 1}
 
 
-def _plan(db_url, cid, run_id, *, expires_in: float, actions=(UNLOAD,)) -> str:
+def _plan(db_url, cid, run_id, *, expires_in: float, actions=(UNLOAD,), required_approvals: int = 1) -> str:
     with session_scope(make_engine(db_url)) as s:
         repo.start_run(s, run_id=run_id, cluster_id=cid, params={}, work_dir="/tmp/w")
         return repo.create_plan(
             s, run_id=run_id, cluster_id=cid, status="pending" if actions else "empty",
             expires_at=datetime.now(UTC) + timedelta(seconds=expires_in), dry_run=False, strategies={}, config={},
-            summary={}, decision={}, actions=list(actions),
+            summary={}, decision={}, actions=list(actions), required_approvals=required_approvals,
         )
 
 
@@ -135,3 +135,41 @@ def test_an_answer_after_the_plan_expired_is_not_applied_and_says_so(gate_db):
                                  plan_hash=None, responded_at=late)
     assert state["status"] == "expired"
     assert f"the answer of dave at the gate was not applied: plan {plan_id} expired" in state["message"]
+
+
+def test_a_second_approver_at_the_gate_must_be_another_person(gate_db):
+    """Four eyes at the gate: the first approval is a vote (the gate opens again), the same person is
+    refused before Airflow stores anything, another person's approval decides; no auto-approval."""
+    from pulsar_rebalance.orchestration.approval import gate_body, open_gate_for_run, record_gate_decision
+    from pulsar_rebalance.orchestration.gate_guard import precheck, record, waiting_for_next_approver
+
+    db_url, cid = gate_db
+    plan_id = _plan(db_url, cid, "run-a", expires_in=600, required_approvals=2)
+    state, plan = open_gate_for_run(db_url, "run-a", GATE, auto_approve_max_unloads=5)
+    assert state["status"] == "pending" and plan.gate  # one small unload, but a machine is not a second person
+    assert "Needs 2 approvals from different people" in gate_body(plan)
+    assert waiting_for_next_approver(db_url, plan_id) is None
+
+    assert precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash,
+                    voter="alice", decision="approved") == (plan_id, None)
+    assert record(db_url, plan_id, decision="approved", decided_by="alice", comment="ok",
+                  plan_hash=plan.content_hash) is None
+    resumed = record_gate_decision(db_url, "run-a", decision="approved", decided_by="alice", comment="ok",
+                                   plan_hash=plan.content_hash)  # the task resumes: a vote, not a decision
+    assert (resumed["status"], resumed["approvals"], resumed["required_approvals"]) == ("pending", ["alice"], 2)
+    assert "1 of 2 approvals (alice)" in waiting_for_next_approver(db_url, plan_id)
+
+    _, refusal = precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash,
+                          voter="alice", decision="approved")
+    assert "already has your approval (alice)" in refusal and "another approver must decide" in refusal
+    assert precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash,
+                    voter="alice", decision="rejected") == (plan_id, None)  # anyone may still stop it
+
+    assert record(db_url, plan_id, decision="approved", decided_by="bob", comment="agreed",
+                  plan_hash=plan.content_hash) is None
+    final = record_gate_decision(db_url, "run-a", decision="approved", decided_by="bob", comment="agreed",
+                                 plan_hash=plan.content_hash)
+    assert (final["status"], final["decided_by"], final["message"]) == ("approved", "alice + bob", None)
+    with session_scope(make_engine(db_url)) as s:
+        done = repo.get_plan(s, plan_id=plan_id)
+    assert [(v.voter, v.via) for v in done.votes] == [("alice", "airflow-gate"), ("bob", "airflow-gate")]

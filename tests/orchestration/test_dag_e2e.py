@@ -192,14 +192,64 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     assert approval["comment"] == "approve in test"
 
 
+class FourEyes(Approver):
+    """For a plan that needs two approvers: alice approves in the UI's way; the same Required Action
+    opens again (the task resumed, recorded her vote and asked again); alice's second approval is refused
+    before Airflow stores it; then bob answers with ``pulsar-rebalance plans <verb>`` (through Airflow)."""
+
+    def run(self) -> None:
+        from pulsar_rebalance.cli import airflow_api as api
+        from pulsar_rebalance.cli import main
+
+        engine = sa.create_engine(self.db_url)
+        deadline = time.monotonic() + 900
+        self.steps = []
+        try:
+            row = None
+            while row is None and time.monotonic() < deadline:
+                with engine.connect() as c:
+                    row = c.execute(sa.text("SELECT plan_id, gate, content_hash FROM plans "
+                                            "WHERE status = 'pending' AND gate IS NOT NULL")).first()
+                if row is None:
+                    time.sleep(0.5)  # polling a condition, bounded by the deadline
+            self.plan_id, gate, digest = row
+            alice, bob = airflow_api("alice"), airflow_api("bob")
+            answer = {"chosen_options": ["Approve"], "params_input": {"comment": "first pair of eyes", "plan_hash": digest}}
+            self.steps.append(("alice", alice.patch(api.hitl_path(gate), json=answer).status_code))
+            while time.monotonic() < deadline:  # the gate re-opens once the task has recorded alice's vote
+                detail = alice.get(api.hitl_path(gate)).json()
+                if not detail.get("response_received") and detail.get("responded_by_user") is None:
+                    break
+                time.sleep(0.5)  # polling a condition, bounded by the deadline
+            again = alice.patch(api.hitl_path(gate), json=answer)
+            self.steps.append(("alice again", again.status_code, again.json().get("detail")))
+            original = api._client
+            api._client = lambda environ: bob  # bob's CLI talks to the in-process Airflow app
+            try:
+                self.exit_code = main(["plans", self.verb, self.plan_id, "--by", "bob", "-m", f"{self.verb} in test"])
+            finally:
+                api._client = original
+        except Exception as exc:  # surfaced by the test's assertions
+            self.error = exc
+        finally:
+            engine.dispose()
+
+
 def test_rejected_plan_changes_nothing(airflow_db, wired):
+    """A plan that needs two approvers (``required_approvals=2``): alice approves, the gate asks again,
+    alice cannot approve twice, bob rejects: nothing changes on the cluster."""
     sim, db_url = wired
     before = sim.state.snapshot()
-    approver = Approver(db_url, "reject", via="cli")
+    approver = FourEyes(db_url, "reject", via="cli")
     approver.start()
-    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})
+    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30,
+                           "required_approvals": 2})
     approver.join(timeout=30)
-    assert approver.exit_code == 0, approver.error
+    assert approver.error is None and approver.exit_code == 0, (approver.error, approver.steps)
+    assert approver.steps[0] == ("alice", 200)
+    assert approver.steps[1][:2] == ("alice again", 409) and "already has your approval (alice)" in approver.steps[1][2]
+    votes = _q(db_url, "SELECT voter, via, comment FROM approval_votes WHERE plan_id = :p", p=approver.plan_id)
+    assert votes == [{"voter": "alice", "via": "airflow-gate", "comment": "first pair of eyes"}]
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
     assert dr.state == "success"  # a rejection is a decision, not a failure
     assert _ownership(sim.state.snapshot()) == _ownership(before)
@@ -207,7 +257,7 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     plan = _q(db_url, "SELECT status FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
     assert plan["status"] == "rejected"
     approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
-    assert (approval["decided_by"], approval["via"]) == ("alice", "airflow-gate")  # the CLI answered through Airflow
+    assert (approval["decided_by"], approval["via"]) == ("bob", "airflow-gate")  # the CLI answered through Airflow
     assert _q(db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND state <> 'pending'",
               p=approver.plan_id)[0]["n"] == 0
 

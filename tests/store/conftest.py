@@ -63,6 +63,7 @@ def make_plan(world: World) -> Callable[..., str]:
         actions: list[dict[str, Any]] | None = None,
         expires_at: datetime | None = None,
         dry_run: bool = False,
+        required_approvals: int = 1,
     ) -> str:
         run_id = run_id or world.run_id
         chosen = actions if actions is not None else [unload_action("public/default/0x00000000_0x80000000")]
@@ -80,6 +81,7 @@ def make_plan(world: World) -> Callable[..., str]:
                 summary={"actions": len(chosen)},
                 decision={"label": "Unload"},
                 actions=chosen,
+                required_approvals=required_approvals,
             )
 
     return _make

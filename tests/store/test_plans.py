@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from pulsar_rebalance.errors import (
     ExecutionInProgressError,
     InvalidTransitionError,
+    PlanAlreadyApprovedByYouError,
     PlanAlreadyDecidedError,
     PlanAtGateError,
     PlanChangedError,
@@ -142,6 +143,60 @@ def test_approve_records_approval_status_and_audit(world, make_plan) -> None:
     assert plan.approval == approval and approval.decided_by == "alice" and approval.comment == "ok"
     assert [(e["event"], e["actor"]) for e in events] == [("plan.created", "system"), ("plan.approved", "alice")]
     assert plan.as_dict()["approval"]["decided_at"] == approval.decided_at.isoformat()
+
+
+def test_a_plan_needing_two_approvers_waits_for_a_second_different_person(world, make_plan) -> None:
+    plan_id = make_plan(required_approvals=2)
+    with session_scope(world.engine) as s:
+        first = repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice", comment="looks right")
+    assert not first.final and first.votes == ("alice",) and first.required_approvals == 2
+    with session_scope(world.engine) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+    assert plan.status == "pending" and plan.approval is None
+    assert [(v.voter, v.comment, v.via) for v in plan.votes] == [("alice", "looks right", "cli")]
+
+    with pytest.raises(PlanAlreadyApprovedByYouError) as info, session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+    assert "already has the approval of alice" in str(info.value) and "2 approvals from different people" in str(info.value)
+    assert _count(world.engine, "approval_votes") == 1  # the refused repeat wrote nothing
+
+    with session_scope(world.engine) as s:
+        second = repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="bob", comment="agreed")
+    assert second.final and second.decided_by == "alice + bob"
+    with session_scope(world.engine) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+        events = repo.audit_events(s, plan_id=plan_id)
+    assert plan.status == "approved" and plan.approval == second
+    assert [v.voter for v in plan.votes] == ["alice", "bob"]
+    assert [(e["event"], e["actor"]) for e in events] == [
+        ("plan.created", "system"), ("plan.approval_vote", "alice"), ("plan.approved", "alice + bob")]
+    with pytest.raises(PlanAlreadyDecidedError, match="approved by alice \\+ bob"), session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="carol")
+
+
+def test_one_rejection_ends_a_plan_that_needs_two_approvers(world, make_plan) -> None:
+    plan_id = make_plan(required_approvals=2)
+    with session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+    with session_scope(world.engine) as s:
+        rejected = repo.decide_plan(s, plan_id=plan_id, decision="rejected", decided_by="bob", comment="not now")
+    assert rejected.final and rejected.decided_by == "bob"
+    with session_scope(world.engine) as s:
+        assert repo.get_plan(s, plan_id=plan_id).status == "rejected"
+
+
+@pytest.mark.parametrize("bad", [0, 6, "2", True, 1.5])
+def test_required_approvals_is_validated_and_votes_are_immutable(world, make_plan, bad) -> None:
+    with pytest.raises(InvalidRowError, match="required_approvals"):
+        make_plan(required_approvals=bad)
+    assert _count(world.engine, "plans") == 0
+    plan_id = make_plan(required_approvals=2)
+    with session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+    with pytest.raises(Exception, match="immutable"), world.engine.begin() as conn:
+        conn.execute(text("UPDATE approval_votes SET voter = 'mallory'"))
+    with pytest.raises(Exception, match="immutable"), world.engine.begin() as conn:
+        conn.execute(text("UPDATE plans SET required_approvals = 1"))
 
 
 def test_decide_unknown_plan(world) -> None:

@@ -68,7 +68,8 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
             ids.append(repo.create_plan(
                 s, run_id=run_id, cluster_id=cid, status="pending", expires_at=now + timedelta(hours=1),
                 dry_run=False, strategies=draft.summary["strategies"], config={"loadBalancerSheddingEnabled": False},
-                summary=draft.summary, decision=decision["cycle"], actions=draft.actions))
+                summary=draft.summary, decision=decision["cycle"], actions=draft.actions,
+                required_approvals=len(ids) + 1))  # the pending one needs a second approver
         if len(ids) == 1:  # execute the first before the second supersedes it
             with session_scope(engine) as s:
                 repo.decide_plan(s, plan_id=ids[0], decision="approved", decided_by="alice", comment="off-peak, <script>alert(1)</script> go")
@@ -79,6 +80,8 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
                 repo.set_plan_status(s, plan_id=ids[0], status="executed", result={
                     "max_usage_after": 0.52,
                     "broker_usage_after": {"broker-1:8080": 0.52, "broker-2:8080": 0.47, "broker-3:8080": 0.25}})
+    with session_scope(engine) as s:  # the pending plan has one of its two approvals
+        repo.decide_plan(s, plan_id=ids[1], decision="approved", decided_by="carol", comment="first of two")
     executed, pending = ids
     monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
     yield Seeded(url=db_url, pending=pending, executed=executed)

@@ -108,6 +108,8 @@ def test_pending_plan_page_summarises_the_move_and_links_to_the_gate(viewer, see
     assert "2 topics were reported under a bundle their hash does not fall into" in html
     assert f'src="{URL_PREFIX}/plans/{seeded_db.pending}/chart.png"' in html
     assert "not decided yet" in html
+    assert 'id="approvers"' in html and "1 of 2 (different people)" in html and "carol" in html
+    assert "first of two" in html
 
 
 def test_executed_plan_page_shows_measured_balance_states_and_the_approval(viewer, seeded_db):

@@ -110,13 +110,30 @@ def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str |
         answer_gate(exc.gate, plan_id=plan_id, decision=decision, comment=comment, plan_hash=content_hash,
                     client=airflow_client)
         with session_scope(_engine()) as s:
-            approval = repo.get_plan(s, plan_id=plan_id).approval
+            plan = repo.get_plan(s, plan_id=plan_id)
+        approval = plan.approval
+        if approval is None and plan.votes and decision == "approved":  # a vote of a plan needing several
+            v = plan.votes[-1]
+            return _vote_doc(plan_id, v.voter, v.voted_at, v.comment, v.via, [x.voter for x in plan.votes],
+                             plan.required_approvals)
         if approval is None:  # Airflow took it but no guard recorded it: the gate records it when it resumes
             return {"plan_id": plan_id, "decision": decision, "decided_by": "(Airflow user)", "via": "airflow-gate",
                     "decided_at": None, "comment": comment, "note": "answered at the Airflow gate"}
+    if not approval.final:
+        return _vote_doc(plan_id, approval.decided_by, approval.decided_at, approval.comment, approval.via,
+                         list(approval.votes), approval.required_approvals)
     return {
         "plan_id": plan_id, "decision": approval.decision, "decided_by": approval.decided_by,
         "decided_at": approval.decided_at.isoformat(), "comment": approval.comment, "via": approval.via,
+    }
+
+
+def _vote_doc(plan_id: str, voter: str, at, comment, via, voters: list[str], required: int) -> dict:
+    return {
+        "plan_id": plan_id, "decision": "pending", "approved_by": voter, "decided_at": at.isoformat(),
+        "comment": comment, "via": via, "approvals": voters, "required_approvals": required,
+        "note": f"approval {len(voters)} of {required} recorded; the plan stays pending until "
+                f"{required - len(voters)} more person(s) approve",
     }
 
 
@@ -212,6 +229,9 @@ def _show(args: argparse.Namespace) -> int:
         a = plan.approval
         out.write(f"{a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC"
                   + (f": {a.comment}" if a.comment else "") + "\n")
+    elif plan.required_approvals > 1:
+        out.write(f"approvals: {len(plan.votes)} of {plan.required_approvals} (different people)"
+                  + "".join(f"; {v.voter} at {v.voted_at:%Y-%m-%d %H:%M:%S} UTC" for v in plan.votes) + "\n")
     out.write("\nactions:\n")
     for a in plan.actions:
         what = (f"split  {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries or []]}" if a.kind == "split"
@@ -234,6 +254,8 @@ def plan_to_json(plan) -> dict[str, Any]:
             "decision": plan.approval.decision, "decided_by": plan.approval.decided_by,
             "decided_at": plan.approval.decided_at, "comment": plan.approval.comment,
         },
+        "required_approvals": plan.required_approvals,
+        "votes": [{"voter": v.voter, "voted_at": v.voted_at, "comment": v.comment, "via": v.via} for v in plan.votes],
         "actions": [{
             "seq": a.seq, "kind": a.kind, "namespace": a.namespace, "bundle": a.bundle, "bundle_range": a.bundle_range,
             "source_broker": a.source_broker, "destination_broker": a.destination_broker,

@@ -21,6 +21,7 @@ The plan row in our Postgres stays the single source of truth:
     empty                        skip (nothing to approve; execute_unload skipped, run green)
     pending (small, policy on)   approved by the auto-approval policy, recorded as ``policy``
     pending                      Required Action opened; wait until answered or the plan's TTL
+    pending, 1 of N approvals    the same Required Action opens again for the next (different) approver
     approved                     success, XCom = {"plan_id", "decision", "decided_by", ...}
     rejected/expired/superseded  skip execute_unload (recorded, not an error)
 
@@ -63,6 +64,8 @@ def _state(plan, message: str | None = None) -> dict[str, Any]:
         "comment": approval.comment if approval else None,
         "via": approval.via if approval else None,
         "superseded_by": plan.superseded_by,
+        "required_approvals": plan.required_approvals,
+        "approvals": [v.voter for v in plan.votes],
         "message": message,
     }
 
@@ -87,8 +90,8 @@ def auto_approval_reason(plan, max_unloads: int | None) -> str | None:
     The policy approves only plans of unloads (no split: a split cannot be undone) with at most
     ``max_unloads`` of them; ``None`` turns the policy off.
     """
-    if max_unloads is None or plan.status != "pending":
-        return None
+    if max_unloads is None or plan.status != "pending" or plan.required_approvals > 1:
+        return None  # a plan that needs several people is never approved by a machine
     kinds = [a.kind for a in plan.actions]
     if "split" in kinds or len(kinds) > max_unloads:
         return None
@@ -134,8 +137,11 @@ def record_gate_decision(
         if plan is None:
             return {"status": "missing", "run_id": run_id}
         approval = plan.approval
-        if approval is not None and approval.via == "airflow-gate" and approval.decided_by == decided_by:
+        if approval is not None and approval.via == "airflow-gate" and decided_by in approval.decided_by.split(" + "):
             return _state(plan)  # recorded by the guard when the answer was given
+        if (approval is None and decision == "approved"
+                and any(v.voter == decided_by and v.via == "airflow-gate" for v in plan.votes)):
+            return _state(plan)  # this person's vote is in (by the guard); the plan waits for the next approver
     try:
         with _session(url) as s:
             repo.decide_plan(s, plan_id=plan.plan_id, decision=decision, decided_by=decided_by, comment=comment,
@@ -164,6 +170,10 @@ def gate_body(plan, *, cluster: str | None = None) -> str:
         lines.append(f"> ⚠ {warning}")
     if summary.get("warnings"):
         lines.append("")
+    if plan.required_approvals > 1:
+        lines += [f"**Needs {plan.required_approvals} approvals from different people.** After each approval "
+                  "this request opens again for the next approver; the plan page lists who approved so far. "
+                  "A single Reject ends it.", ""]
     lines += ["| # | action | bundle | from → to | reason |", "|---|---|---|---|---|"]
     for a in plan.actions[:BODY_ACTION_ROWS]:
         move = (f"{a.source_broker} → {a.destination_broker or '(Pulsar chooses)'}" if a.kind == "unload"
@@ -253,7 +263,24 @@ class PlanApprovalGate(HITLOperator):
             decided_by=user.get("name") or user.get("id") or "unknown", comment=params.get("comment") or None,
             plan_hash=params.get("plan_hash") or None, responded_at=answer.get("responded_at"),
         )
+        if state.get("status") == "pending":  # one approval of several: open the request for the next approver
+            return self._reopen(context, state)
         return self._finish(state)
+
+    def _reopen(self, context, state: dict[str, Any]):
+        """Ask again (same request, answer cleared by Airflow) until the plan has all its approvals."""
+        from pulsar_rebalance.orchestration.connections import database_url
+        from pulsar_rebalance.store import repository as repo
+
+        if state.get("message"):
+            self.log.warning("%s", state["message"])
+        with _session(database_url()) as s:
+            plan = repo.get_plan(s, plan_id=state["plan_id"])
+        if plan.expires_at is not None:
+            self.response_timeout = max(plan.expires_at - dt.datetime.now(dt.timezone.utc), dt.timedelta(seconds=1))
+        self.log.info("Plan %s has %d of %d approvals (%s); waiting for another approver at the same gate.",
+                      plan.plan_id, len(plan.votes), plan.required_approvals, ", ".join(v.voter for v in plan.votes))
+        return HITLOperator.execute(self, context)
 
     def _finish(self, state: dict[str, Any]):
         status = state.get("status")

@@ -40,8 +40,13 @@ def _db_url() -> str | None:
     return server_database_url()
 
 
-def precheck(url: str, dag_id: str, run_id: str, task_id: str, plan_hash: str | None) -> tuple[str | None, str | None]:
-    """``(plan_id, refusal)`` for an answer to this gate; plan_id None: not one of our gates."""
+def precheck(url: str, dag_id: str, run_id: str, task_id: str, plan_hash: str | None, *,
+             voter: str | None = None, decision: str | None = None) -> tuple[str | None, str | None]:
+    """``(plan_id, refusal)`` for an answer to this gate; plan_id None: not one of our gates.
+
+    ``voter``/``decision``: who answers what; a second approval by the same person of a plan that
+    needs several approvers is refused.
+    """
     import datetime as dt
 
     from pulsar_rebalance.store import repository as repo
@@ -62,6 +67,10 @@ def precheck(url: str, dag_id: str, run_id: str, task_id: str, plan_hash: str | 
         a = plan.approval
         who = f" ({a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC)" if a else ""
         return plan.plan_id, f"plan {plan.plan_id} is already {plan.status}{who}"
+    if decision == "approved" and voter and any(v.voter == voter for v in plan.votes):
+        return plan.plan_id, (f"plan {plan.plan_id} already has your approval ({voter}); it needs "
+                              f"{plan.required_approvals} approvals from different people ({len(plan.votes)} so far): "
+                              "another approver must decide")
     if plan_hash and plan.content_hash and plan_hash != plan.content_hash:
         return plan.plan_id, (f"plan {plan.plan_id} has content {plan.content_hash[:12]} but the answer was given on "
                               f"{plan_hash[:12]}: reload the plan and decide again")
@@ -84,8 +93,22 @@ def record(url: str, plan_id: str, *, decision: str, decided_by: str, comment: s
     return None
 
 
-async def _authorized(scope, dag_id: str) -> bool:
-    """Is the caller authenticated and allowed to answer this DAG's required actions?"""
+def waiting_for_next_approver(url: str, plan_id: str) -> str | None:
+    """A message if the plan has some but not all of its approvals (the gate is about to open again)."""
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(url)) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+    if plan.status != "pending" or not plan.votes:
+        return None
+    return (f"plan {plan_id} has {len(plan.votes)} of {plan.required_approvals} approvals "
+            f"({', '.join(v.voter for v in plan.votes)}); its gate opens again for the next approver in a few "
+            "seconds: retry then")
+
+
+async def _authorized(scope, dag_id: str):
+    """The caller if authenticated and allowed to answer this DAG's required actions, else None."""
     from starlette.requests import Request
 
     from airflow.api_fastapi.app import get_auth_manager
@@ -106,11 +129,12 @@ async def _authorized(scope, dag_id: str) -> bool:
         if user is None and token:
             user = await get_auth_manager().get_user_from_token(token)
         if user is None:
-            return False
-        return bool(get_auth_manager().is_authorized_dag(
-            method="PUT", access_entity=DagAccessEntity.HITL_DETAIL, details=DagDetails(id=dag_id), user=user))
+            return None
+        allowed = get_auth_manager().is_authorized_dag(
+            method="PUT", access_entity=DagAccessEntity.HITL_DETAIL, details=DagDetails(id=dag_id), user=user)
+        return user if allowed else None
     except Exception:  # noqa: BLE001 - any auth failure: let Airflow's own route answer it
-        return False
+        return None
 
 
 class GateGuardMiddleware:
@@ -146,8 +170,10 @@ class GateGuardMiddleware:
 
         url = _db_url()
         dag_id, run_id, task_id = (unquote(ids[k]) for k in ("dag_id", "run_id", "task_id"))
-        if not url or not await _authorized(scope, dag_id):
+        user = await _authorized(scope, dag_id) if url else None
+        if user is None:
             return await self.app(scope, replay, send)
+        voter = _user_name(user)
         try:
             payload = json.loads(body or b"{}")
             chosen = payload.get("chosen_options") or []
@@ -157,7 +183,8 @@ class GateGuardMiddleware:
         decision = DECISIONS.get(chosen[0]) if len(chosen) == 1 and isinstance(chosen[0], str) else None
         plan_hash = params.get("plan_hash") if isinstance(params, dict) else None
         plan_id, refusal = await asyncio.to_thread(precheck, url, dag_id, run_id, task_id,
-                                                   plan_hash if isinstance(plan_hash, str) else None)
+                                                   plan_hash if isinstance(plan_hash, str) else None,
+                                                   voter=voter, decision=decision)
         if plan_id is None or decision is None:
             return await self.app(scope, replay, send)
         if refusal:
@@ -186,8 +213,22 @@ class GateGuardMiddleware:
                 comment=comment or None, plan_hash=plan_hash if isinstance(plan_hash, str) and plan_hash else None)
             if problem:
                 return await _send_json(send, 409, {"detail": problem})
+        elif status == 409 and (between := await asyncio.to_thread(waiting_for_next_approver, url, plan_id)):
+            return await _send_json(send, 409, {"detail": between})
         for message in chunks:
             await send(message)
+
+
+def _user_name(user) -> str | None:
+    """The name Airflow records as ``responded_by.name`` for this user (falls back to the id)."""
+    for getter in ("get_name", "get_id"):
+        try:
+            value = getattr(user, getter)()
+        except Exception:  # noqa: BLE001 - auth managers differ; a missing name only skips the self-check
+            continue
+        if value:
+            return str(value)
+    return None
 
 
 async def _send_json(send, status: int, doc: dict[str, Any]) -> None:

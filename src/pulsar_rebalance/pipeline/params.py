@@ -30,6 +30,7 @@ class RunParams:
     drift_tolerance: float = 0.5  # skip an unload whose bundle's msg rate moved more than this fraction
     allow_pulsar_shedding: bool = False  # execute even when Pulsar's own shedding is on
     auto_approve_max_unloads: int | None = None  # read by the approval gate; None = off
+    required_approvals: int = 1  # different people who must approve a plan (2 = four eyes)
     rollback_plan: str | None = None  # plan this run rolls back (instead of running the shedder)
     seed: int = 0
 
@@ -69,6 +70,8 @@ class RunParams:
         auto = doc.get("auto_approve_max_unloads")
         if auto is not None:
             _int_in("auto_approve_max_unloads", auto, 1, 10**6)
+        required = doc.get("required_approvals", cls.required_approvals)
+        _int_in("required_approvals", required, 1, 5)
         pacing = _number_in("unload_pacing_seconds", doc.get("unload_pacing_seconds", 0.0), 0.0, 600.0)
         drift = _number_in("drift_tolerance", doc.get("drift_tolerance", cls.drift_tolerance), 0.0, 1e6)
         params = cls(
@@ -87,6 +90,7 @@ class RunParams:
             drift_tolerance=drift,
             allow_pulsar_shedding=bool(doc.get("allow_pulsar_shedding", False)),
             auto_approve_max_unloads=auto,
+            required_approvals=required,
             rollback_plan=_rollback(doc.get("rollback_plan")),
             seed=int(doc.get("seed", 0) or 0),
         )

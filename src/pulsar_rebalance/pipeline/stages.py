@@ -196,7 +196,7 @@ def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft,
             dry_run=params.dry_run,
             strategies=draft.summary["strategies"],
             config=cfg.to_pulsar_dict(), summary=draft.summary, decision=decision["cycle"],
-            actions=draft.actions,
+            actions=draft.actions, required_approvals=params.required_approvals,
         )
         repo.set_run_stage(s, run_id=ctx.run_id, stage="plan_split")
         if draft.empty:

@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session, selectinload
 from pulsar_rebalance.errors import (
     ExecutionInProgressError,
     InvalidTransitionError,
+    PlanAlreadyApprovedByYouError,
     PlanAlreadyDecidedError,
     PlanAtGateError,
     PlanChangedError,
@@ -63,6 +64,7 @@ from pulsar_rebalance.store.tables import (
     ACTION_KINDS,
     PLAN_STATUSES,
     Approval,
+    ApprovalVote,
     AuditLog,
     Broker,
     BrokerLoad,
@@ -274,6 +276,22 @@ class ApprovalView(_View):
     comment: str | None
     plan_hash: str | None = None
     via: str | None = None
+    votes: tuple[str, ...] = ()  # approvers so far, in order (a plan that needs several)
+    required_approvals: int = 1
+
+    @property
+    def final(self) -> bool:
+        """False for an approval vote that leaves the plan pending (more approvers needed)."""
+        return self.decision != "approved" or len(self.votes) >= self.required_approvals
+
+
+@dataclass(frozen=True)
+class VoteView(_View):
+    voter: str
+    voted_at: datetime
+    comment: str | None
+    via: str
+    plan_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +316,8 @@ class PlanView(_View):
     gate: dict[str, Any] | None = None
     superseded_by: str | None = None
     stop_requested: dict[str, Any] | None = None
+    required_approvals: int = 1
+    votes: tuple[VoteView, ...] = ()
 
 
 # ------------------------------------------------------------------------------------ clusters, runs
@@ -824,6 +844,7 @@ def create_plan(
     summary: Any,
     decision: Any,
     actions: Sequence[Mapping[str, Any]],
+    required_approvals: int = 1,
 ) -> str:
     """Store a plan and its actions; return its id. Idempotent per ``run_id``.
 
@@ -842,6 +863,7 @@ def create_plan(
             ``bundle``), ``source_broker``, ``reason``; unload: optional ``destination_broker``;
             split: optional ``boundaries`` (ints) and ``split_algorithm``; optional ``predicted``
             (JSON) and ``seq`` (defaults to the list index).
+        required_approvals: how many different people must approve it (1-5; frozen with the plan).
 
     Raises:
         InvalidRowError: a malformed argument or action (the field is named).
@@ -870,6 +892,8 @@ def create_plan(
         raise InvalidRowError("strategies", "must be a mapping or a list of strategy names")
     if not isinstance(config, Mapping):
         raise InvalidRowError("config", f"must be a mapping, got {type(config).__name__}")
+    if isinstance(required_approvals, bool) or not isinstance(required_approvals, int) or not 1 <= required_approvals <= 5:
+        raise InvalidRowError("required_approvals", f"must be an integer from 1 to 5, got {required_approvals!r}")
     plan_values = {
         "run_id": run_id,
         "cluster_id": cluster_id,
@@ -882,6 +906,7 @@ def create_plan(
         "content_hash": plan_content_hash(run_id=run_id, dry_run=dry_run, actions=action_values),
         "summary": _json_value("summary", summary),
         "decision": _json_value("decision", decision),
+        "required_approvals": required_approvals,
     }
     run_cluster = s.execute(select(Run.cluster_id).where(Run.run_id == run_id)).scalar_one_or_none()
     if run_cluster is None:
@@ -1124,6 +1149,12 @@ def decide_plan(
 
     Writes the approval row, the plan status and an audit row in the caller's transaction.
 
+    A plan that needs several approvers (``required_approvals`` > 1): each approval is a vote
+    (``approval_votes``, one per person; the same person again gets ``PlanAlreadyApprovedByYouError``)
+    and the plan stays ``pending`` until the last required vote, which writes the approval row naming
+    every approver (``"alice + bob"``). The returned view's ``final`` is False for a vote that leaves
+    the plan pending. A rejection by anyone, at any point, is final.
+
     Expiry (a deliberate exception to "the caller owns the transaction"): if ``now`` is past the
     plan's ``expires_at``, the expiry (status ``expired``, an approval row with decision ``expired``
     by ``system``, an audit row) is written and **committed in a separate short transaction** on the
@@ -1139,6 +1170,7 @@ def decide_plan(
         PlanSupersededError: a newer plan replaced it.
         PlanAtGateError: it waits at an Airflow gate and ``via`` is not ``airflow-gate``.
         PlanChangedError: ``plan_hash`` is not the plan's content hash.
+        PlanAlreadyApprovedByYouError: ``decided_by`` already approved this plan, which needs more approvers.
         InvalidRowError: ``decision`` is not approved/rejected or ``decided_by`` is empty.
     """
     if via not in VIA:
@@ -1187,6 +1219,30 @@ def decide_plan(
             plan_id=plan_id,
         )
 
+    voters: list[str] = []
+    if decision == "approved":
+        voters = list(s.execute(select(ApprovalVote.voter).where(ApprovalVote.plan_id == plan_id)
+                                .order_by(ApprovalVote.id)).scalars())
+        if decided_by in voters:
+            raise PlanAlreadyApprovedByYouError(
+                f"plan {plan_id} already has the approval of {decided_by}; it needs {plan.required_approvals} "
+                f"approvals from different people ({len(voters)} so far): another approver must decide",
+                plan_id=plan_id,
+            )
+        s.add(ApprovalVote(plan_id=plan_id, voter=decided_by, voted_at=when, comment=comment,
+                           plan_hash=plan.content_hash, via=via))
+        voters.append(decided_by)
+        if len(voters) < plan.required_approvals:  # a vote: the plan waits for the next approver
+            s.flush()
+            audit(s, event="plan.approval_vote", actor=decided_by, run_id=plan.run_id, plan_id=plan_id,
+                  details={"comment": comment, "via": via, "plan_hash": plan.content_hash,
+                           "votes": len(voters), "required": plan.required_approvals})
+            logger.info("[%s] approval %d of %d by %s (via %s)", plan_id, len(voters), plan.required_approvals,
+                        decided_by, via)
+            return ApprovalView(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when,
+                                comment=comment, plan_hash=plan.content_hash, via=via, votes=tuple(voters),
+                                required_approvals=plan.required_approvals)
+        decided_by = " + ".join(voters)  # four eyes: the decision is everyone's who approved
     s.add(Approval(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment,
                    plan_hash=plan.content_hash, via=via))
     plan.status = decision
@@ -1202,7 +1258,8 @@ def decide_plan(
     )
     logger.info("[%s] plan %s by %s (via %s)", plan_id, decision, decided_by, via)
     return ApprovalView(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment,
-                        plan_hash=plan.content_hash, via=via)
+                        plan_hash=plan.content_hash, via=via, votes=tuple(voters),
+                        required_approvals=plan.required_approvals)
 
 
 def expire_plan(s: Session, *, plan_id: str, now: datetime | None = None) -> bool:
@@ -1774,7 +1831,7 @@ def _lock_plan(s: Session, plan_id: str) -> Plan | None:
 
 
 def _plan_query() -> Select[tuple[Plan]]:
-    return select(Plan).options(selectinload(Plan.actions), selectinload(Plan.approval))
+    return select(Plan).options(selectinload(Plan.actions), selectinload(Plan.approval), selectinload(Plan.votes))
 
 
 def _run_view(r: Run) -> RunView:
@@ -1858,10 +1915,15 @@ def _plan_view(p: Plan) -> PlanView:
                 comment=approval.comment,
                 plan_hash=approval.plan_hash,
                 via=approval.via,
+                votes=tuple(v.voter for v in p.votes),
+                required_approvals=p.required_approvals,
             )
             if approval is not None
             else None
         ),
+        required_approvals=p.required_approvals,
+        votes=tuple(VoteView(voter=v.voter, voted_at=v.voted_at, comment=v.comment, via=v.via, plan_hash=v.plan_hash)
+                    for v in p.votes),
         content_hash=p.content_hash,
         gate=p.gate,
         superseded_by=p.superseded_by,

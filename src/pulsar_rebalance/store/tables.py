@@ -257,6 +257,7 @@ class Plan(Base):
     __tablename__ = "plans"
     __table_args__ = (
         CheckConstraint(_in("status", PLAN_STATUSES), name="status"),
+        CheckConstraint("required_approvals BETWEEN 1 AND 5", name="required_approvals"),
         # at most one plan per cluster executing at a time: the database-side execution guard
         Index(
             "uq_plans_one_executing", "cluster_id", unique=True, postgresql_where=text("status = 'executing'")
@@ -281,9 +282,11 @@ class Plan(Base):
     gate: Mapped[Any | None] = mapped_column(JSONB, nullable=True)  # where it waits in Airflow
     superseded_by: Mapped[str | None] = mapped_column(Text, nullable=True)
     stop_requested: Mapped[Any | None] = mapped_column(JSONB, nullable=True)
+    required_approvals: Mapped[int] = mapped_column(Integer, server_default="1")  # different people
 
     actions: Mapped[list[PlanAction]] = relationship(order_by="PlanAction.seq", lazy="raise")
     approval: Mapped[Approval | None] = relationship(lazy="raise")
+    votes: Mapped[list[ApprovalVote]] = relationship(order_by="ApprovalVote.id", lazy="raise")
 
 
 class PlanAction(Base):
@@ -333,6 +336,21 @@ class Approval(Base):
     comment: Mapped[str | None] = mapped_column(Text)
     plan_hash: Mapped[str | None] = mapped_column(Text, nullable=True)  # the content the approver saw
     via: Mapped[str | None] = mapped_column(Text, nullable=True)  # airflow-gate | cli | policy | system
+
+
+class ApprovalVote(Base):
+    """One person's approval of a plan that needs several (``plans.required_approvals``); never updated."""
+
+    __tablename__ = "approval_votes"
+    __table_args__ = (UniqueConstraint("plan_id", "voter"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    plan_id: Mapped[str] = mapped_column(ForeignKey("plans.plan_id"))
+    voter: Mapped[str] = mapped_column(Text)
+    voted_at: Mapped[datetime] = mapped_column(TZ)
+    comment: Mapped[str | None] = mapped_column(Text)
+    plan_hash: Mapped[str | None] = mapped_column(Text)
+    via: Mapped[str] = mapped_column(Text)
 
 
 class AuditLog(Base):
