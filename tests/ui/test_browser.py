@@ -153,12 +153,28 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     viewer = {"Authorization": f"Bearer {airflow_stack.token('viewer')}"}
     _until(lambda: httpx.get(f"{api}/dags/pulsar_rebalance", headers=admin, timeout=30).status_code == 200, 300,
            "the dag-processor to register pulsar_rebalance")
-    assert httpx.patch(f"{api}/dags/pulsar_rebalance", json={"is_paused": False}, headers=admin, timeout=30).status_code == 200
-    conf = {"shedding_strategy": "ThresholdShedder"}
-    created = httpx.post(f"{api}/dags/pulsar_rebalance/dagRuns", json={"logical_date": None, "conf": conf},
-                         headers=admin, timeout=30)
-    assert created.status_code == 200, created.text
-    run_id = created.json()["dag_run_id"]
+    # the operator triggers from the DAG page's form (it unpauses the DAG), choosing Pulsar's ThresholdShedder
+    _login(browser, airflow_stack, "admin")
+    wait = WebDriverWait(browser, 60)
+    browser.get(f"{airflow_stack.url}/dags/pulsar_rebalance")
+    wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid=trigger-dag-button]"))).click()
+    strategy = wait.until(EC.presence_of_element_located(
+        (By.XPATH, "//input[@name='element_shedding_strategy']/preceding::input[@role='combobox'][1]")))
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", strategy)
+    strategy.click()
+    strategy.send_keys("ThresholdShedder", Keys.ENTER)
+    wait.until(lambda b: b.find_element(By.NAME, "element_shedding_strategy").get_attribute("value") == "ThresholdShedder")
+    submit = browser.find_element(By.CSS_SELECTOR, "button[data-testid=trigger-dag-submit]")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
+    submit.click()
+
+    def manual_run():
+        runs = httpx.get(f"{api}/dags/pulsar_rebalance/dagRuns", headers=admin, timeout=30).json()["dag_runs"]
+        return next((r for r in runs if r["run_type"] == "manual"), None)
+
+    created = _until(manual_run, 60, "the run triggered from the form")
+    assert created["conf"].get("shedding_strategy") == "ThresholdShedder", created["conf"]
+    run_id = created["dag_run_id"]
     run_api = f"{api}/dags/pulsar_rebalance/dagRuns/{quote(run_id, safe='')}"
 
     def tis() -> dict[str, str | None]:
@@ -185,12 +201,15 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     with session_scope(make_engine(state_db)) as s:
         assert repo.get_plan(s, plan_id=plan.plan_id).status == "pending"
 
-    # the operator: plan page -> "Review & approve at the gate" -> Required Actions -> Approve with a comment
-    _login(browser, airflow_stack, "admin")
-    browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{plan.plan_id}")
-    wait = WebDriverWait(browser, 60)
-    browser.set_window_size(1440, 1900)  # the Airflow UI fits the viewport: a tall one shows the whole form
+    # the operator, inside the Airflow UI: Browse -> Rebalance plans -> the plan -> "Review & approve at the
+    # gate" (a link out of the plugin's sandboxed iframe) -> Required Actions -> Approve with a comment
+    browser.get(f"{airflow_stack.url}/dags/pulsar_rebalance")
+    _open_nav_entry(browser, "Rebalance plans", "/plugin/pulsar-rebalance")
+    wait.until(EC.frame_to_be_available_and_switch_to_it((By.TAG_NAME, "iframe")))
+    wait.until(EC.element_to_be_clickable((By.LINK_TEXT, plan.plan_id))).click()
     wait.until(EC.element_to_be_clickable((By.ID, "gate-link"))).click()
+    browser.switch_to.default_content()
+    browser.set_window_size(1440, 1900)  # the Airflow UI fits the viewport: a tall one shows the whole form
     try:
         wait.until(lambda b: "/required_actions" in b.current_url)
         comment = wait.until(EC.presence_of_element_located((By.ID, "element_comment")))  # Airflow's param form

@@ -6,10 +6,12 @@ the Airflow UI's Required Actions page, the REST API and our CLI all make. For a
 our plan gates (the plan row names it), from an authenticated user allowed to answer it:
 
 1. **before** Airflow stores the answer, the stored plan is checked: an expired, superseded, already
-   decided or changed (content hash) plan is refused with ``409`` and a message saying which;
+   decided or changed (content hash) plan is refused with ``409`` and a message saying which, and so
+   is a second approval by the same person of a plan that needs several approvers;
 2. the request goes on to Airflow unchanged (its own checks: 400 bad option, 409 already answered);
 3. if Airflow accepted it, the decision is recorded in our ``approvals`` table (Airflow user, time,
-   comment, content hash, ``via=airflow-gate``) at once; if the plan changed state in the
+   comment, content hash, ``via=airflow-gate``) at once (for a plan that needs several approvers, as
+   one vote until the last); if the plan changed state in the
    milliseconds between, the answer is reported back as refused (409) and the task, when it resumes,
    follows the stored plan.
 
