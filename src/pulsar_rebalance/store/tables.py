@@ -1,8 +1,8 @@
 """SQLAlchemy 2 typed declarative models of the state store (the schema is documented in docs/schema.md).
 
 These classes describe the schema; Alembic migrations (``store/migrations/versions``) create it, and a
-test compares the two so they cannot drift. Only :mod:`pulsar_rebalance.store.repository` uses them;
-everything outside the store sees plain dataclasses.
+test compares the two so they cannot drift. Only the repository (:mod:`pulsar_rebalance.store.repository`
+and the modules it re-exports) uses them; everything outside the store sees plain dataclasses.
 
 Conventions:
 
