@@ -36,6 +36,7 @@ def audit(
     )
     return int(s.execute(stmt.returning(AuditLog.id)).scalar_one())
 
+
 SNAPSHOT_CHECK_EVENT = "snapshot_check"
 
 

@@ -111,6 +111,7 @@ def sync_ownership(
         logger.info("ownership: %d changes recorded (run %s)", len(changes), run_id)
     return OwnershipDiff(changes=tuple(changes), unchanged=len(ownership) - len(to_open))
 
+
 OWNERSHIP_AT_SQL = """
 SELECT cluster, bundle, broker_id, valid_from, valid_to, cause, observed_run_id, ended_run_id,
        action_id, action_kind, action_reason, plan_id, approved_by, decided_at, approval_comment

@@ -145,6 +145,7 @@ def create_plan(
                     reason=f"a newer snapshot produced plan {inserted}")
     return inserted
 
+
 _HASHED_ACTION_FIELDS = ("seq", "kind", "namespace", "bundle_range", "source_broker", "destination_broker",
                          "boundaries")
 

@@ -44,6 +44,7 @@ def upsert_brokers(s: Session, *, cluster_id: int, run_id: str, brokers: Mapping
     )
     s.execute(stmt)
 
+
 _BROKER_LOAD_FLOATS = (
     "cpu_usage",
     "memory_usage",
@@ -79,6 +80,7 @@ def record_broker_load(s: Session, *, run_id: str, rows: Sequence[Mapping[str, A
         key="broker_id",
     )
     _upsert_run_rows(s, BrokerLoad, run_id, values, ("broker_id",))
+
 
 _BUNDLE_LOAD_FLOATS = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out")
 
