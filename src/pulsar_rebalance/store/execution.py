@@ -1,13 +1,9 @@
-"""Execution: plan statuses while executing, the action state machine, the stop switch, dead executions.
+"""Execution: plan statuses while executing, action transitions, the stop switch, dead executions.
 
-Action state machine (:data:`ALLOWED_TRANSITIONS`; anything else raises ``InvalidTransitionError``)::
-
-    pending      ──► in_progress | skipped
-    in_progress  ──► completed | failed | skipped     (skipped: reconciled as moot)
-    failed       ──► in_progress                      (retry: attempts += 1)
-    completed, skipped: final
-
-An action may only move while its plan is ``executing``; see :data:`PLAN_TRANSITIONS` for plans.
+The action state machine is the plan's (:data:`pulsar_rebalance.core.plan.ALLOWED_TRANSITIONS`,
+re-exported here): :func:`transition_action` checks each move with
+:func:`pulsar_rebalance.core.plan.check_transition` and persists it. An action may only move while its
+plan is ``executing``; see :data:`PLAN_TRANSITIONS` for plans.
 """
 
 from __future__ import annotations
@@ -16,12 +12,13 @@ import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from pulsar_rebalance.core.plan import ActionState, check_transition
 from pulsar_rebalance.errors import ExecutionInProgressError, InvalidTransitionError, PlanStateError, UnknownPlanError
 from pulsar_rebalance.store._shared import SYSTEM_ACTOR, _aware, _for_update, _json_value, _require_text
 from pulsar_rebalance.store.audit import audit
@@ -30,19 +27,6 @@ from pulsar_rebalance.store.tables import AuditLog, Plan, PlanAction
 from pulsar_rebalance.store.views import ActionView, _action_view
 
 logger = logging.getLogger(__name__)
-
-ActionState = Literal["pending", "in_progress", "completed", "failed", "skipped"]
-
-ALLOWED_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
-    {
-        "pending": frozenset({"in_progress", "skipped"}),
-        "in_progress": frozenset({"completed", "failed", "skipped"}),
-        "failed": frozenset({"in_progress"}),
-        "completed": frozenset(),
-        "skipped": frozenset(),
-    }
-)
-"""Action state machine: from-state -> states it may move to (see the module docstring)."""
 
 PLAN_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
@@ -161,7 +145,9 @@ def transition_action(
     actor: str = "executor",
     now: datetime | None = None,
 ) -> ActionView:
-    """Move an action along :data:`ALLOWED_TRANSITIONS`, persisting it (with an audit row) at once.
+    """Move an action along the plan's state machine, persisting it (with an audit row) at once.
+
+    The move is checked by :func:`pulsar_rebalance.core.plan.check_transition`.
 
     Call it *before* the side effect (``in_progress`` records the intent) and after (the outcome), so an
     Airflow retry finds ``in_progress`` and reconciles with Pulsar instead of repeating blindly.
@@ -179,15 +165,7 @@ def transition_action(
     if action is None:
         raise InvalidTransitionError(f"no plan action with id {action_id}")
     label = f"action {action_id} ({action.kind} {action.bundle}, plan {action.plan_id})"
-    if to not in ALLOWED_TRANSITIONS:
-        raise InvalidTransitionError(f"{label}: unknown state {to!r}")
-    if to not in ALLOWED_TRANSITIONS[action.state]:
-        allowed = ", ".join(sorted(ALLOWED_TRANSITIONS[action.state])) or "nothing (final)"
-        raise InvalidTransitionError(f"{label}: cannot go from {action.state} to {to}; allowed: {allowed}")
-    if to in ("failed", "skipped") and not (error and error.strip()):
-        raise InvalidTransitionError(f"{label}: moving to {to} needs an error/reason")
-    if to in ("in_progress", "completed") and error is not None:
-        raise InvalidTransitionError(f"{label}: error must be None when moving to {to}")
+    check_transition(action.state, to, error=error, label=label)
     plan_status = s.execute(select(Plan.status).where(Plan.plan_id == action.plan_id)).scalar_one()
     if plan_status != "executing":
         raise InvalidTransitionError(

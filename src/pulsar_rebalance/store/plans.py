@@ -15,6 +15,15 @@ from sqlalchemy import Select, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, selectinload
 
+from pulsar_rebalance.core.plan import (
+    Action,
+    InvalidPlanError,
+    SplitAction,
+    UnloadAction,
+    action_from_mapping,
+    content_hash,
+)
+from pulsar_rebalance.core.plan import Plan as CorePlan
 from pulsar_rebalance.errors import InvalidTransitionError, StoreError, UnknownPlanError
 from pulsar_rebalance.store._shared import (
     SYSTEM_ACTOR,
@@ -23,11 +32,9 @@ from pulsar_rebalance.store._shared import (
     _aware,
     _for_update,
     _json_value,
-    _require_text,
 )
 from pulsar_rebalance.store.audit import audit
-from pulsar_rebalance.store.ranges import _RANGE_NAME, MAX_BOUNDARY, split_bundle_name
-from pulsar_rebalance.store.tables import ACTION_KINDS, PLAN_STATUSES, Approval, Plan, PlanAction, Run
+from pulsar_rebalance.store.tables import PLAN_STATUSES, Approval, Cluster, Plan, PlanAction, Run
 from pulsar_rebalance.store.views import ActionView, PlanView, _action_view, _plan_view
 
 logger = logging.getLogger(__name__)
@@ -50,7 +57,7 @@ def create_plan(
     config: Mapping[str, Any],
     summary: Any,
     decision: Any,
-    actions: Sequence[Mapping[str, Any]],
+    actions: Sequence[Action | Mapping[str, Any]],
 ) -> str:
     """Store a plan and its actions; return its id. Idempotent per ``run_id``.
 
@@ -63,15 +70,20 @@ def create_plan(
         expires_at: end of the approval window; None = never expires.
         strategies: the strategy names used (e.g. ``{"shedder": "ThresholdShedder", ...}``).
         config: the Pulsar-keyed configuration; ``config_hash`` is its SHA-256 over canonical JSON.
-        summary: counts, predicted before/after per broker, max usage before/after (JSON).
+        summary: counts, predicted before/after per broker, max usage before/after (a JSON object).
         decision: the raw output of the decision core (JSON).
-        actions: dicts with ``kind`` (``split``/``unload``), ``namespace`` + ``bundle_range`` (or
-            ``bundle``), ``source_broker``, ``reason``; unload: optional ``destination_broker``;
-            split: optional ``boundaries`` (ints) and ``split_algorithm``; optional ``predicted``
-            (JSON) and ``seq`` (defaults to the list index).
+        actions: the plan's :class:`~pulsar_rebalance.core.plan.SplitAction` /
+            :class:`~pulsar_rebalance.core.plan.UnloadAction`, or their row form as dicts
+            (:func:`~pulsar_rebalance.core.plan.action_from_mapping`: ``kind``, ``namespace`` +
+            ``bundle_range`` or ``bundle``, ``source_broker``, ``reason``; unload:
+            ``destination_broker``; split: ``boundaries`` and ``split_algorithm``; optional
+            ``predicted`` and ``seq``, which defaults to the list index).
+
+    The actions and the summary are checked as one :class:`~pulsar_rebalance.core.plan.Plan` (seqs
+    unique, no bundle split or unloaded twice, ...), whose content hash is stored with the plan.
 
     Raises:
-        InvalidRowError: a malformed argument or action (the field is named).
+        InvalidRowError: a malformed argument or action (the field is named, e.g. ``actions[2].boundaries[0]``).
         UnknownRunError: ``run_id`` was never started.
     """
     existing = s.execute(select(Plan.plan_id).where(Plan.run_id == run_id)).scalar_one_or_none()
@@ -86,7 +98,7 @@ def create_plan(
         raise InvalidRowError("actions", "a pending plan needs at least one action (use status='empty')")
     if status == "empty" and action_values:
         raise InvalidRowError("actions", f"an empty plan has no actions, got {len(action_values)}")
-    seqs = [a["seq"] for a in action_values]
+    seqs = [a.seq for a in action_values]
     if len(set(seqs)) != len(seqs):
         raise InvalidRowError("actions", f"duplicate seq values {sorted(seqs)}")
     if plan_id is not None and not _PLAN_ID.fullmatch(plan_id):
@@ -106,7 +118,6 @@ def create_plan(
         "strategies": _json_value("strategies", strategies if isinstance(strategies, Mapping) else list(strategies)),
         "config": _json_value("config", dict(config)),
         "config_hash": config_hash(config),
-        "content_hash": plan_content_hash(run_id=run_id, dry_run=dry_run, actions=action_values),
         "summary": _json_value("summary", summary),
         "decision": _json_value("decision", decision),
     }
@@ -115,6 +126,13 @@ def create_plan(
         raise UnknownRunError(f"unknown run {run_id!r}; call start_run before create_plan")
     if run_cluster != cluster_id:
         raise InvalidRowError("cluster_id", f"run {run_id!r} belongs to cluster id {run_cluster}, not {cluster_id}")
+    cluster = s.execute(select(Cluster.name).where(Cluster.id == cluster_id)).scalar_one()
+    try:
+        planned = CorePlan(cluster=cluster, run_id=run_id, dry_run=dry_run, summary=summary,
+                       actions=tuple(sorted(action_values, key=lambda a: a.seq)))
+    except InvalidPlanError as exc:
+        raise InvalidRowError(exc.field, f"{exc.problem} (got {exc.value!r})") from exc
+    plan_values["content_hash"] = planned.content_hash()
 
     for _attempt in range(5):
         candidate = plan_id if plan_id is not None else new_plan_id()
@@ -130,8 +148,8 @@ def create_plan(
     else:  # pragma: no cover - five random 24-bit collisions in a row
         raise StoreError("could not generate a unique plan id in 5 attempts")
 
-    if action_values:
-        s.execute(pg_insert(PlanAction).values([{"plan_id": inserted, **a} for a in action_values]))
+    if planned.actions:
+        s.execute(pg_insert(PlanAction).values([{"plan_id": inserted, **a.to_row()} for a in planned.actions]))
     audit(
         s,
         event="plan.created",
@@ -146,24 +164,14 @@ def create_plan(
     return inserted
 
 
-_HASHED_ACTION_FIELDS = ("seq", "kind", "namespace", "bundle_range", "source_broker", "destination_broker",
-                         "boundaries")
-
-
 def plan_content_hash(*, run_id: str, dry_run: bool, actions: Sequence[Mapping[str, Any] | Any]) -> str:
-    """SHA-256 (hex) of what a plan will do: its run, dry-run flag and every action's move.
+    """SHA-256 (hex) of what a plan will do: its run, dry-run flag and every action's move
+    (:func:`pulsar_rebalance.core.plan.content_hash`; ``actions`` may be views, rows or typed actions).
 
     Reasons and predictions are not part of it (they explain a move, they do not change it). An
     approval records the hash its approver saw and the executor recomputes it from the stored actions.
     """
-    rows = []
-    for a in actions:
-        get = a.get if isinstance(a, Mapping) else (lambda k, _a=a: getattr(_a, k))
-        rows.append({k: get(k) for k in _HASHED_ACTION_FIELDS})
-    rows.sort(key=lambda r: r["seq"])
-    canonical = json.dumps({"run_id": run_id, "dry_run": dry_run, "actions": rows}, sort_keys=True,
-                           separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return content_hash(run_id=run_id, dry_run=dry_run, actions=actions)
 
 
 def supersede_plans(
@@ -272,69 +280,16 @@ def get_action(s: Session, *, action_id: int) -> ActionView:
     return _action_view(row)
 
 
-def _validate_action(i: int, action: Mapping[str, Any]) -> dict[str, Any]:
-    field = f"actions[{i}]"
+def _validate_action(i: int, action: Action | Mapping[str, Any]) -> Action:
+    """A typed action (given, or read from its row form), with errors naming ``actions[i].<field>``."""
+    if isinstance(action, (SplitAction, UnloadAction)):
+        return action
     if not isinstance(action, Mapping):
-        raise InvalidRowError(field, f"must be a mapping, got {type(action).__name__}")
-    known = {
-        "seq", "kind", "namespace", "bundle_range", "bundle", "source_broker", "destination_broker",
-        "boundaries", "split_algorithm", "reason", "predicted",
-    }  # fmt: skip
-    unknown = sorted(set(action) - known)
-    if unknown:
-        raise InvalidRowError(f"{field}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(known))})")
-    kind = action.get("kind")
-    if kind not in ACTION_KINDS:
-        raise InvalidRowError(f"{field}.kind", f"must be one of {', '.join(ACTION_KINDS)}, got {kind!r}")
-    namespace, bundle_range = action.get("namespace"), action.get("bundle_range")
-    if action.get("bundle") is not None:
-        derived = split_bundle_name(action["bundle"], field=f"{field}.bundle")
-        if (namespace, bundle_range) not in ((None, None), derived):
-            raise InvalidRowError(f"{field}.bundle", "does not match namespace/bundle_range")
-        namespace, bundle_range = derived
-    _require_text(f"{field}.namespace", namespace)
-    if not isinstance(bundle_range, str) or not _RANGE_NAME.fullmatch(bundle_range):
-        raise InvalidRowError(f"{field}.bundle_range", f"{bundle_range!r} is not like 0x00000000_0xffffffff")
-    _require_text(f"{field}.source_broker", action.get("source_broker"))
-    _require_text(f"{field}.reason", action.get("reason"))
-    destination = action.get("destination_broker")
-    boundaries = action.get("boundaries")
-    split_algorithm = action.get("split_algorithm")
-    if kind == "unload":
-        if destination is not None:
-            _require_text(f"{field}.destination_broker", destination)
-        for key in ("boundaries", "split_algorithm"):
-            if action.get(key) is not None:
-                raise InvalidRowError(f"{field}.{key}", "only a split action has it")
-    else:
-        if destination is not None:
-            raise InvalidRowError(f"{field}.destination_broker", "a split action has no destination")
-        if boundaries is not None:
-            if not isinstance(boundaries, (list, tuple)) or not all(
-                isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= MAX_BOUNDARY for b in boundaries
-            ):
-                raise InvalidRowError(f"{field}.boundaries", "must be a list of integers in [0, 0xffffffff]")
-            boundaries = list(boundaries)
-        if split_algorithm is not None:
-            _require_text(f"{field}.split_algorithm", split_algorithm)
-    seq = action.get("seq", i)
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-        raise InvalidRowError(f"{field}.seq", f"must be a non-negative integer, got {seq!r}")
-    predicted = action.get("predicted")
-    if predicted is not None and not isinstance(predicted, Mapping):
-        raise InvalidRowError(f"{field}.predicted", "must be a JSON object")
-    return {
-        "seq": seq,
-        "kind": kind,
-        "namespace": namespace,
-        "bundle_range": bundle_range,
-        "source_broker": action["source_broker"],
-        "destination_broker": destination,
-        "boundaries": boundaries,
-        "split_algorithm": split_algorithm,
-        "reason": action["reason"],
-        "predicted": _json_value(f"{field}.predicted", dict(predicted)) if predicted is not None else None,
-    }
+        raise InvalidRowError(f"actions[{i}]", f"must be an action or a mapping, got {type(action).__name__}")
+    try:
+        return action_from_mapping(action, default_seq=i)
+    except InvalidPlanError as exc:
+        raise InvalidRowError(exc.within(f"actions[{i}]").field, f"{exc.problem} (got {exc.value!r})") from exc
 
 
 def _lock_plan(s: Session, plan_id: str) -> Plan | None:

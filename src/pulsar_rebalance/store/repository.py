@@ -33,12 +33,14 @@ Rules every function follows:
 * Timestamps are timezone-aware ``datetime``; ``now=None`` / ``at=None`` means "now" in UTC. Passing a
   naive datetime is a ``ValueError``.
 
-The action state machine (:data:`ALLOWED_TRANSITIONS`) and the execution-phase plan statuses
-(:data:`PLAN_TRANSITIONS`) are described in :mod:`pulsar_rebalance.store.execution`.
+The action state machine (:data:`ALLOWED_TRANSITIONS`) is the typed plan's
+(:mod:`pulsar_rebalance.core.plan`); the execution-phase plan statuses (:data:`PLAN_TRANSITIONS`) are
+described in :mod:`pulsar_rebalance.store.execution`.
 """
 
 from __future__ import annotations
 
+from pulsar_rebalance.core.plan import ALLOWED_TRANSITIONS, ActionState
 from pulsar_rebalance.store._shared import SYSTEM_ACTOR, InvalidRowError, UnknownRunError
 from pulsar_rebalance.store.approvals import (
     VIA,
@@ -57,9 +59,7 @@ from pulsar_rebalance.store.audit import (
     snapshot_check,
 )
 from pulsar_rebalance.store.execution import (
-    ALLOWED_TRANSITIONS,
     PLAN_TRANSITIONS,
-    ActionState,
     interrupt_dead_executions,
     last_execution_activity,
     record_resend,

@@ -42,6 +42,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from pulsar_rebalance.core.plan import ACTION_KINDS, ACTION_STATES  # the plan's types own the vocabulary
+
 RUN_STATUSES = ("running", "succeeded", "failed", "nothing_to_do")
 PLAN_STATUSES = (
     "pending",
@@ -57,8 +59,6 @@ PLAN_STATUSES = (
     "interrupted",
     "aborted",
 )
-ACTION_KINDS = ("split", "unload")
-ACTION_STATES = ("pending", "in_progress", "completed", "failed", "skipped")
 APPROVAL_DECISIONS = ("approved", "rejected", "expired", "superseded")
 
 NAMING_CONVENTION = {

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any
 
+from pulsar_rebalance.core.plan import ACTION_ROW_FIELDS, Action, InvalidPlanError, action_from_mapping
+from pulsar_rebalance.core.plan import Plan as CorePlan
 from pulsar_rebalance.store.tables import BundleRange, Plan, PlanAction, Run
 
 
@@ -132,6 +134,15 @@ class ActionView(_View):
     finished_at: datetime | None
     result: dict[str, Any] | None
 
+    @property
+    def planned(self) -> Action:
+        """The action as the plan's type (what the executor applies), read from this row.
+
+        Raises:
+            InvalidPlanError: the stored row is not a valid action (naming the field).
+        """
+        return action_from_mapping({k: getattr(self, k) for k in ACTION_ROW_FIELDS})
+
 
 @dataclass(frozen=True)
 class ApprovalView(_View):
@@ -166,6 +177,22 @@ class PlanView(_View):
     gate: dict[str, Any] | None = None
     superseded_by: str | None = None
     stop_requested: dict[str, Any] | None = None
+
+    def to_plan(self, *, cluster: str) -> CorePlan:
+        """The stored plan as the core's :class:`~pulsar_rebalance.core.plan.Plan` (``cluster``: its name).
+
+        Raises:
+            InvalidPlanError: a stored action or the summary is not valid (the field is named, e.g.
+                ``actions[1].boundaries[0]``).
+        """
+        planned = []
+        for i, a in enumerate(self.actions):
+            try:
+                planned.append(a.planned)
+            except InvalidPlanError as exc:
+                raise exc.within(f"actions[{i}]") from None
+        return CorePlan(cluster=cluster, run_id=self.run_id, dry_run=self.dry_run, actions=tuple(planned),
+                        summary=self.summary)
 
 
 def _jsonable(value: Any) -> Any:
