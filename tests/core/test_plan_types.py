@@ -173,7 +173,8 @@ def test_a_split_row_with_a_destination_is_refused():
 def test_a_bundle_name_stands_for_namespace_and_range_and_seq_defaults():
     a = action_from_mapping({"kind": "unload", "bundle": f"{NS}/0x00000000_0x40000000", "source_broker": "b1:8080",
                              "destination_broker": None, "reason": "r"}, default_seq=7)
-    assert (a.namespace, a.bundle_range, a.bundle, a.seq) == (NS, "0x00000000_0x40000000", f"{NS}/0x00000000_0x40000000", 7)
+    assert (a.namespace, a.bundle_range, a.seq) == (NS, "0x00000000_0x40000000", 7)
+    assert a.bundle == f"{NS}/0x00000000_0x40000000"
     assert (a.kind, a.destination_broker, a.boundaries, a.split_algorithm) == ("unload", None, None, None)
 
 
@@ -186,8 +187,9 @@ def test_a_split_names_its_children():
 @pytest.mark.parametrize(("actions", "field", "problem"), [
     ((split(seq=1), unload(seq=1)), "actions[1].seq", "unique, in order"),
     ((unload(seq=2), split(seq=1)), "actions[1].seq", "unique, in order"),
-    ((unload(seq=0), unload(seq=1, destination_broker="b3:8080")), "actions[1].bundle_range", "already has a unload"),
-    ((split(seq=0), split(seq=1)), "actions[1].bundle_range", "already has a split"),
+    ((unload(seq=0), unload(seq=1, destination_broker="b3:8080")), "actions[1].bundle_range",
+     "is already unloaded by actions[0]"),
+    ((split(seq=0), split(seq=1)), "actions[1].bundle_range", "is already split by actions[0]"),
     ((split(seq=0), unload(seq=1, bundle_range="0x00000000_0x40000000")), "actions[1].bundle_range",
      "unload one of its children instead"),
     (({"kind": "unload"},), "actions[0]", "SplitAction or an UnloadAction"),
@@ -205,7 +207,8 @@ def test_a_plan_refuses_actions_that_cannot_all_run(actions, field, problem):
     ({"actions": None}, "actions"),
     ({"summary": ["not", "an", "object"]}, "summary"),
     ({"summary": {"maxUsageBefore": float("nan")}}, "summary.maxUsageBefore"),
-    ({"summary": {"brokers": {"b1:8080": {"before": {"usage": 0.9}, "after": {}}}}}, "summary.brokers[b1:8080].after.usage"),
+    ({"summary": {"brokers": {"b1:8080": {"before": {"usage": 0.9}, "after": {}}}}},
+     "summary.brokers[b1:8080].after.usage"),
 ])
 def test_a_plan_validates_its_own_fields(change, field):
     with pytest.raises(InvalidPlanError) as info:

@@ -120,11 +120,12 @@ def test_create_plan_checks_status_and_run(world, unload) -> None:
 
 
 def test_typed_actions_are_stored_as_their_rows_and_read_back_as_the_same_plan(world, make_plan) -> None:
-    split = SplitAction(seq=0, namespace="public/default", bundle_range="0x00000000_0x80000000", source_broker="b1:8080",
-                        boundaries=(0x40000000,), split_algorithm="range_equally_divide", reason="hot bundle",
+    split = SplitAction(seq=0, namespace="public/default", bundle_range="0x00000000_0x80000000",
+                        source_broker="b1:8080", boundaries=(0x40000000,), split_algorithm="range_equally_divide",
+                        reason="hot bundle",
                         predicted=Prediction(details={"children": ["0x00000000_0x40000000", "0x40000000_0x80000000"]}))
-    move = UnloadAction(seq=1, namespace="public/default", bundle_range="0x40000000_0x80000000", source_broker="b1:8080",
-                        destination_broker="b2:8080", reason="b1 overloaded",
+    move = UnloadAction(seq=1, namespace="public/default", bundle_range="0x40000000_0x80000000",
+                        source_broker="b1:8080", destination_broker="b2:8080", reason="b1 overloaded",
                         predicted=Prediction(bundle_load={"msgRateIn": 10.0, "topics": 2},
                                              source=UsageChange(broker="b1:8080", before=0.9, after=0.6),
                                              destination=UsageChange(broker="b2:8080", before=0.1, after=0.4)))

@@ -169,7 +169,8 @@ class Prediction:
             raise InvalidPlanError("details", self.details, "must be a JSON object")
         overlap = sorted(set(self.details) & {"bundleLoad", "source", "destination"})
         if overlap:
-            raise InvalidPlanError(f"details.{overlap[0]}", self.details[overlap[0]], "is a typed field of the prediction")
+            raise InvalidPlanError(f"details.{overlap[0]}", self.details[overlap[0]],
+                                   "is a typed field of the prediction")
         object.__setattr__(self, "details", _frozen_json("details", self.details))
 
     def to_json(self) -> dict[str, Any]:
@@ -192,12 +193,13 @@ class Prediction:
             _frozen_json("", doc)
         except InvalidPlanError as exc:
             where = f" at {exc.field}" if exc.field else ""
-            raise InvalidPlanError("", exc.value, exc.problem.replace("is not JSON", f"is not JSON{where}", 1)) from None
+            problem = exc.problem.replace("is not JSON", f"is not JSON{where}", 1)
+            raise InvalidPlanError("", exc.value, problem) from None
         typed = {}
-        for key, name in (("source", "source"), ("destination", "destination")):
+        for key in ("source", "destination"):
             if doc.get(key) is not None:
                 try:
-                    typed[name] = UsageChange.from_json(doc[key])
+                    typed[key] = UsageChange.from_json(doc[key])
                 except InvalidPlanError as exc:
                     raise exc.within(key) from None
         return cls(bundle_load=doc.get("bundleLoad"), **typed,
@@ -312,7 +314,8 @@ class UnloadAction(_Action):
         for name, broker in (("source", self.source_broker), ("destination", self.destination_broker)):
             change = getattr(self.predicted, name, None)
             if change is not None and change.broker != broker:
-                raise InvalidPlanError(f"predicted.{name}.broker", change.broker, f"must be the action's {name} {broker}")
+                raise InvalidPlanError(f"predicted.{name}.broker", change.broker,
+                                       f"must be the action's {name} {broker}")
 
     @property
     def boundaries(self) -> None:
@@ -344,7 +347,8 @@ def action_from_mapping(doc: Mapping[str, Any], *, default_seq: int | None = Non
         raise InvalidPlanError("", doc, "an action must be a mapping")
     unknown = sorted(set(doc) - {*ACTION_ROW_FIELDS, "bundle"})
     if unknown:
-        raise InvalidPlanError(unknown[0], doc[unknown[0]], f"unknown key (known: {', '.join(sorted({*ACTION_ROW_FIELDS, 'bundle'}))})")
+        known = ", ".join(sorted({*ACTION_ROW_FIELDS, "bundle"}))
+        raise InvalidPlanError(unknown[0], doc[unknown[0]], f"unknown key (known: {known})")
     kind = doc.get("kind")
     if kind not in ACTION_KINDS:
         raise InvalidPlanError("kind", kind, f"must be one of {', '.join(ACTION_KINDS)}")
@@ -353,9 +357,11 @@ def action_from_mapping(doc: Mapping[str, Any], *, default_seq: int | None = Non
         bundle = doc["bundle"]
         ns, sep, rng = bundle.rpartition("/") if isinstance(bundle, str) else ("", "", "")
         if not sep or not ns or not _RANGE_NAME.fullmatch(rng):
-            raise InvalidPlanError("bundle", bundle, "must be a bundle name like tenant/namespace/0x00000000_0xffffffff")
+            raise InvalidPlanError("bundle", bundle,
+                                   "must be a bundle name like tenant/namespace/0x00000000_0xffffffff")
         if (namespace, bundle_range) not in ((None, None), (ns, rng)):
-            raise InvalidPlanError("bundle", bundle, f"does not match namespace {namespace!r} / bundle_range {bundle_range!r}")
+            raise InvalidPlanError("bundle", bundle,
+                                   f"does not match namespace {namespace!r} / bundle_range {bundle_range!r}")
         namespace, bundle_range = ns, rng
     predicted = doc.get("predicted")
     if predicted is not None:
@@ -413,8 +419,9 @@ class Plan:
                 raise InvalidPlanError(f"actions[{i}].seq", a.seq, f"must be above actions[{i - 1}].seq "
                                        f"{self.actions[i - 1].seq} (unique, in order)")
             if (a.kind, a.bundle) in seen:
+                done = "split" if a.kind == "split" else "unloaded"
                 raise InvalidPlanError(f"actions[{i}].bundle_range", a.bundle_range,
-                                       f"{a.bundle} already has a {a.kind} in actions[{seen[(a.kind, a.bundle)]}]")
+                                       f"{a.bundle} is already {done} by actions[{seen[(a.kind, a.bundle)]}]")
             seen[(a.kind, a.bundle)] = i
             if a.kind == "unload" and a.bundle in split_bundles:
                 raise InvalidPlanError(f"actions[{i}].bundle_range", a.bundle_range,
@@ -480,7 +487,8 @@ def _text(name: str, value: Any) -> None:
 
 def _check_prediction(predicted: Any) -> None:
     if predicted is not None and not isinstance(predicted, Prediction):
-        raise InvalidPlanError("predicted", predicted, "must be a Prediction (Prediction.from_json reads the JSON form)")
+        raise InvalidPlanError("predicted", predicted,
+                               "must be a Prediction (Prediction.from_json reads the JSON form)")
 
 
 def _row(action: _Action, *, boundaries: list[int] | None, split_algorithm: str | None) -> dict[str, Any]:

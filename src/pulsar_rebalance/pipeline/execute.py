@@ -293,7 +293,8 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
         return "completed" if cur.state == "completed" else "skipped:already"
     if plan.dry_run:
         with session_scope(engine) as s:
-            repo.transition_action(s, action_id=action_id, to="skipped", result={"dryRun": True, "wouldDo": _describe(action)})
+            repo.transition_action(s, action_id=action_id, to="skipped",
+                                   result={"dryRun": True, "wouldDo": _describe(action)})
         return "skipped:dry-run"
     try:
         if cur.state in ("in_progress", "failed") and _settled(client, cluster, action, cur, gate.policy.settle_seconds):
