@@ -212,6 +212,22 @@ def test_content_not_matching_the_approval_is_refused(world):
     assert client.unloads == []
 
 
+def test_a_stored_action_that_is_not_a_valid_action_is_refused_naming_the_field(world):
+    from sqlalchemy import text
+
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 2))
+    with engine.begin() as c:  # the second unload rewritten behind the store's back to go nowhere
+        c.execute(text("ALTER TABLE plan_actions DISABLE TRIGGER plan_actions_immutable"))
+        c.execute(text("UPDATE plan_actions SET destination_broker = source_broker WHERE plan_id = :p AND seq = 1"),
+                  {"p": plan_id})
+        c.execute(text("ALTER TABLE plan_actions ENABLE TRIGGER plan_actions_immutable"))
+    with pytest.raises(ExecutionError, match=r"stored plan is not valid \(actions\[1\]\.destination_broker: an unload "
+                                             r"must leave its source broker"):
+        execute_plan(engine, client, plan_id=plan_id)
+    assert client.unloads == [] and _get(engine, plan_id).status == "approved"  # not even the valid first one
+
+
 def test_plans_resume_abort_stop_from_the_cli(world, db_url, monkeypatch, capsys):
     import json
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pulsar_rebalance.core.plan import UsageChange
 from pulsar_rebalance.core.prediction import Move, predict
 from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline.params import RunParams
@@ -76,15 +77,22 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
     topics = {hot: {low: {"msgRateIn": 10.0, "msgRateOut": 10.0, "msgThroughputIn": 1e5, "msgThroughputOut": 1e5},
                     high: {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6, "msgThroughputOut": 2.9e6}}}
     draft = build_plan(decision=d, params=params, reports=REPORTS, topics_by_bundle=topics, ownership={hot: "b1:8080"})
-    kinds = [(a["kind"], a["bundle_range"]) for a in draft.actions]
+    kinds = [(a.kind, a.bundle_range) for a in draft.actions]
     # range_equally_divide (Pulsar's default) splits [0, 0x40000000) at 0x20000000; the heavy child moves
     assert kinds == [("split", "0x00000000_0x40000000"), ("unload", "0x20000000_0x40000000"),
                      ("unload", "0x40000000_0x80000000")]
-    assert draft.actions[0]["boundaries"] == [0x20000000]
-    assert "heaviest child 0x20000000_0x40000000" in draft.actions[1]["reason"]
-    assert draft.actions[2]["reason"].endswith("destination: least long-term msg rate")
+    assert draft.actions[0].boundaries == (0x20000000,)
+    assert draft.actions[0].children == ("0x00000000_0x20000000", "0x20000000_0x40000000")
+    assert "heaviest child 0x20000000_0x40000000" in draft.actions[1].reason
+    assert draft.actions[2].reason.endswith("destination: least long-term msg rate")
     assert draft.summary["numBundleUnloads"] == 2 and draft.summary["numBundleSplits"] == 1
-    assert [a["seq"] for a in draft.actions] == [0, 1, 2]
+    assert [a.seq for a in draft.actions] == [0, 1, 2]
+    # each unload carries its brokers' predicted usage, the same numbers as the summary's
+    for a in draft.actions[1:]:
+        for side, broker in (("source", a.source_broker), ("destination", a.destination_broker)):
+            usage = draft.summary["brokers"][broker]
+            assert getattr(a.predicted, side) == UsageChange(broker=broker, before=usage["before"]["usage"],
+                                                             after=usage["after"]["usage"])
     # the child's share (5.8e6 of b1's 8e6 bytes/s) is what the prediction moves
     b2 = draft.summary["brokers"]["b2:8080"]
     assert b2["after"]["msgThroughput"] == pytest.approx(1e6 + 5.8e6 + 2e6)
@@ -127,12 +135,12 @@ def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
                                   "t/n/0x80000000_0xc0000000": "b2:8080"})
     split, child, whole = draft.actions
     # the split bundle's own sample (from b1's lastStats)
-    assert split["predicted"]["bundleLoad"] == {"msgRateIn": 300.0, "msgRateOut": 300.0, "msgThroughputIn": 3e6,
+    assert split.predicted.bundle_load == {"msgRateIn": 300.0, "msgRateOut": 300.0, "msgThroughputIn": 3e6,
                                             "msgThroughputOut": 3e6, "topics": 4, "producerCount": 1, "consumerCount": 1}
     # a split child has no sample yet: rates and topics from its topics, client counts unknown
-    assert child["predicted"]["bundleLoad"] == {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6,
+    assert child.predicted.bundle_load == {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6,
                                                 "msgThroughputOut": 2.9e6, "topics": 1}
-    assert whole["predicted"]["bundleLoad"]["msgThroughputIn"] == 1e6
-    assert whole["predicted"]["bundleLoad"]["producerCount"] == 1
+    assert whole.predicted.bundle_load["msgThroughputIn"] == 1e6
+    assert whole.predicted.bundle_load["producerCount"] == 1
     assert draft.summary["dataQuality"] == {"brokersReporting": 2, "brokersOwningBundles": 2, "bundleSamples": 3,
                                             "bundlesOwned": 3}

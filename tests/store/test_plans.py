@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from pulsar_rebalance.core.plan import Prediction, SplitAction, UnloadAction, UsageChange
 from pulsar_rebalance.errors import (
     ExecutionInProgressError,
     InvalidTransitionError,
@@ -117,6 +118,49 @@ def test_create_plan_checks_status_and_run(world, unload) -> None:
             repo.create_plan(s, run_id=world.run_id, status="approved", actions=[unload(BUNDLE)], **common)
         with pytest.raises(UnknownRunError):
             repo.create_plan(s, run_id="never-started", status="pending", actions=[unload(BUNDLE)], **common)
+
+
+def test_typed_actions_are_stored_as_their_rows_and_read_back_as_the_same_plan(world, make_plan) -> None:
+    split = SplitAction(seq=0, namespace="public/default", bundle_range="0x00000000_0x80000000",
+                        source_broker="b1:8080", boundaries=(0x40000000,), split_algorithm="range_equally_divide",
+                        reason="hot bundle",
+                        predicted=Prediction(details={"children": ["0x00000000_0x40000000", "0x40000000_0x80000000"]}))
+    move = UnloadAction(seq=1, namespace="public/default", bundle_range="0x40000000_0x80000000",
+                        source_broker="b1:8080", destination_broker="b2:8080", reason="b1 overloaded",
+                        predicted=Prediction(bundle_load={"msgRateIn": 10.0, "topics": 2},
+                                             source=UsageChange(broker="b1:8080", before=0.9, after=0.6),
+                                             destination=UsageChange(broker="b2:8080", before=0.1, after=0.4)))
+    typed_id = make_plan(actions=[split, move])
+    with session_scope(world.engine) as s:
+        repo.start_run(s, run_id="run-2", cluster_id=world.cluster_id)
+    as_rows_id = make_plan(run_id="run-2", actions=[split.to_row(), move.to_row()])
+    with session_scope(world.engine) as s:
+        typed, as_rows = repo.get_plan(s, plan_id=typed_id), repo.get_plan(s, plan_id=as_rows_id)
+    assert [a.planned for a in typed.actions] == [split, move] == [a.planned for a in as_rows.actions]
+    assert typed.actions[1].predicted == move.predicted.to_json()
+    planned = typed.to_plan(cluster="c1")
+    assert planned.actions == (split, move) and planned.cluster == "c1" and planned.run_id == world.run_id
+    assert typed.content_hash == planned.content_hash() == repo.plan_content_hash(
+        run_id=typed.run_id, dry_run=typed.dry_run, actions=typed.actions)
+
+
+@pytest.mark.parametrize(("actions", "field"), [
+    ([{"kind": "split", "bundle": BUNDLE, "source_broker": "b1:8080", "reason": "hot"}], "actions[0].boundaries"),
+    ([{"kind": "split", "bundle": BUNDLE, "source_broker": "b1:8080", "reason": "hot", "boundaries": [0x40000000]},
+      {"kind": "unload", "bundle": BUNDLE, "source_broker": "b1:8080", "destination_broker": "b2:8080",
+       "reason": "also moved"}], "actions[1].bundle_range"),
+    ([{"kind": "unload", "bundle": BUNDLE, "source_broker": "b1:8080", "destination_broker": "b1:8080",
+       "reason": "nowhere"}], "actions[0].destination_broker"),
+    (["unload it"], "actions[0]"),
+])
+def test_actions_that_cannot_run_are_refused_naming_the_field_and_nothing_is_written(world, actions, field) -> None:
+    with pytest.raises(InvalidRowError) as info, session_scope(world.engine) as s:
+        repo.create_plan(
+            s, run_id=world.run_id, cluster_id=world.cluster_id, status="pending", expires_at=None, dry_run=False,
+            strategies={}, config={}, summary={}, decision={}, actions=actions,
+        )  # fmt: skip
+    assert info.value.field == field
+    assert _count(world.engine, "plans") == 0 and _count(world.engine, "plan_actions") == 0
 
 
 def test_explicit_plan_id_collision_is_an_error(world, make_plan) -> None:
@@ -358,7 +402,9 @@ def _drive_to(s, action_id: int, state: str) -> None:
 def test_every_transition_pair_is_checked(world, make_plan, unload) -> None:
     """All 25 (from, to) pairs: allowed ones succeed with their side effects, the rest raise."""
     pairs = list(itertools.product(ACTION_STATES, ACTION_STATES))
-    plan_id = make_plan(actions=[unload(BUNDLE, reason=f"pair {a}->{b}") for a, b in pairs])
+    # one bundle per pair: a plan never moves the same bundle twice
+    plan_id = make_plan(actions=[unload(f"public/default/0x{i:08x}_0x{i + 1:08x}", reason=f"pair {a}->{b}")
+                                 for i, (a, b) in enumerate(pairs)])
     with session_scope(world.engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
         repo.set_plan_status(s, plan_id=plan_id, status="executing")

@@ -140,7 +140,9 @@ def test_unknown_plan_is_a_clear_404(viewer, seeded_db):
 
 def test_user_input_is_escaped(viewer, seeded_db):
     """The approval comment is user input: it renders as text, never as markup."""
-    assert "<script" not in viewer.get(f"{URL_PREFIX}/plans/{seeded_db.executed}").text
+    html = viewer.get(f"{URL_PREFIX}/plans/{seeded_db.executed}").text
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<script") == 1  # only the page's own link helper (base.html)
 
 
 def test_airflow_mounts_the_plugin_and_lists_its_nav_entry(airflow_db, seeded_db):

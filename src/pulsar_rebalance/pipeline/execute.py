@@ -46,6 +46,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from pulsar_rebalance.core.plan import FINAL_ACTION_STATES, Action, InvalidPlanError, Plan
 from pulsar_rebalance.errors import (
     AdminTimeoutError,
     ExecutionError,
@@ -146,7 +147,7 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
     if plan.status in repo.FINAL_PLAN_STATUSES:
         raise ExecutionError(f"plan {plan_id} is {plan.status}: nothing is executed"
                              + (f" (superseded by {plan.superseded_by})" if plan.superseded_by else ""))
-    _verify_content(plan)
+    planned = _verify_content(plan, cluster)
     report = ExecutionReport(
         plan_id=plan_id, status=plan.status,
         max_usage_before=plan.summary.get("maxUsageBefore"),
@@ -167,14 +168,13 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
             repo.audit(s, event="execution_started", actor=actor, plan_id=plan_id, run_id=plan.run_id,
                        details={"dryRun": plan.dry_run, "actions": len(plan.actions), "policy": asdict(policy)})
         gate = _Gate(engine, plan_id, policy)
-        splits = [a for a in plan.actions if a.kind == "split"]
-        unloads = [a for a in plan.actions if a.kind == "unload"]
-        outcomes: list[tuple[Any, str]] = []
-        for a in splits:
-            outcomes.append((a, _run_action(engine, client, plan, cluster, a, gate)))
+        ids = {a.seq: a.id for a in plan.actions}  # the stored row of each planned action
+        outcomes: list[tuple[Action, str]] = []
+        for a in planned.splits:
+            outcomes.append((a, _run_action(engine, client, plan, cluster, ids[a.seq], a, gate)))
         with ThreadPoolExecutor(max_workers=max(1, policy.max_parallel), thread_name_prefix="unload") as pool:
-            outcomes.extend(zip(unloads, pool.map(lambda a: _run_action(engine, client, plan, cluster, a, gate),
-                                                  unloads)))
+            outcomes.extend(zip(planned.unloads, pool.map(
+                lambda a: _run_action(engine, client, plan, cluster, ids[a.seq], a, gate), planned.unloads)))
         for a, outcome in outcomes:
             if outcome == "completed":
                 if a.kind == "unload":
@@ -283,41 +283,43 @@ def abort_plan(engine, *, plan_id: str, by: str):
         lock.__exit__(None, None, None)
 
 
-def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
-    """Drive one action through its state machine. Returns completed|reconciled|skipped:<why>|<error>."""
+def _run_action(engine, client, plan, cluster: str, action_id: int, action: Action, gate: _Gate) -> str:
+    """Drive one action (stored as row ``action_id``) through its state machine.
+    Returns completed|reconciled|skipped:<why>|<error>."""
     full = action.bundle
     with session_scope(engine) as s:
-        cur = repo.get_action(s, action_id=action.id)
-    if cur.state in ("completed", "skipped"):
+        cur = repo.get_action(s, action_id=action_id)
+    if cur.state in FINAL_ACTION_STATES:
         return "completed" if cur.state == "completed" else "skipped:already"
     if plan.dry_run:
         with session_scope(engine) as s:
-            repo.transition_action(s, action_id=action.id, to="skipped", result={"dryRun": True, "wouldDo": _describe(action)})
+            repo.transition_action(s, action_id=action_id, to="skipped",
+                                   result={"dryRun": True, "wouldDo": _describe(action)})
         return "skipped:dry-run"
     try:
         if cur.state in ("in_progress", "failed") and _settled(client, cluster, action, cur, gate.policy.settle_seconds):
             with session_scope(engine) as s:
                 if cur.state == "failed":
-                    repo.transition_action(s, action_id=action.id, to="in_progress")
-                repo.transition_action(s, action_id=action.id, to="completed", result={"reconciled": True})
+                    repo.transition_action(s, action_id=action_id, to="in_progress")
+                repo.transition_action(s, action_id=action_id, to="completed", result={"reconciled": True})
             log.info("[%s] %s already applied by an earlier attempt: reconciled", full, action.kind)
             return "reconciled"
         why_not = gate.refusal(action) or _drift(client, cluster, action, gate.policy.drift_tolerance)
     except PulsarAdminError as exc:
-        return _fail(engine, action, cur.state, f"pre-check failed: {exc}")
+        return _fail(engine, action_id, action, cur.state, f"pre-check failed: {exc}")
     if why_not:
         with session_scope(engine) as s:
             if cur.state == "failed":
-                repo.transition_action(s, action_id=action.id, to="in_progress")
-            repo.transition_action(s, action_id=action.id, to="skipped", error=why_not, result={"skipped": why_not})
+                repo.transition_action(s, action_id=action_id, to="in_progress")
+            repo.transition_action(s, action_id=action_id, to="skipped", error=why_not, result={"skipped": why_not})
         log.warning("[%s] %s skipped: %s", full, action.kind, why_not)
         return f"skipped:{why_not}"
     with gate.slot(action):
         with session_scope(engine) as s:  # intent, committed before the side effect
             if cur.state == "in_progress":  # a crash left the outcome unknown and Pulsar shows no effect
-                repo.record_resend(s, action_id=action.id, reason="earlier attempt's outcome unknown; not applied")
+                repo.record_resend(s, action_id=action_id, reason="earlier attempt's outcome unknown; not applied")
             else:
-                repo.transition_action(s, action_id=action.id, to="in_progress")
+                repo.transition_action(s, action_id=action_id, to="in_progress")
         started = time.monotonic()
         try:
             if action.kind == "split":
@@ -325,15 +327,15 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
             else:
                 client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
         except AdminTimeoutError as exc:  # the request may still land: the retry waits for it first
-            return _fail(engine, action, "in_progress", f"{OUTCOME_UNKNOWN}: {exc}")
+            return _fail(engine, action_id, action, "in_progress", f"{OUTCOME_UNKNOWN}: {exc}")
         except PulsarAdminError as exc:
-            return _fail(engine, action, "in_progress", str(exc))
+            return _fail(engine, action_id, action, "in_progress", str(exc))
     with session_scope(engine) as s:
-        repo.transition_action(s, action_id=action.id, to="completed",
+        repo.transition_action(s, action_id=action_id, to="completed",
                                result={"seconds": round(time.monotonic() - started, 3)})
         if action.kind == "split":
             repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=action.namespace,
-                                    boundaries=_boundaries(client, action.namespace), action_id=action.id)
+                                    boundaries=_boundaries(client, action.namespace), action_id=action_id)
     log.info("[%s] %s done: %s", full, action.kind, _describe(action))
     gate.pace()
     return "completed"
@@ -342,7 +344,7 @@ def _run_action(engine, client, plan, cluster: str, action, gate: _Gate) -> str:
 OUTCOME_UNKNOWN = "outcome unknown (timed out)"
 
 
-def _settled(client, cluster: str, action, cur, settle_seconds: float) -> bool:
+def _settled(client, cluster: str, action: Action, cur, settle_seconds: float) -> bool:
     """Has an earlier attempt taken effect? For an attempt whose outcome is unknown (it timed out, or
     its process died mid-call) the request may still be in flight inside Pulsar: keep asking until
     ``settle_seconds`` after it was sent before concluding it did not, so it is never sent twice."""
@@ -369,7 +371,7 @@ class _Gate:
         self._per_broker: dict[str, threading.Semaphore] = {}
         self._stopped = threading.Event()
 
-    def refusal(self, action) -> str | None:
+    def refusal(self, action: Action) -> str | None:
         """Why ``action`` must not start now (stop switch, per-run cap), or None."""
         with session_scope(self.engine) as s:  # one column per action, not the whole plan
             stop = repo.stop_request(s, plan_id=self.plan_id)
@@ -383,7 +385,7 @@ class _Gate:
                 self._started_unloads += 1
         return None
 
-    def slot(self, action):
+    def slot(self, action: Action):
         """Hold a slot on the source and destination brokers for the admin call (sorted: no deadlock)."""
         brokers = sorted({b for b in (action.source_broker, action.destination_broker) if b}) \
             if action.kind == "unload" else []
@@ -411,16 +413,22 @@ class _Slots:
             sem.release()
 
 
-def _verify_content(plan) -> None:
-    """Only the approved content runs: stored actions == plan hash == the hash the approver saw."""
+def _verify_content(plan, cluster: str) -> Plan:
+    """Only the approved content runs: the stored actions form a valid plan, whose content hash is the
+    plan's and the one the approver saw. Returns the plan to execute, typed."""
+    try:
+        planned = plan.to_plan(cluster=cluster)
+    except InvalidPlanError as exc:
+        raise ExecutionError(f"plan {plan.plan_id}: the stored plan is not valid ({exc}): nothing is executed") from exc
     if plan.content_hash is None:  # a plan stored before content hashes existed
-        return
-    actual = repo.plan_content_hash(run_id=plan.run_id, dry_run=plan.dry_run, actions=plan.actions)
+        return planned
+    actual = planned.content_hash()
     approved = plan.approval.plan_hash if plan.approval else None
     if actual != plan.content_hash or (approved is not None and approved != plan.content_hash):
         raise ExecutionError(
             f"plan {plan.plan_id}: the stored actions (content {actual[:12]}) are not what was approved "
             f"(plan {plan.content_hash[:12]}, approval {(approved or '-')[:12]}): nothing is executed")
+    return planned
 
 
 def _refuse_if_stale(s, plan) -> None:
@@ -455,17 +463,17 @@ def _check_pulsar_shedding(client, plan_id: str, policy: ExecutionPolicy) -> Non
         "with allow_pulsar_shedding=true")
 
 
-def _fail(engine, action, state: str, error: str) -> str:
+def _fail(engine, action_id: int, action: Action, state: str, error: str) -> str:
     with session_scope(engine) as s:
         if state == "pending":
-            repo.transition_action(s, action_id=action.id, to="in_progress")
+            repo.transition_action(s, action_id=action_id, to="in_progress")
         if state != "failed":
-            repo.transition_action(s, action_id=action.id, to="failed", error=error)
+            repo.transition_action(s, action_id=action_id, to="failed", error=error)
     log.error("[%s] %s failed: %s", action.bundle, action.kind, error)
     return error
 
 
-def _describe(action) -> str:
+def _describe(action: Action) -> str:
     if action.kind == "split":
         return f"split {action.bundle} at {[f'0x{b:08x}' for b in action.boundaries]}"
     return f"unload {action.bundle} {action.source_broker} -> {action.destination_broker}"
@@ -479,20 +487,19 @@ def _owner(client, cluster: str, broker: str, full: str) -> bool:
     return full in client.owned_namespaces(cluster, broker)
 
 
-def _already_applied(client, cluster: str, action) -> bool:
+def _already_applied(client, cluster: str, action: Action) -> bool:
     full = action.bundle
     if action.kind == "unload":  # a destination that left the cluster owns nothing (and 404s)
         return action.destination_broker in client.brokers(cluster) and _owner(
             client, cluster, action.destination_broker, full)
     bounds = set(_boundaries(client, action.namespace))
-    lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
-    wanted = {lo, hi, *action.boundaries}
+    wanted = {action.lower, action.upper, *action.boundaries}
     return wanted <= bounds
 
 
-def _drift(client, cluster: str, action, tolerance: float | None = None) -> str | None:
+def _drift(client, cluster: str, action: Action, tolerance: float | None = None) -> str | None:
     """Why the approved action no longer applies, or None if the cluster still matches the plan."""
-    lo, hi = (int(x, 16) for x in action.bundle_range.split("_"))
+    lo, hi = action.lower, action.upper
     bounds = _boundaries(client, action.namespace)
     if lo not in bounds or hi not in bounds or any(lo < b < hi for b in bounds):
         return f"bundle {action.bundle} no longer exists (split since the plan was made)"
@@ -509,9 +516,9 @@ def _drift(client, cluster: str, action, tolerance: float | None = None) -> str 
     return None
 
 
-def _load_drift(client, action, tolerance: float) -> str | None:
+def _load_drift(client, action: Action, tolerance: float) -> str | None:
     """The bundle's message rate now vs at planning time (the source broker's load report)."""
-    planned = (action.predicted or {}).get("bundleLoad") or {}
+    planned = (action.predicted.bundle_load if action.predicted else None) or {}
     if "msgRateIn" not in planned:
         return None  # a child of a split in this plan, or a plan from before load was recorded
     was = planned.get("msgRateIn", 0.0) + planned.get("msgRateOut", 0.0)

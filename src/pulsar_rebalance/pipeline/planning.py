@@ -16,13 +16,14 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name, topic_hash
 from pulsar_rebalance.core.load import NamespaceBundleStats
+from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction, action_from_mapping
 from pulsar_rebalance.core.prediction import Move, predict
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 
 
 @dataclass
 class PlanDraft:
-    actions: list[dict[str, Any]]
+    actions: list[Action]
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
 
@@ -130,12 +131,12 @@ def build_plan(
                 "source": {"broker": src, "before": b[src]["before"]["usage"], "after": b[src]["after"]["usage"]},
                 "destination": {"broker": dst, "before": b[dst]["before"]["usage"], "after": b[dst]["after"]["usage"]},
             })
-    for i, a in enumerate(actions):
-        a["seq"] = i
+    # drafted as rows until the prediction filled in each unload's before/after; typed from here on
+    planned = [action_from_mapping(a, default_seq=i) for i, a in enumerate(actions)]
     summary = {
         "decision": {"label": cycle.get("label"), "reason": cycle.get("reason")},
-        "numBundleSplits": sum(a["kind"] == "split" for a in actions),
-        "numBundleUnloads": sum(a["kind"] == "unload" for a in actions),
+        "numBundleSplits": sum(a.kind == "split" for a in planned),
+        "numBundleUnloads": sum(a.kind == "unload" for a in planned),
         **_predicted(prediction),
         "notes": notes,
         "warnings": warnings,
@@ -146,7 +147,7 @@ def build_plan(
         },
         "dryRun": params.dry_run,
     }
-    return PlanDraft(actions=actions, summary=summary, notes=notes)
+    return PlanDraft(actions=planned, summary=summary, notes=notes)
 
 
 def _predicted(prediction: Mapping[str, Any]) -> dict[str, Any]:
@@ -221,7 +222,7 @@ def build_rollback_plan(
     the broker the plan moved it to (anything else moved since: left alone, with a note). Splits are
     not reversed: Pulsar cannot merge bundles. The rollback is an ordinary plan: it needs approval.
     """
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     notes: list[str] = []
     moves: list[Move] = []
     who = f" (approved by {original.approval.decided_by})" if original.approval else ""
@@ -242,19 +243,16 @@ def build_rollback_plan(
         if a.source_broker not in reports:
             notes.append(f"{a.bundle}: its previous owner {a.source_broker} is not in the cluster any more: left alone")
             continue
-        actions.append({
-            "kind": "unload", "namespace": a.namespace, "bundle_range": a.bundle_range,
-            "source_broker": now_owner, "destination_broker": a.source_broker, "boundaries": None,
-            "split_algorithm": None,
-            "reason": f"rollback of plan {original.plan_id}{who}: return {a.bundle} to {a.source_broker}, its owner "
-                      "before that plan executed",
-            "predicted": {"rollbackOf": {"plan_id": original.plan_id, "action_seq": a.seq},
-                          "bundleLoad": _bundle_load(reports.get(now_owner, {}), a.bundle, {})},
-        })
+        actions.append(UnloadAction(
+            seq=len(actions), namespace=a.namespace, bundle_range=a.bundle_range,
+            source_broker=now_owner, destination_broker=a.source_broker,
+            reason=f"rollback of plan {original.plan_id}{who}: return {a.bundle} to {a.source_broker}, its owner "
+                   "before that plan executed",
+            predicted=Prediction(details={"rollbackOf": {"plan_id": original.plan_id, "action_seq": a.seq}},
+                                 bundle_load=_bundle_load(reports.get(now_owner, {}), a.bundle, {})),
+        ))
         moves.append(Move(bundle=a.bundle, source=now_owner, destination=a.source_broker))
     prediction = predict(reports, moves, resource_weights(params.lb_config()))
-    for i, a in enumerate(actions):
-        a["seq"] = i
     summary = {
         "decision": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}"},
         "rollbackOf": original.plan_id,

@@ -203,8 +203,8 @@ def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft,
             repo.finish_run(s, run_id=ctx.run_id, status="nothing_to_do")
         superseded = repo.plans_superseded_by(s, plan_id=plan_id)
     _log_plan(plan_id, draft, expired=expired, superseded=superseded)
-    rows = [(plan_id, a["seq"], a["kind"], a["namespace"], a["bundle_range"], a["source_broker"], a["destination_broker"] or "",
-             json.dumps(a.get("boundaries")), a["reason"]) for a in draft.actions]
+    rows = [(plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.source_broker, a.destination_broker or "",
+             json.dumps(a.boundaries), a.reason) for a in draft.actions]
     spark.createDataFrame(
         rows, "plan_id string, seq int, kind string, namespace string, bundle string, source string, "
               "destination string, boundaries string, reason string",
@@ -223,10 +223,9 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
                  plan_id, draft.summary["numBundleSplits"], draft.summary["numBundleUnloads"],
                  100 * (draft.summary["maxUsageBefore"] or 0), 100 * (draft.summary["maxUsageAfterPredicted"] or 0))
     for a in draft.actions:
-        what = (f"split {a['namespace']}/{a['bundle_range']} at {[f'0x{b:08x}' for b in a['boundaries'] or []]}"
-                if a["kind"] == "split" else
-                f"unload {a['namespace']}/{a['bundle_range']} {a['source_broker']} -> {a['destination_broker']}")
-        log.info("  [%d] %s: %s", a["seq"], what, a["reason"])
+        what = (f"split {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries]}" if a.kind == "split" else
+                f"unload {a.bundle} {a.source_broker} -> {a.destination_broker}")
+        log.info("  [%d] %s: %s", a.seq, what, a.reason)
     for note in draft.notes:
         log.info("  note: %s", note)
     if expired:

@@ -1,8 +1,8 @@
 """SQLAlchemy 2 typed declarative models of the state store (the schema is documented in docs/schema.md).
 
 These classes describe the schema; Alembic migrations (``store/migrations/versions``) create it, and a
-test compares the two so they cannot drift. Only :mod:`pulsar_rebalance.store.repository` uses them;
-everything outside the store sees plain dataclasses.
+test compares the two so they cannot drift. Only the repository (:mod:`pulsar_rebalance.store.repository`
+and the modules it re-exports) uses them; everything outside the store sees plain dataclasses.
 
 Conventions:
 
@@ -42,6 +42,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from pulsar_rebalance.core.plan import ACTION_KINDS, ACTION_STATES  # the plan's types own the vocabulary
+
 RUN_STATUSES = ("running", "succeeded", "failed", "nothing_to_do")
 PLAN_STATUSES = (
     "pending",
@@ -57,8 +59,6 @@ PLAN_STATUSES = (
     "interrupted",
     "aborted",
 )
-ACTION_KINDS = ("split", "unload")
-ACTION_STATES = ("pending", "in_progress", "completed", "failed", "skipped")
 APPROVAL_DECISIONS = ("approved", "rejected", "expired", "superseded")
 
 NAMING_CONVENTION = {
