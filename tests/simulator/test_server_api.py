@@ -292,3 +292,14 @@ def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--brokers", "0"], "--brokers must be from 1 to 2000"),
+    (["--brokers", "100000"], "--brokers must be from 1 to 2000"),
+    (["--brokers", "50", "--port-base", "65500"], "runs past TCP port 65535"),
+])
+def test_cli_refuses_an_unbounded_or_impossible_cluster_in_one_line(args, message) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "simulator", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
