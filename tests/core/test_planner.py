@@ -228,3 +228,79 @@ def test_closed_loop_reaches_the_target_without_ping_pong_and_then_stays_put() -
     assert s["ping_pong"] == 0 and s["churn"] == 0
     steady = run_closed_loop(build("steady-with-noise", 2), "GlobalPlanner").summary()
     assert steady["moves"] == 0 and steady["splits"] == 0
+
+
+def test_a_change_of_brokers_is_waited_for_then_planned_once_unless_a_broker_is_overloaded() -> None:
+    x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
+    cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}})
+    # the last cycle, a minute ago, also had D: D has just left (or is restarting)
+    last = {"globalPlanner": {"membership": {"brokers": ["A:8080", "B:8080", "C:8080", "D:8080"], "atMs": NOW - 60_000}}}
+    out = _decide(cycle, last)
+    cyc = out["cycles"][0]
+    assert (cyc["label"], cyc["reason"]) == ("Skip", "CoolDown") and not cyc["unloads"]
+    assert "left: D:8080" in cyc["detail"]
+    waiting = copy.deepcopy(cycle)
+    waiting["nowMs"] = NOW + 8 * 60_000  # 9 min after the change: still settling
+    out = _decide(waiting, out["state"])
+    assert out["cycles"][0]["reason"] == "CoolDown"
+    settled = copy.deepcopy(cycle)
+    settled["nowMs"] = NOW + 10 * 60_000  # stable for 10 min: one plan
+    assert _decide(settled, out["state"])["cycles"][0]["label"] == "Success"
+    # a broker above the overload threshold (85 %) is not kept waiting
+    hot = _nic_cluster({"A:8080": {}, "B:8080": {x: 60, b2: 50}, "C:8080": {c1: 40}})
+    assert _decide(hot, last)["cycles"][0]["label"] == "Success"
+
+
+def test_a_rolling_restart_gets_one_corrective_plan_at_its_end() -> None:
+    run = build("rolling-restart", 1)  # brokers 0-3 restart at cycles 2, 8, 14, 20, each back 2 cycles later
+    result = run_closed_loop(run, "GlobalPlanner")
+    moving = [i for i, n in enumerate(result.moves_per_cycle) if n]
+    assert len(moving) == 1 and moving[0] > 22, result.moves_per_cycle
+    s = result.summary()
+    assert s["final_max"] <= 1.05 * s["ideal"] and s["ping_pong"] == 0
+
+
+def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
+    model = _model("hot-bundle-needs-split", 2)
+    cyc = _decide(_cycle(model))["cycles"][0]
+    (split,) = cyc["splits"]
+    moved = [u for u in cyc["unloads"] if u["bundle"] in split["children"]]
+    assert moved and len({u["destination"] for u in moved}) == len(moved)  # one part per destination
+    assert all(u["predicted"]["destinationAfter"] <= cyc["stats"]["target"] for u in moved)
+    assert len(split["children"]) <= 2 * 7 + 1  # at most max_split_parts - 1 parts move, the rest stays between them
+    assert cyc["stats"]["maxUsageAfter"] <= cyc["stats"]["target"] + 0.005
+
+
+def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None:
+    run = build("hot-single-topic-unsplittable", 2)
+    model = run.model
+    result = run_closed_loop(run, "GlobalPlanner")
+    hot = max(model.topics, key=lambda t: t.burst)
+    bundle = model.bundle_of_topic(hot.name)
+    owner = model.owners[bundle]
+    assert [b for b, o in model.owners.items() if o == owner and model.topics_of(b)] == [bundle]
+    assert any("one hot topic" in w or "single hot topic" in w for w in result.warnings)
+    assert result.summary()["final_max"] <= result.summary()["floor"] + 0.002
+
+
+def test_a_swinging_bundle_is_planned_at_its_peak_and_nothing_chases_the_swing() -> None:
+    # an on/off consumer: after the first plan (which isolates its topic), no move at all, in either phase
+    result = run_closed_loop(build("periodic-jitter", 2), "GlobalPlanner")
+    assert result.moves_per_cycle[0] > 0 and sum(result.moves_per_cycle[1:]) == 0 and result.ping_pong == 0
+
+
+def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, 2.0]}}})
+    assert err.value.field == "state.globalPlanner.coefficients.cpu"
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, -2.0, 0, 0, 0]}}})
+    assert err.value.field == "state.globalPlanner.coefficients.cpu[1]"
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json({"globalPlanner": {"membership": {"brokers": "A:8080"}}})
+    assert err.value.field == "state.globalPlanner.membership.brokers"
+    model = _model("one-hot-broker")
+    state = _decide(_cycle(model))["state"]
+    mem = state["globalPlanner"]
+    assert mem["membership"]["brokers"] == sorted(model.live_brokers()) and set(mem["coefficients"]) >= {"cpu", "bandwidthOut"}
+    assert StrategyState.from_json(state).to_json() == state  # round trip

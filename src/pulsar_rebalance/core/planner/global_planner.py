@@ -11,32 +11,40 @@ One cycle:
 
 1. **Model** (:mod:`.load_model`): per broker the absolute usage and limit of Pulsar's five resources,
    per bundle its contribution (fitted from the reports), planned at the recent peak (max of the last
-   sample and Pulsar's short-term average). Usage is capacity-normalised (weighted max of usage/limit).
-2. **Ideal** = total usage / total capacity (binding resource). **Target** = ideal + max(2 points,
-   4 % of ideal); **trigger** = ideal + max(5 points, 10 % of ideal). Nothing happens unless the
-   busiest broker is above the trigger (hysteresis: a balanced cluster gets zero moves, noise and
-   on/off traffic inside the band are ignored).
-3. **Greedy descent of the maximum**: take the busiest broker above target; if one bundle can bring
-   it to the target without pushing its destination above the target, move the *smallest* such
-   bundle; otherwise make the move that lowers max(source, destination) the most. A destination is
-   never excluded (zero limits) and never ends above the source's usage or Pulsar's overload
-   threshold. Each move strictly lowers the pair's maximum: the plan is never worse than before.
-4. **Split when no move can help**: if the busiest broker's biggest bundle fits nowhere below the
+   sample, Pulsar's short-term average and the remembered peak of a swinging bundle). Usage is
+   capacity-normalised (weighted max of usage/limit).
+2. **Ideal** = total usage / total capacity (binding resource). **Target** = ideal + max(1.5 points,
+   3 % of ideal); a broker counts as above it only beyond ``min_gain`` (0.5 point) more, so no move is
+   made to shave less than that. **Trigger** = ideal + max(3 points, 6 % of ideal). Nothing happens
+   unless the busiest broker is above the trigger (hysteresis: a balanced cluster gets zero moves,
+   noise and on/off traffic inside the band are ignored).
+3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
+   restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
+   threshold: a rolling restart gets one corrective plan once every broker reports again, not one per
+   broker (the practice Pulsar's rolling-restart guide and Cruise Control's grace periods describe).
+4. **Greedy descent of the maximum, fewest moves first**: take the busiest broker above the target;
+   move the *smallest* bundle that alone brings it to the target with its destination staying within
+   the target (one move closes the whole gap); else the *largest* bundle whose destination stays
+   within the target (the most gap closed per move); else the move that lowers max(source,
+   destination) the most. Destinations are the least-used brokers with reported limits, never above
+   Pulsar's overload threshold, never ending above the source. Each move strictly lowers the pair's
+   maximum: the plan is never worse than before.
+5. **Split when no move can help**: if the busiest broker's biggest bundle fits nowhere below the
    target, split it - isolating a topic that carries more than half of it (boundaries at its hash
    and hash+1), otherwise into equal-load parts by topic hash - and place the children in the same
    plan. A bundle that is a single hot topic, or whose namespace is at
-   ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a move.
-5. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
+   ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a split.
+6. **A broker pinned above the target** by a bundle nothing can split or move (one hot topic) is the
+   cluster's worst broker: its other bundles move off it (each to a broker that stays within the
+   target), so the hot topic gets the broker to itself.
+7. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
    Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
-   A broker that stopped reporting less than 10 min ago may be restarting: the planner waits (unless a
-   broker is above Pulsar's overload threshold) instead of spreading load it will move back.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,11 +59,14 @@ from pulsar_rebalance.core.state import StrategyState
 
 PLANNER_NAME = "GlobalPlanner"
 
+TopicLoad = tuple[int, list[float], tuple[float, float, float]]
+"""A topic of a bundle being split: its hash, its load vector, and its planned (msg/s, bytes/s in, out)."""
+
 
 @dataclass(frozen=True, slots=True)
 class PlannerSettings:
-    target_abs: float = 0.02
-    target_rel: float = 0.04
+    target_abs: float = 0.015
+    target_rel: float = 0.03
     trigger_abs: float = 0.03
     trigger_rel: float = 0.06
     min_gain: float = 0.005
@@ -67,11 +78,14 @@ class PlannerSettings:
     swing: float = 0.25
     """A bundle whose last sample differs from its short-term average by more than this (relative) swings."""
     settle_ms: int = 10 * 60_000
-    """A broker that stopped reporting less than this ago may be restarting: wait (unless one is overloaded)."""
-    forget_broker_ms: int = 24 * 60 * 60_000
+    """Wait this long after the set of brokers changed (join, leave, restart) before re-planning, unless
+    a broker is above the overload threshold."""
+    model_smoothing: float = 0.2
+    """Weight of this cycle's fit in the load model's coefficients (EMA across cycles)."""
     max_actions: int = 1000
     candidate_destinations: int = 8
     max_split_parts: int = 8
+    """A split has at most this many parts to move plus one (the parts that stay lie between them)."""
     min_split_gain: float = 0.02
     """Isolating a hot topic must free at least this much of its broker (usage fraction) to be worth a split."""
 
@@ -154,7 +168,9 @@ class GlobalPlanner:
         view = ClusterView(
             inp.brokers, inp.bundle_data, config,
             {b: (p["msgRate"], p["msgThroughputIn"], p["msgThroughputOut"]) for b, p in mem.peaks.items()},
+            mem.coefficients, st.model_smoothing,
         )
+        mem.coefficients = view.coefficients()
         eligible = [b for b in view.brokers if any(lim > 0 and w > 0 for lim, w in zip(view.limit[b], view.weights))]
         history = mem.moves
         if now is not None:
@@ -169,12 +185,7 @@ class GlobalPlanner:
         stats: dict[str, Any] = {
             "ideal": _r(ideal), "target": _r(target), "trigger": _r(trigger), "maxUsageBefore": _r(max_before),
         }
-        seen = mem.brokers_seen
-        left: list[str] = []
-        if now is not None:
-            left = sorted(b for b, t in seen.items() if b not in inp.brokers and t >= now - st.settle_ms)
-            seen.update({b: now for b in inp.brokers})
-            mem.brokers_seen = {b: t for b, t in seen.items() if t >= now - st.forget_broker_ms}
+        changed = self._track_membership(mem, sorted(inp.brokers), now)
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats), new_state
@@ -185,13 +196,15 @@ class GlobalPlanner:
                 f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
                 stats,
             ), new_state
-
-        if left and max_before < overload:
+        since = mem.membership_changed
+        if now is not None and since is not None and now - since < st.settle_ms and max_before < overload:
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            what = f" ({changed})" if changed else ""
             return skip(
                 Reason.COOL_DOWN,
-                f"broker(s) {', '.join(left)} stopped reporting less than {st.settle_ms // 60_000} min ago (a restart?): "
-                f"waiting before re-planning; busiest broker {max_before:.4f} < overload threshold {overload:.2f}",
+                f"the set of brokers changed {(now - since) / 60_000:.0f} min ago{what}: waiting until it has been stable for "
+                f"{st.settle_ms // 60_000} min (a restart or scaling in progress gets one plan at its end); busiest broker "
+                f"{max_before:.4f} < overload threshold {overload:.2f}",
                 stats,
             ), new_state
 
@@ -218,7 +231,7 @@ class GlobalPlanner:
         stuck_max = 0.0
         unsplittable: set[str] = set()
         moved_in_plan: set[str] = set()
-        topic_cache: dict[str, list[tuple[int, list[float]]]] = {}
+        topic_cache: dict[str, list[TopicLoad]] = {}
         """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
         child_features: dict[str, tuple[float, float, float]] = {}
         # lazy heaps of (usage, broker): the busiest first, the least used first
@@ -227,7 +240,7 @@ class GlobalPlanner:
         heapq.heapify(busiest)
         heapq.heapify(idlest)
 
-        def changed(*brokers: str) -> None:
+        def changed_usage(*brokers: str) -> None:
             for b in brokers:
                 heapq.heappush(busiest, (-view.usage(b), b))
                 heapq.heappush(idlest, (view.usage(b), b))
@@ -246,10 +259,29 @@ class GlobalPlanner:
         def movable(name: str) -> bool:
             return name not in moved_in_plan and name not in frozen
 
+        def record(s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
+            ud = view.usage(d)
+            bl = view.bundles[name]
+            view.move(name, d)
+            changed_usage(s, d)
+            moved_in_plan.add(name)
+            reason = (
+                f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}){why}; "
+                f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
+                f"and {d} from {ud:.4f} to {bd:.4f}"
+            )
+            unloads.append(
+                PlannedUnload(
+                    s, name, d, reason, (d,),
+                    f"least predicted usage after the move among the {st.candidate_destinations} least-used brokers",
+                    {"sourceBefore": _r(us), "sourceAfter": _r(a), "destinationBefore": _r(ud), "destinationAfter": _r(bd)},
+                )
+            )
+
         actions = 0
         # Brokers above the target are planned down to it while the busiest one can still be lowered;
         # once the busiest broker is stuck (its load cannot move), only brokers above the trigger are
-        # worth disrupting clients for.
+        # worth disrupting clients for. A broker counts as above a level only by more than min_gain.
         floor_at = target
         while actions < st.max_actions:
             while busiest and (busiest[0][1] in stuck or -busiest[0][0] != view.usage(busiest[0][1])):
@@ -260,7 +292,7 @@ class GlobalPlanner:
             us = view.usage(s)
             if stuck_max >= us and floor_at == target:
                 floor_at = trigger
-            if us <= floor_at:
+            if us <= floor_at + st.min_gain:
                 break
             dests = dest_candidates(s)
             excess = us - target
@@ -277,7 +309,7 @@ class GlobalPlanner:
                     cands.append((size, name, a))
             cands.sort()
 
-            def best_dest(name: str, a: float) -> tuple[float, str] | None:
+            def best_dest(name: str) -> tuple[float, str] | None:
                 """The destination with the lowest usage after receiving ``name`` (allowed ones only)."""
                 bl = view.bundles[name]
                 back = history.get(name, {}).get("from")
@@ -296,7 +328,7 @@ class GlobalPlanner:
             # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
             first = bisect.bisect_left(cands, (excess,))
             for size, name, a in cands[first:]:
-                found = best_dest(name, a)
+                found = best_dest(name)
                 if found is not None and found[0] <= target:
                     choice = (name, found[1], a, found[0])
                     break
@@ -307,25 +339,35 @@ class GlobalPlanner:
                 fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
                 others = sum(size for size, name, _ in cands if name != biggest[1])
                 if not fits and biggest[0] > excess and others < excess:
-                    split = self._split(view, biggest[1], inp, config, counts, target, warnings, topic_cache, child_features)
+                    placed: dict[str, str] = {}
+                    split = self._split(view, biggest[1], inp, config, counts, target, warnings, topic_cache, child_features,
+                                        dests, excess - st.min_gain, placed)
                     if split is not None:
                         splits.append(split)
                         actions += 1
-                        changed(s)
+                        changed_usage(s)
+                        for child, d in placed.items():  # the parts sized for a destination's room go there
+                            us_c = view.usage(s)
+                            a = view.usage_after(s, view.bundles[child].vec, -1.0)
+                            bd = view.usage_after(d, view.bundles[child].vec, 1.0)
+                            if a < us_c and bd <= target:
+                                record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
+                                actions += 1
                         continue
                     unsplittable.add(biggest[1])
                     continue
             if choice is None:
-                # 3. the largest bundle whose destination stays within the target; else the lowest pair maximum
+                # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
                 for size, name, a in reversed(cands):
-                    found = best_dest(name, a)
+                    found = best_dest(name)
                     if found is not None and found[0] <= target:
                         choice = (name, found[1], a, found[0])
                         break
             if choice is None:
+                # 4. the move that lowers max(source, destination) the most
                 best_pair: tuple[float, str, str, float, float] | None = None
                 for size, name, a in cands:
-                    found = best_dest(name, a)
+                    found = best_dest(name)
                     if found is not None:
                         pair = max(a, found[0])
                         if pair < us - st.min_gain and (best_pair is None or pair < best_pair[0]):
@@ -336,30 +378,17 @@ class GlobalPlanner:
                 stuck.add(s)
                 stuck_max = max(stuck_max, us)
                 if us > target:
+                    pinned = [n for n in view.owned[s] if n in unsplittable]
+                    if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
+                        actions += self._isolate(view, s, pinned, movable, dest_candidates, history, target, overload, record)
                     warnings.append(
-                        f"{s}: predicted usage {us:.4f} stays above target {target:.4f}: no bundle can move without "
+                        f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
                         "overloading its destination (or all are in cool-down)"
                     )
                 continue
             name, d, a, bd = choice
-            ud = view.usage(d)
-            bl = view.bundles[name]
-            view.move(name, d)
-            changed(s, d)
-            moved_in_plan.add(name)
+            record(s, name, d, us, a, bd, "")
             actions += 1
-            reason = (
-                f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}); "
-                f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
-                f"and {d} from {ud:.4f} to {bd:.4f}"
-            )
-            unloads.append(
-                PlannedUnload(
-                    s, name, d, reason, (d,),
-                    f"least predicted usage after the move among the {len(dests)} least-used brokers",
-                    {"sourceBefore": _r(us), "sourceAfter": _r(a), "destinationBefore": _r(ud), "destinationAfter": _r(bd)},
-                )
-            )
 
         after = {b: view.usage(b) for b in view.brokers}
         stats["maxUsageAfter"] = _r(max((after[b] for b in eligible), default=0.0))
@@ -387,6 +416,51 @@ class GlobalPlanner:
             f"(ideal {ideal:.4f}, target {target:.4f})"
         )
         return Decision(Label.SUCCESS, Reason.OVERLOADED, detail, tuple(unloads), tuple(splits), (), stats), new_state
+
+    @staticmethod
+    def _isolate(view: ClusterView, s: str, pinned: Sequence[str], movable: Any, dest_candidates: Any,
+                 history: Mapping[str, Any], target: float, overload: float, record: Any) -> int:
+        """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
+        moved (``pinned``): move its other bundles off, biggest first, each to a broker that stays within the
+        target, so the hot topic gets the broker to itself. Returns the number of moves."""
+        moved = 0
+        us0 = view.usage(s)
+        gain = {n: us0 - view.usage_after(s, view.bundles[n].vec, -1.0)
+                for n in view.owned[s] if n not in pinned and movable(n)}
+        for name in sorted(gain, key=lambda n: (-gain[n], n)):
+            us = view.usage(s)
+            a = view.usage_after(s, view.bundles[name].vec, -1.0)
+            if a >= us:
+                continue
+            back = history.get(name, {}).get("from")
+            best: tuple[float, str] | None = None
+            for d in dest_candidates(s):
+                if d == back or view.usage(d) >= overload:
+                    continue
+                bd = view.usage_after(d, view.bundles[name].vec, 1.0)
+                if bd <= target and (best is None or bd < best[0]):
+                    best = (bd, d)
+            if best is not None:
+                record(s, name, best[1], us, a, best[0],
+                       f", held there by {', '.join(pinned)} (one hot topic: no split or move lowers it): giving it the broker to itself")
+                moved += 1
+        return moved
+
+    @staticmethod
+    def _track_membership(mem: PlannerMemory, brokers: list[str], now: int | None) -> str:
+        """Record this cycle's brokers; when the set differs from the last cycle's, the change is dated at
+        the last cycle (the earliest it can have happened). Returns what changed, in words ('' if nothing)."""
+        what = ""
+        if mem.members and brokers != mem.members:
+            joined = sorted(set(brokers) - set(mem.members))
+            left = sorted(set(mem.members) - set(brokers))
+            what = "; ".join(p for p in (f"joined: {', '.join(joined)}" if joined else "",
+                                         f"left: {', '.join(left)}" if left else "") if p)
+            mem.membership_changed = mem.members_at if mem.members_at is not None else now
+        mem.members = brokers
+        if now is not None:
+            mem.members_at = now
+        return what
 
     def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int) -> None:
         """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""
@@ -416,6 +490,111 @@ class GlobalPlanner:
         mem.peaks = peaks
 
     # -------------------------------------------------------------------------------------------
+    def _fitted_parts(
+        self,
+        view: ClusterView,
+        bl: BundleLoad,
+        topic_loads: Sequence[TopicLoad],
+        rng: BundleRange,
+        dests: Sequence[str],
+        target: float,
+        excess: float,
+    ) -> tuple[list[int], list[str | None]]:
+        """Cut the bundle (its topics in hash order) into parts to move, each sized to the room a
+        destination has below the target, and parts that stay: the fewest parts to move whose load
+        covers the source's ``excess``. Returns the split points and, per child, its destination
+        (None: stays on the source). Each part then moves in one move and no destination goes above
+        the target - fewer moves than equal parts that fit nowhere and push their destinations over
+        (which then shed in turn).
+
+        For m parts, each at most the m-th largest room R, the most load m disjoint runs of topics
+        can carry is a dynamic programme over the topics (the best run ending at a topic is the longest
+        one within R); m grows until that covers the excess (at most ``max_split_parts - 1`` parts)."""
+        st = self.settings
+        n = len(topic_loads)
+        rooms = sorted((d for d in dests if view.usage(d) < target), key=lambda d: (view.usage(d), d))
+        if n < 2 or not rooms:
+            return [], []
+        ref = rooms[0]
+        size = [view.usage_after(ref, v, 1.0) - view.usage(ref) for _, v, _f in topic_loads]
+        prefix = [0.0]
+        for x in size:
+            prefix.append(prefix[-1] + x)
+        best: tuple[float, list[tuple[int, int]]] | None = None
+        for m in range(1, min(st.max_split_parts - 1, len(rooms)) + 1):
+            cap = target - view.usage(rooms[m - 1])
+            # f[k][i]: most load k runs can carry among topics[:i]; run ends at i-1 and starts at lo[i]
+            lo = [0] * (n + 1)
+            j = 0
+            for i in range(1, n + 1):
+                while j < i and prefix[i] - prefix[j] > cap + 1e-12:
+                    j += 1
+                lo[i] = j
+            prev = [0.0] * (n + 1)
+            back: list[list[int]] = []
+            for _ in range(m):
+                cur = [0.0] * (n + 1)
+                choice = [-1] * (n + 1)
+                for i in range(1, n + 1):
+                    cur[i], choice[i] = cur[i - 1], -1
+                    if lo[i] < i:
+                        v = prev[lo[i]] + prefix[i] - prefix[lo[i]]
+                        if v > cur[i] + 1e-15:
+                            cur[i], choice[i] = v, lo[i]
+                back.append(choice)
+                prev = cur
+            runs: list[tuple[int, int]] = []
+            i, k = n, m - 1
+            while i > 0 and k >= 0:
+                if back[k][i] < 0:
+                    i -= 1
+                    continue
+                runs.append((back[k][i], i))
+                i, k = back[k][i], k - 1
+            runs.reverse()
+            covered = sum(prefix[b] - prefix[a] for a, b in runs)
+            if best is None or covered > best[0] + 1e-12:
+                best = (covered, runs)
+            if covered >= excess:
+                break
+        if best is None:
+            return [], []
+        runs = [r for r in best[1] if r[1] > r[0]]
+        if not runs or (len(runs) == 1 and runs[0] == (0, n)):
+            return [], []
+        # the biggest part to the roomiest destination, each part checked against its destination
+        order = sorted(range(len(runs)), key=lambda r: -(prefix[runs[r][1]] - prefix[runs[r][0]]))
+        free = list(rooms)
+        dest_of: dict[int, str | None] = {}
+        for r in order:
+            a, b = runs[r]
+            vec = [sum(topic_loads[t][1][i] for t in range(a, b)) for i in range(5)]
+            d = next((x for x in free if view.usage_after(x, vec, 1.0) <= target), None)
+            dest_of[r] = d
+            if d is not None:
+                free.remove(d)
+        # children: moved runs and the stretches between them (which stay)
+        cuts: list[tuple[int, str | None]] = []  # (start index, destination)
+        pos = 0
+        for r, (a, b) in enumerate(runs):
+            if a > pos:
+                cuts.append((pos, None))
+            cuts.append((a, dest_of[r]))
+            pos = b
+        if pos < n:
+            cuts.append((pos, None))
+        # a cut must fall strictly between two topic hashes and inside the range; else the parts merge (and stay)
+        merged: list[list[Any]] = []
+        for start, d in cuts:
+            h = topic_loads[start][0]
+            if merged and not (topic_loads[start - 1][0] < h and rng.lower < h < rng.upper):
+                merged[-1][1] = None
+                continue
+            merged.append([start, d])
+        if len(merged) < 2:
+            return [], []
+        return [topic_loads[c[0]][0] for c in merged[1:]], [c[1] for c in merged]
+
     def _split(
         self,
         view: ClusterView,
@@ -425,21 +604,34 @@ class GlobalPlanner:
         counts: dict[str, int],
         target: float,
         warnings: list[str],
-        topic_cache: dict[str, list[tuple[int, list[float]]]],
+        topic_cache: dict[str, list[TopicLoad]],
         child_features: dict[str, tuple[float, float, float]],
+        dests: Sequence[str] = (),
+        excess: float = 0.0,
+        placements: dict[str, str] | None = None,
     ) -> SplitDecision | None:
+        """Split ``bundle`` (see the module docstring); ``placements`` receives the destination planned
+        for each child that is to move (room-fitted parts)."""
+        placements = {} if placements is None else placements
         st = self.settings
         bl = view.bundles[bundle]
         ns, range_name = split_full_name(bundle)  # ns is namespace_of(bundle)
         rng = BundleRange.parse(range_name, bundle)
         limit = config.load_balancer_namespace_maximum_bundles
-        topic_loads: list[tuple[int, list[float]]] | None = topic_cache.get(bundle)
+        topic_loads: list[TopicLoad] | None = topic_cache.get(bundle)
         if topic_loads is None and (inp.bundle_topics or {}).get(bundle):
+            raw = sorted(
+                (topic_hash(topic), (r.msg_rate, r.msg_throughput_in, r.msg_throughput_out))
+                for topic, r in inp.bundle_topics[bundle].items()  # type: ignore[index]
+            )
+            # the topics' current rates, scaled to the rates the bundle is planned at (its recent peak)
+            planned = (bl.msg_rate, bl.feat_in, bl.feat_out)
+            tot = [sum(f[k] for _, f in raw) for k in range(3)]
+            k3 = [planned[k] / tot[k] if tot[k] > 0 else 0.0 for k in range(3)]
             topic_loads = []
-            for topic, rates in inp.bundle_topics[bundle].items():  # type: ignore[index]
-                f = features_of(rates.msg_rate, rates.msg_throughput_in, rates.msg_throughput_out, 1)
-                topic_loads.append((topic_hash(topic), view.contribution(f)))
-            topic_loads.sort(key=lambda t: t[0])
+            for h, f in raw:
+                scaled = (f[0] * k3[0], f[1] * k3[1], f[2] * k3[2])
+                topic_loads.append((h, view.contribution(features_of(*scaled, 1)), scaled))
         if topic_loads == [] and bundle in topic_cache:
             warnings.append(f"{bundle}: a child of a split made without topic rates; not split again in this plan")
             return None
@@ -450,9 +642,10 @@ class GlobalPlanner:
             warnings.append(f"{bundle}: range cannot be split further")
             return None
         points: list[int]
+        part_dests: list[str | None] = []
         how: str
         if topic_loads:
-            size = [view.usage_of(v, view.limit[bl.broker]) for _, v in topic_loads]
+            size = [view.usage_of(v, view.limit[bl.broker]) for _, v, _f in topic_loads]
             total = sum(size) or 1.0
             top = max(range(len(size)), key=lambda i: size[i])
             if size[top] > 0.5 * total:
@@ -466,19 +659,9 @@ class GlobalPlanner:
                 points = [p for p in (h, h + 1) if rng.lower < p < rng.upper]
                 how = f"isolate its hottest topic ({size[top] / total:.0%} of the bundle) at hash {format_boundary(h)}"
             else:
-                load = view.usage_of(bl.vec, view.limit[bl.broker])
-                parts = min(st.max_split_parts, max(2, math.ceil(load / max(target / 4, 1e-9))))
-                points = []
-                acc = 0.0
-                j = 1
-                for i in range(1, len(size)):
-                    acc += size[i - 1]
-                    if acc >= j * total / parts and j < parts:
-                        p = topic_loads[i][0]
-                        if rng.lower < p < rng.upper and (not points or p > points[-1]):
-                            points.append(p)
-                        j += 1
-                how = f"{len(points) + 1} parts of equal load by topic hash"
+                points, part_dests = self._fitted_parts(view, bl, topic_loads, rng, dests, target, excess)
+                how = (f"{len(points) + 1} parts by topic hash, each part to move sized to the room one of the "
+                       f"least-used brokers has below the target")
         else:
             mid = rng.lower + (rng.upper - rng.lower) // 2
             points = [mid]
@@ -499,9 +682,9 @@ class GlobalPlanner:
             sums = []
             for c, child in zip(children_ranges, child_names):
                 vec = [0.0] * 5
-                mine = [(h, v) for h, v in topic_loads if c.contains(h)]
+                mine = [t for t in topic_loads if c.contains(t[0])]
                 topic_cache[child] = mine
-                for _, v in mine:
+                for _, v, _f in mine:
                     for i in range(5):
                         vec[i] += v[i]
                 sums.append(vec)
@@ -511,13 +694,18 @@ class GlobalPlanner:
         else:
             vecs = [[x / len(children_ranges) for x in bl.vec] for _ in children_ranges]
         n = len(children_ranges)
-        parent_f = (bl.msg_rate, bl.feat_in, bl.feat_out)
         for child, vec in zip(child_names, vecs):
-            share = [vec[i] / bl.vec[i] if bl.vec[i] > 0 else 1.0 / n for i in range(5)]
-            # msg/s follows the CPU share, bytes in/out the NIC shares (the resources they drive)
-            child_features[child] = (parent_f[0] * share[0], parent_f[1] * share[3], parent_f[2] * share[4])
+            if topic_loads:  # msg/s and bytes/s of the topics hashing into the child
+                feats = [f for _, _, f in topic_cache[child]]
+                child_features[child] = (sum(f[0] for f in feats), sum(f[1] for f in feats), sum(f[2] for f in feats))
+            else:
+                child_features[child] = (bl.msg_rate / n, bl.feat_in / n, bl.feat_out / n)
             k = len(topic_cache[child]) if child in topic_cache else max(1, bl.topics // n)
-            children.append(BundleLoad(child, bl.broker, vec, bl.msg_rate / n, bl.throughput / n, bl.clients // n, k))
+            rate, tin, tout = child_features[child]
+            children.append(BundleLoad(child, bl.broker, vec, rate, tin + tout, bl.clients // n, k, tin, tout))
+        for child, d in zip(child_names, part_dests):
+            if d is not None:
+                placements[child] = d
         if not topic_loads:
             for child in child_names:  # no topic rates: do not split a guessed half again in this plan
                 topic_cache[child] = []

@@ -13,6 +13,9 @@ each bundle contributes to each resource from the load reports themselves:
   (refit), and with too few brokers the fit goes through the origin (usage proportional to traffic);
 * a resource whose fit explains less than 30 % of its variance across brokers (``MIN_R2``) is taken
   as not driven by bundle traffic: all base, so no move chases it (the broker gets a warning instead);
+* the coefficients are smoothed across cycles (an EMA giving each new fit weight 0.2, carried in the
+  planner's memory): one cycle's fit is noisy (CPU noise, message rate and bytes moving together),
+  and a bundle whose traffic swings would otherwise be sized with the coefficients of its quiet phase;
 * a bundle's contribution is ``coef . feature(bundle)``; the broker's *base* (what no bundle
   explains: JVM, GC, noise) stays with the broker when bundles move.
 
@@ -164,6 +167,8 @@ class ClusterView:
         bundle_data: Mapping[str, BundleData],
         config: LoadBalancerConfig,
         peaks: Mapping[str, Sequence[float]] | None = None,
+        prior: Mapping[str, Sequence[float]] | None = None,
+        smoothing: float = 0.2,
     ) -> None:
         self.config = config
         self.weights = [
@@ -198,6 +203,9 @@ class ClusterView:
             full = [0.0] * 5
             for j, v in zip(idx, c):
                 full[j] = v
+            before = (prior or {}).get(r)
+            if before is not None:  # one cycle's fit is noisy: smoothed across cycles (EMA)
+                full = [(1.0 - smoothing) * b + smoothing * v for b, v in zip(before, full)]
             self.coef.append(full)
         self._sparse = [
             (i, [(j, c) for j, c in enumerate(coefs) if c]) for i, coefs in enumerate(self.coef) if self.weights[i] > 0
@@ -226,6 +234,10 @@ class ClusterView:
                 owned.append(name)
             # base = what the bundles do not explain (never negative); planned usage = base + planned bundles
             self.used[b] = [max(0.0, reported[b][i] - cur[i]) + plan[i] for i in range(5)]
+
+    def coefficients(self) -> dict[str, list[float]]:
+        """Per resource the coefficients used (feature order of :func:`features_of`), for the next cycle's prior."""
+        return {r: list(c) for r, c in zip(RESOURCES, self.coef)}
 
     def contribution(self, f: Sequence[float]) -> list[float]:
         """A bundle's absolute contribution per resource (0 for resources with weight 0)."""
