@@ -68,7 +68,7 @@ def test_one_strategy_list_feeds_the_dag_the_run_params_the_contract_and_the_con
 
     param = _dag().params.get_param("shedding_strategy")
     assert list(param.schema["enum"]) == list(SELECTABLE_SHEDDERS) == list(RUN_SHEDDERS)
-    assert param.value == RunParams().shedding_strategy == DEFAULT_SHEDDER == "AvgShedder"
+    assert param.value == RunParams().shedding_strategy == DEFAULT_SHEDDER == "GlobalPlanner"
     for name in SELECTABLE_SHEDDERS:
         assert name in SHEDDERS and name in SHEDDING_STRATEGY_CLASSES
         assert LoadBalancerConfig.from_mapping({"loadBalancerLoadSheddingStrategy": name}).load_balancer_load_shedding_strategy == name

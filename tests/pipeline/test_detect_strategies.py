@@ -54,8 +54,9 @@ def test_threshold_shedder_sheds_the_hot_broker_with_destinations(snapshot):
     assert all(u["destination"] and u["destinationReason"] for u in cycle["unloads"])
 
 
-def test_the_global_planner_predicts_each_move_and_lowers_the_busiest_broker(snapshot):
-    params = RunParams.from_json({"shedding_strategy": "GlobalPlanner"})
+def test_the_default_is_the_global_planner_with_a_predicted_move_for_each_unload(snapshot):
+    params = RunParams.from_json({})
+    assert params.shedding_strategy == "GlobalPlanner" and params.effective_placement == "GlobalPlanner"
     cycle = decide(_scenario(snapshot, params))["cycle"]
     assert (cycle["label"], cycle["reason"]) == ("Success", "Overloaded"), cycle["detail"]
     for u in cycle["unloads"]:

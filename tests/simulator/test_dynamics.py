@@ -180,3 +180,40 @@ def test_periodic_jitter_toggles_a_consumer() -> None:
         m.advance()
     assert max(outs) > 3 * min(outs)
     assert outs[0] == pytest.approx(outs[1], rel=0.2) and outs[0] != pytest.approx(outs[2], rel=0.2)
+
+
+def test_the_load_manager_level_is_what_is_applied_and_unload_children_decides_the_lookup() -> None:
+    m = _model(n_topics=400, brokers=2, bundles=2)
+    a, b = sorted(m.owners)
+    src = m.owners[a]
+    other = "b1:8080" if src == "b0:8080" else "b0:8080"
+    # the strategy selected a, the load manager dropped it (e.g. DestinationIsSource): nothing moves
+    res = m.apply({"unloads": [{"broker": src, "bundle": a, "destination": None}], "executed": {"unloads": [], "dropped": []}})
+    assert res.unloads == 0 and m.owners[a] == src
+    res = m.apply({"unloads": [], "executed": {"unloads": [{"broker": src, "bundle": a, "destination": other}], "dropped": []}})
+    assert res.unloads == 1 and m.owners[a] == other
+    # a split with boundaries and unloadChildren false keeps its children on the owner
+    owner = m.owners[b]
+    r = BundleRange.parse(split_full_name(b)[1], "x")
+    mid = r.lower + (r.upper - r.lower) // 2
+    res = m.apply({"splits": [{"bundle": b, "boundaries": [f"0x{mid:08x}"], "unloadChildren": False}]})
+    assert res.splits == 1 and res.unloads == 0
+    assert {o for x, o in m.owners.items() if x.startswith("t/ns/") and x != a} == {owner}
+    _assert_partition(m)
+
+
+def test_the_floor_counts_what_cannot_be_split() -> None:
+    from pulsar_rebalance.core.config import LoadBalancerConfig
+
+    # one topic carries far more than the ideal share: the floor is that topic alone
+    m = _model(n_topics=50, brokers=4, bundles=4)
+    m.topics[0].burst = 2000.0
+    m._update_rates()
+    assert m.floor_usage() > m.ideal_usage()
+    hot_alone = m.floor_usage()
+    # the same cluster with the namespace at loadBalancerNamespaceMaximumBundles: no bundle can be split,
+    # so the bundle that holds the hot topic (and others) alone is the floor, higher than the topic alone
+    capped = _model(n_topics=50, brokers=4, bundles=4, config=LoadBalancerConfig.from_mapping({"loadBalancerNamespaceMaximumBundles": 4}))
+    capped.topics[0].burst = 2000.0
+    capped._update_rates()
+    assert capped.floor_usage() > hot_alone

@@ -325,19 +325,29 @@ class ClusterModel:
         return max(cpu / cap_cpu, total["bandwidthIn"]["usage"] / cap_nic, total["bandwidthOut"]["usage"] / cap_nic)
 
     def floor_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
-        """The best worst-broker usage any plan could reach: the ideal, or the hottest topic alone on
-        the broker where it weighs least (a topic cannot be split), whichever is higher."""
+        """The best worst-broker usage any plan could reach: the ideal; the hottest topic alone on the
+        broker where it weighs least (a topic cannot be split); the hottest bundle of a namespace at
+        ``loadBalancerNamespaceMaximumBundles`` alone (it cannot be split either) - whichever is highest."""
+        stats = self.bundle_stats() if stats is None else stats
         ideal = self.ideal_usage(stats)
         live = [self.brokers[b] for b in self.live_brokers()]
         hottest = max(self.topics, key=lambda t: t.rate_in * t.msg_size * (1 + t.rate_out / t.rate_in if t.rate_in else 1), default=None)
         if hottest is None or not live:
             return ideal
-        alone = [{
+        items = [{
             "msgRateIn": hottest.rate_in, "msgRateOut": hottest.rate_out,
             "msgThroughputIn": hottest.rate_in * hottest.msg_size, "msgThroughputOut": hottest.rate_out * hottest.msg_size,
         }]
-        best = min(max(r["usage"] / r["limit"] for r in self._usage(b, alone, noisy=False).values()) for b in live)
-        return max(ideal, best)
+        cap = self.config.load_balancer_namespace_maximum_bundles
+        full = {ns for ns, nb in self.namespaces.items() if len(nb.ranges) >= cap}
+        items += [s for b, s in stats.items() if split_full_name(b)[0] in full]
+
+        specs = list({(b.cores, b.nic_mbps): b for b in live}.values())  # one broker per capacity
+
+        def alone(item: Mapping[str, Any]) -> float:
+            return min(max(r["usage"] / r["limit"] for r in self._usage(b, [item], noisy=False).values()) for b in specs)
+
+        return max(ideal, max(alone(item) for item in items))
 
     # ------------------------------------------------------------------ placement (lookup)
     def lookup(self, bundle: str, stats: Mapping[str, Mapping[str, Any]] | None = None) -> str:

@@ -26,17 +26,20 @@ One cycle:
    move the *smallest* bundle that alone brings it to the target with its destination staying within
    the target (one move closes the whole gap); else the *largest* bundle whose destination stays
    within the target (the most gap closed per move); else the move that lowers max(source,
-   destination) the most. Destinations are the least-used brokers with reported limits, never above
+   destination) the most. The destination is the tightest fit within the target among the
+   least-used brokers with reported limits (the roomiest stay free for bigger bundles), never above
    Pulsar's overload threshold, never ending above the source. Each move strictly lowers the pair's
-   maximum: the plan is never worse than before.
+   maximum: the plan is never worse than before. Once the busiest broker is stuck, it sets the worst
+   usage: only brokers above the trigger and above it (or above the overload threshold) still move.
 5. **Split when no move can help**: if the busiest broker's biggest bundle fits nowhere below the
    target, split it - isolating a topic that carries more than half of it (boundaries at its hash
    and hash+1), otherwise into equal-load parts by topic hash - and place the children in the same
    plan. A bundle that is a single hot topic, or whose namespace is at
    ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a split.
-6. **A broker pinned above the target** by a bundle nothing can split or move (one hot topic) is the
-   cluster's worst broker: its other bundles move off it (each to a broker that stays within the
-   target), so the hot topic gets the broker to itself.
+6. **A broker pinned above the target** by a bundle nothing can split or move (one hot topic, or a
+   namespace at its bundle limit) is the cluster's worst broker: its other bundles move off it (each
+   to a broker that ends no higher than the target or the pinned bundle alone), so that bundle gets the
+   broker to itself.
 7. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
    Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
 """
@@ -280,8 +283,9 @@ class GlobalPlanner:
 
         actions = 0
         # Brokers above the target are planned down to it while the busiest one can still be lowered;
-        # once the busiest broker is stuck (its load cannot move), only brokers above the trigger are
-        # worth disrupting clients for. A broker counts as above a level only by more than min_gain.
+        # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
+        # brokers above the trigger and above that level (or above the overload threshold) are still worth
+        # disrupting clients for. A broker counts as above a level only by more than min_gain.
         floor_at = target
         while actions < st.max_actions:
             while busiest and (busiest[0][1] in stuck or -busiest[0][0] != view.usage(busiest[0][1])):
@@ -291,7 +295,7 @@ class GlobalPlanner:
             s = busiest[0][1]
             us = view.usage(s)
             if stuck_max >= us and floor_at == target:
-                floor_at = trigger
+                floor_at = max(trigger, min(stuck_max, overload))
             if us <= floor_at + st.min_gain:
                 break
             dests = dest_candidates(s)
@@ -310,10 +314,13 @@ class GlobalPlanner:
             cands.sort()
 
             def best_dest(name: str) -> tuple[float, str] | None:
-                """The destination with the lowest usage after receiving ``name`` (allowed ones only)."""
+                """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
+                destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
+                fewer moves in all), else the one ending lowest."""
                 bl = view.bundles[name]
                 back = history.get(name, {}).get("from")
                 best: tuple[float, str] | None = None
+                tight: tuple[float, str] | None = None
                 for d in dests:
                     if d == back or view.usage(d) >= overload:
                         continue
@@ -322,7 +329,9 @@ class GlobalPlanner:
                         continue
                     if best is None or bd < best[0]:
                         best = (bd, d)
-                return best
+                    if bd <= target and (tight is None or bd > tight[0]):
+                        tight = (bd, d)
+                return tight if tight is not None else best
 
             choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
             # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
@@ -421,12 +430,17 @@ class GlobalPlanner:
     def _isolate(view: ClusterView, s: str, pinned: Sequence[str], movable: Any, dest_candidates: Any,
                  history: Mapping[str, Any], target: float, overload: float, record: Any) -> int:
         """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
-        moved (``pinned``): move its other bundles off, biggest first, each to a broker that stays within the
-        target, so the hot topic gets the broker to itself. Returns the number of moves."""
+        moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
+        than the target or than ``s`` with only its pinned bundles, whichever is higher, so that the hot
+        bundle gets the broker to itself. Returns the number of moves."""
         moved = 0
         us0 = view.usage(s)
-        gain = {n: us0 - view.usage_after(s, view.bundles[n].vec, -1.0)
-                for n in view.owned[s] if n not in pinned and movable(n)}
+        others = [n for n in view.owned[s] if n not in pinned and movable(n)]
+        gain = {n: us0 - view.usage_after(s, view.bundles[n].vec, -1.0) for n in others}
+        # what s would carry with only what pins it: no destination may end above that (nor above the target
+        # if that is lower), so every move lowers the cluster's worst broker and none makes a new one
+        rest = [sum(view.bundles[n].vec[i] for n in others) for i in range(5)]
+        level = max(target, view.usage_after(s, rest, -1.0))
         for name in sorted(gain, key=lambda n: (-gain[n], n)):
             us = view.usage(s)
             a = view.usage_after(s, view.bundles[name].vec, -1.0)
@@ -438,7 +452,7 @@ class GlobalPlanner:
                 if d == back or view.usage(d) >= overload:
                     continue
                 bd = view.usage_after(d, view.bundles[name].vec, 1.0)
-                if bd <= target and (best is None or bd < best[0]):
+                if bd <= level and bd < a and (best is None or bd < best[0]):
                     best = (bd, d)
             if best is not None:
                 record(s, name, best[1], us, a, best[0],

@@ -50,9 +50,11 @@ SELECTABLE_SHEDDERS: tuple[str, ...] = (
 """What an operator picks from: the DAG's ``shedding_strategy`` Param enum, the run params, the
 quickstart. The single list those derive from (a test checks they agree and that each is registered)."""
 
-DEFAULT_SHEDDER = "AvgShedder"
-"""The pipeline's default (DAG ``shedding_strategy``, run params, quickstart): Pulsar's own default
-(``loadBalancerLoadSheddingStrategy``, AvgShedder since PR #26609)."""
+DEFAULT_SHEDDER = "GlobalPlanner"
+"""The pipeline's default (the DAG's ``shedding_strategy``, the run params): the planner, ahead of every
+Pulsar strategy in the closed-loop benchmark (docs/benchmarks/balance.md). Pulsar's strategies are one
+param away. The ``decide`` contract keeps Pulsar's own default (``loadBalancerLoadSheddingStrategy`` =
+AvgShedder since PR #26609, in core.config)."""
 
 EXTENSIBLE_SHEDDERS = frozenset({"TransferShedder"})
 """Shedders of the extensible load manager (they read BrokerLoadData / TopBundlesLoadData)."""
