@@ -200,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 if args.shedding == "ThresholdShedder"
                 else [
-                    f"Scenario: one cycle, {args.shedding} on the same generated cluster (100 namespaces, ~10% of",
-                    "brokers hot): the whole-cluster plan with a destination and predicted before/after for every move.",
+                    f"Scenario: one cycle, {args.shedding} on the same generated cluster (100 namespaces), its usage",
+                    "driven by the bundles' traffic and one broker in ten carrying twice the traffic: the whole-cluster",
+                    "plan with a destination and predicted before/after for every move (the plan stops at its",
+                    "1,000-action cap; the rest would come in the next run).",
                 ]
             ),
             "",
