@@ -18,15 +18,15 @@ from airflow.sdk import DAG, Param
 
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
+from pulsar_rebalance.pipeline.params import SHEDDERS, RunParams
 
-SHEDDERS = ["ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder"]
 PLACEMENTS = ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
 SPLIT_ALGORITHMS = [None, "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide",
                     "flow_or_qps_equally_divide"]
 
 with DAG(
     dag_id="pulsar_rebalance",
-    description="Approval-gated Pulsar bundle rebalancing (Pulsar's own algorithms)",
+    description="Approval-gated Pulsar bundle rebalancing (a whole-cluster planner, or Pulsar's own algorithms)",
     schedule=os.environ.get("PULSAR_REBALANCE_SCHEDULE", "@hourly") or None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
@@ -39,8 +39,9 @@ with DAG(
     params={
         "namespaces": Param([], type="array", items={"type": "string"},
                             description="tenant/namespace list; empty = every namespace"),
-        "shedding_strategy": Param("AvgShedder", enum=SHEDDERS, description="loadBalancerLoadSheddingStrategy"),
-        "placement_strategy": Param("AvgShedder", enum=PLACEMENTS,
+        "shedding_strategy": Param(RunParams.shedding_strategy, enum=list(SHEDDERS),
+                                   description="loadBalancerLoadSheddingStrategy (Pulsar's), or GlobalPlanner (whole-cluster plan)"),
+        "placement_strategy": Param(RunParams.placement_strategy, enum=PLACEMENTS,
                                     description="loadBalancerLoadPlacementStrategy"),
         "split_algorithm": Param(None, type=["null", "string"], enum=SPLIT_ALGORITHMS,
                                  description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default"),

@@ -57,3 +57,19 @@ def test_spark_jobs_are_thin_entry_points():
         text = job.read_text()
         assert len(text.splitlines()) < 40, f"{job.name} grew logic; move it into pulsar_rebalance.pipeline"
         assert "def main(" in text and "spark.stop()" in text
+
+
+def test_one_strategy_list_feeds_the_dag_the_run_params_the_contract_and_the_config(airflow_db):
+    """The selectable shedding strategies come from core.shedders.SELECTABLE_SHEDDERS only."""
+    from pulsar_rebalance.core.config import SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
+    from pulsar_rebalance.core.shedders import DEFAULT_SHEDDER, SELECTABLE_SHEDDERS, SHEDDERS
+    from pulsar_rebalance.pipeline.params import SHEDDERS as RUN_SHEDDERS
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    param = _dag().params.get_param("shedding_strategy")
+    assert list(param.schema["enum"]) == list(SELECTABLE_SHEDDERS) == list(RUN_SHEDDERS)
+    assert param.value == RunParams().shedding_strategy == DEFAULT_SHEDDER == "GlobalPlanner"
+    for name in SELECTABLE_SHEDDERS:
+        assert name in SHEDDERS and name in SHEDDING_STRATEGY_CLASSES
+        assert LoadBalancerConfig.from_mapping({"loadBalancerLoadSheddingStrategy": name}).load_balancer_load_shedding_strategy == name
+        assert RunParams.from_json({"shedding_strategy": name}).shedding_strategy == name

@@ -33,9 +33,12 @@ def test_every_shedder_decides_on_the_collected_snapshot(snapshot, shedder):
     out = decide(_scenario(snapshot, params))
     cycle = out["cycle"]
     assert cycle["label"] in ("Success", "Skip") and cycle["reason"]
+    children = {f"{s['bundle'].rsplit('/', 1)[0]}/{c.rsplit('/', 1)[1]}": s["bundle"]
+                for s in cycle["splits"] for c in s.get("children", [])}  # GlobalPlanner names split children
     for u in cycle["unloads"]:
         assert u["broker"] in snapshot.load_reports and u["reason"]
-        assert u["bundle"] in snapshot.ownership and snapshot.ownership[u["bundle"]] == u["broker"]
+        owned = u["bundle"] if u["bundle"] in snapshot.ownership else children[u["bundle"]]
+        assert snapshot.ownership[owned] == u["broker"]
         assert u.get("destination") is None or u["destination"] != u["broker"]
     # state carries over: a second cycle from the returned state is accepted
     again = decide(_scenario(snapshot, params, state=out["state"]))
@@ -49,6 +52,16 @@ def test_threshold_shedder_sheds_the_hot_broker_with_destinations(snapshot):
     hot = max(cycle["stats"]["brokers"], key=lambda b: cycle["stats"]["brokers"][b]["usage"])
     assert {u["broker"] for u in cycle["unloads"]} == {hot}
     assert all(u["destination"] and u["destinationReason"] for u in cycle["unloads"])
+
+
+def test_the_default_is_the_global_planner_with_a_predicted_move_for_each_unload(snapshot):
+    params = RunParams.from_json({})
+    assert params.shedding_strategy == "GlobalPlanner" and params.effective_placement == "GlobalPlanner"
+    cycle = decide(_scenario(snapshot, params))["cycle"]
+    assert (cycle["label"], cycle["reason"]) == ("Success", "Overloaded"), cycle["detail"]
+    for u in cycle["unloads"]:
+        assert u["destination"] and u["predicted"]["destinationAfter"] < u["predicted"]["sourceBefore"]
+    assert cycle["stats"]["maxUsageAfter"] < cycle["stats"]["maxUsageBefore"]
 
 
 def test_avg_shedder_waits_for_its_hit_count_before_shedding(snapshot):

@@ -98,6 +98,31 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
     assert b2["after"]["msgThroughput"] == pytest.approx(1e6 + 5.8e6 + 2e6)
 
 
+def test_a_planner_split_keeps_its_boundaries_and_its_moved_child_is_predicted_from_the_topics():
+    from pulsar_rebalance.core.bundles import topic_hash
+
+    hot = "t/n/0x00000000_0x40000000"
+    names = [f"persistent://t/n/topic-{i}" for i in range(400)]
+    heavy = next(n for n in names if 0x10000000 < topic_hash(n) < 0x30000000)
+    h = topic_hash(heavy)
+    light = next(n for n in names if topic_hash(n) < h)
+    topics = {hot: {light: {"msgRateIn": 10.0, "msgRateOut": 10.0, "msgThroughputIn": 1e5, "msgThroughputOut": 1e5},
+                    heavy: {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6, "msgThroughputOut": 2.9e6}}}
+    child = f"t/n/0x{h:08x}_0x{h + 1:08x}"
+    d = decision(
+        splits=[{"bundle": hot, "broker": "b1:8080", "reason": "GlobalPlanner: isolate", "boundaries": [f"0x{h:08x}", f"0x{h + 1:08x}"],
+                 "children": [f"t/n/0x00000000_0x{h:08x}", child, f"t/n/0x{h + 1:08x}_0x40000000"]}],
+        unloads=[{"broker": "b1:8080", "bundle": child, "destination": "b2:8080", "reason": "Overloaded: GlobalPlanner"}],
+    )
+    draft = build_plan(decision=d, params=RunParams.from_json({}), reports=REPORTS, topics_by_bundle=topics,
+                       ownership={hot: "b1:8080"})
+    split, unload = draft.actions
+    assert split.boundaries == (h, h + 1) and split.split_algorithm == "specified_positions_divide"
+    assert (unload.kind, unload.bundle_range, unload.destination_broker) == ("unload", child.rsplit("/", 1)[1], "b2:8080")
+    # the isolated topic's 5.8e6 bytes/s move, not a guess
+    assert draft.summary["brokers"]["b2:8080"]["after"]["msgThroughput"] == pytest.approx(1e6 + 5.8e6)
+
+
 def test_plan_without_destination_records_why_and_is_empty():
     d = decision(unloads=[{"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": None, "reason": "x"}])
     draft = build_plan(decision=d, params=RunParams.from_json({"shedding_strategy": "ThresholdShedder"}), reports=REPORTS, topics_by_bundle={}, ownership={})

@@ -36,8 +36,20 @@ def _count(url: str, table: str) -> int:
         engine.dispose()
 
 
-def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path, capsys, monkeypatch):
+def _approve(db_url: str, plan_id: str) -> None:
+    """Approve as bob, through the CLI's decision path (it reads the state DB from the environment)."""
+    import os
+
     from pulsar_rebalance.cli.plans import decide
+
+    os.environ["PULSAR_REBALANCE_DATABASE_URL"] = db_url
+    try:
+        decide(plan_id, "approved", by="bob", comment="ok")
+    finally:
+        del os.environ["PULSAR_REBALANCE_DATABASE_URL"]
+
+
+def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path, capsys, monkeypatch):
     from pulsar_rebalance.pipeline import stages
 
     engine = make_engine(db_url)
@@ -53,12 +65,7 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     assert planned["status"] == "pending" and planned["actions"] > 0
     assert stages.stage_plan(spark, ctx, engine=engine)["plan_id"] == planned["plan_id"]  # retry: same plan
 
-    import os
-    os.environ["PULSAR_REBALANCE_DATABASE_URL"] = db_url
-    try:
-        decide(planned["plan_id"], "approved", by="bob", comment="ok")
-    finally:
-        del os.environ["PULSAR_REBALANCE_DATABASE_URL"]
+    _approve(db_url, planned["plan_id"])
     report = stages.stage_execute(spark, ctx, engine=engine, client=client)
     assert report["status"] == "executed", report
     assert report["unloads_executed"] == planned["summary"]["numBundleUnloads"]
@@ -83,6 +90,34 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     assert history[-1]["action_reason"] == moved.reason and history[-1]["valid_to"] is None
     assert main(["history", moved.bundle, "--at", "2000-01-01T00:00:00"]) == 0
     assert "no ownership recorded" in capsys.readouterr().out
+
+
+def test_the_default_planner_runs_through_the_stages_and_its_plan_executes(spark, sim, db_url, tmp_path):
+    """GlobalPlanner (the default): detect reads the busiest bundles' topics from topics.parquet, the
+    plan keeps the planner's destinations and predictions, and executing it lowers the busiest broker."""
+    from pulsar_rebalance.pipeline import stages
+
+    engine = make_engine(db_url)
+    client = PulsarAdminClient.from_url(sim.admin_url)
+    ctx = JobContext("manual__2026-11-22T02:00:00+00:00", str(tmp_path / "work"))
+    stages.stage_collect(spark, ctx, params_doc={}, engine=engine, client=client)
+    stages.stage_compute_usage(spark, ctx, engine=engine)
+    detected = stages.stage_detect(spark, ctx, engine=engine)
+    assert detected["label"] == "Success" and detected["unloads"] > 0, detected
+    scenario = stages.read_json(spark, ctx.path(stages.SCENARIO_JSON))  # the busiest bundles' topics went along
+    assert scenario["shedding"] == "GlobalPlanner" and scenario["cycles"][0]["bundleTopics"]
+    planned = stages.stage_plan(spark, ctx, engine=engine)
+    assert planned["summary"]["maxUsageAfterPredicted"] < planned["summary"]["maxUsageBefore"]
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=planned["plan_id"])
+        assert plan.summary["strategies"]["shedding"] == plan.summary["strategies"]["placement"] == "GlobalPlanner"
+        unloads = [a for a in plan.actions if a.kind == "unload"]
+        assert unloads and all(a.reason.startswith("Overloaded: GlobalPlanner") and a.destination_broker for a in unloads)
+
+    _approve(db_url, planned["plan_id"])
+    report = stages.stage_execute(spark, ctx, engine=engine, client=client)
+    assert report["status"] == "executed", report
+    assert report["max_usage_after"] < report["max_usage_before"]
 
 
 def test_unreachable_admin_url_fails_clearly_and_writes_nothing(spark, db_url, tmp_path):

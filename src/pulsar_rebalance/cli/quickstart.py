@@ -40,13 +40,16 @@ def redact_url(url: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from pulsar_rebalance.core.shedders import SELECTABLE_SHEDDERS
+
     p = sub.add_parser("demo", help="run one complete rebalance on embedded defaults (the README's main job)")
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
     p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
     p.add_argument("--brokers", type=int, default=5, help="simulated brokers")
     p.add_argument("--auto-approve", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true", "yes"),
                    help="approve the plan without asking (also: AUTO_APPROVE=1)")
-    p.add_argument("--strategy", default="ThresholdShedder", help="shedding strategy for this run")
+    p.add_argument("--strategy", default="ThresholdShedder", choices=SELECTABLE_SHEDDERS,
+                   help="shedding strategy for this run (ThresholdShedder: plans on the first run, unlike AvgShedder)")
     p.add_argument("--dry-run", action="store_true", help="plan and approve, but call no admin API")
     p.add_argument("--timeout-minutes", type=float, default=90.0, help="hard limit for the whole DAG run")
     p.set_defaults(func=run_demo)

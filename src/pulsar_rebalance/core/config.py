@@ -65,6 +65,8 @@ SHEDDING_STRATEGY_CLASSES: Mapping[str, tuple[str, ...]] = {
     # The extensible load manager always uses TransferShedder (it is not read from this key in
     # Pulsar); we accept it here so one key selects the shedder for both load managers.
     "TransferShedder": (_EXT_SCHEDULER + "TransferShedder",),
+    # Not a Pulsar class: this project's whole-cluster planner (core/planner), selectable by the same key.
+    "GlobalPlanner": (),
 }
 PLACEMENT_STRATEGY_CLASSES: Mapping[str, tuple[str, ...]] = {
     "LeastLongTermMessageRate": (_IMPL + "LeastLongTermMessageRate",),
@@ -90,7 +92,9 @@ SHEDDING_STRATEGY_NAMES = frozenset(SHEDDING_STRATEGY_CLASSES)
 PLACEMENT_STRATEGY_NAMES = frozenset(PLACEMENT_STRATEGY_CLASSES)
 LOAD_MANAGER_NAMES = frozenset(LOAD_MANAGER_CLASSES)
 
-SheddingStrategyName = Literal["ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder"]
+SheddingStrategyName = Literal[
+    "ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder", "GlobalPlanner"
+]
 PlacementStrategyName = Literal["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
 LoadManagerName = Literal["ModularLoadManagerImpl", "ExtensibleLoadManagerImpl"]
 SplitAlgorithmName = Literal[

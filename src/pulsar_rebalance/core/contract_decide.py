@@ -70,6 +70,7 @@ from pulsar_rebalance.core.load import (
     parse_bundle_data_map,
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
+from pulsar_rebalance.core.planner import PlannerInput
 from pulsar_rebalance.core.placement.assignment import (
     ModularPlacementContext,
     select_broker,
@@ -78,7 +79,7 @@ from pulsar_rebalance.core.placement.assignment import (
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
 from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
-from pulsar_rebalance.core.split_algorithms import get_split_boundaries
+from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries, topic_rates_map
 from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
 from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
 from pulsar_rebalance.core.state import StrategyState
@@ -98,6 +99,7 @@ _CYCLE_KEYS = frozenset(
         "place",
         "namespaceBundleCounts",
         "availableBrokers",
+        "bundleTopics",
     }
 )
 
@@ -129,6 +131,8 @@ class Cycle:
     place: list[str]
     namespace_bundle_counts: dict[str, int] | None
     available_brokers: list[str] | None
+    bundle_topics: dict[str, dict[str, TopicRates]] | None = None
+    """GlobalPlanner only: per bundle, its topics' rates (lets a split isolate a hot topic)."""
 
 
 @dataclass(slots=True)
@@ -294,6 +298,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         place=place,
         namespace_bundle_counts=counts,
         available_brokers=available,
+        bundle_topics=_bundle_topics(obj, path, names),
     )
     _check_cycle_shape(cycle, scenario)
     return cycle
@@ -310,6 +315,18 @@ def _check_one_owner(brokers: Mapping[str, LocalBrokerData], path: str) -> None:
                 raise SnapshotError(f"bundle {bundle} is under two brokers: {other} and {broker}",
                                     broker=broker, bundle=bundle, field=field_path(path, broker))
     check_no_overlap(owner, path)
+
+
+def _bundle_topics(obj: Mapping[str, Any], path: str, names: _BundleNames) -> dict[str, dict[str, TopicRates]] | None:
+    if "bundleTopics" not in obj:
+        return None
+    bp = field_path(path, "bundleTopics")
+    out: dict[str, dict[str, TopicRates]] = {}
+    for bundle, topics in require_object(obj["bundleTopics"], bp).items():
+        p = field_path(bp, bundle)
+        names.check(bundle, p)
+        out[bundle] = topic_rates_map(require_object(topics, p), p)
+    return out
 
 
 def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
@@ -339,6 +356,8 @@ def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
         for broker in cycle.top_bundles:
             if broker not in known:
                 raise ScenarioError(field_path(field_path(path, "topBundlesLoadData"), broker), "unknown broker (not in brokerLoadData)")
+    if cycle.bundle_topics is not None and not getattr(SHEDDERS[scenario.shedding], "plans_splits", False):
+        raise ScenarioError(field_path(path, "bundleTopics"), "only used by GlobalPlanner")
     if cycle.available_brokers is not None and not scenario.extensible:
         raise ScenarioError(field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)")
 
@@ -652,10 +671,12 @@ def _run_cycle(
         assert cycle.brokers is not None
         available = list(cycle.brokers)
 
-    # Splits first (updateAll -> checkNamespaceBundleSplit runs when load reports arrive).
+    # Splits first (updateAll -> checkNamespaceBundleSplit runs when load reports arrive). A planner
+    # (GlobalPlanner) plans its own splits together with its moves: Pulsar's split trigger is not run.
+    planner = getattr(shedder, "plans_splits", False)
     splits: list[SplitDecision] = []
     split_notes: list[str] = []
-    if config.load_balancer_auto_bundle_split_enabled:
+    if config.load_balancer_auto_bundle_split_enabled and not planner:
         derived_counts = _namespace_counts(cycle, top)
         counts = cycle.namespace_bundle_counts if cycle.namespace_bundle_counts is not None else derived_counts
         if scenario.extensible:
@@ -720,6 +741,12 @@ def _run_cycle(
             excluded=frozenset(config.load_balancer_shedding_excluded_namespaces),
         )
         decision, state = shedder.find_bundles_for_unloading(inp, config, state)
+    elif planner:
+        # GlobalPlanner: one whole-cluster plan (moves with destinations, splits with boundaries)
+        inp_p = PlannerInput(cycle.brokers or {}, bundle_data, recent_bundles, now, cycle.bundle_topics,
+                             cycle.namespace_bundle_counts)
+        decision, state = shedder.plan(inp_p, config, state)
+        splits = list(decision.splits)
     else:
         inp_m = ModularInput(cycle.brokers or {}, bundle_data, recent_bundles)
         decision, state = shedder.find_bundles_for_unloading(inp_m, config, state)
@@ -737,6 +764,10 @@ def _run_cycle(
     dropped: list[DroppedUnload] = []
     if scenario.extensible:
         executed = list(decision.unloads)  # UnloadScheduler executes every decision as given
+    elif planner:
+        # The planner's moves are placed in its own plan (destination chosen with every other move of
+        # the cycle in view, never an excluded namespace): executed as planned, selectBroker is not run.
+        executed = list(decision.unloads)
     elif decision.unloads:
         executed, dropped, state = _executed_unloads(scenario, decision, available, modular_ctx, state, rng)
     else:

@@ -19,13 +19,15 @@ reset history)::
      "splitConditionHitCounts": {"<broker>": {"<bundle>": 2}},
      "recentlyUnloadedBundles": {"<bundle>": epochMs}, "recentlyUnloadedBrokers": {"<broker>": epochMs},
      "bundleData": {"<bundle>": {BundleData}},   (only when the caller does not supply bundleData)
-     "random": {"mt": [624 words, index]} | null}   (the seeded random stream's position)
+     "random": {"mt": [624 words, index]} | null,   (the seeded random stream's position)
+     "globalPlanner": {...}}   (only when GlobalPlanner ran; see core/planner/memory.py)
 
 Units: usages are fractions (1.0 = 100%), AvgShedder scores are points 0-100, times epoch ms.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -81,6 +83,9 @@ class StrategyState:
     """The leader's ``loadData.bundleData`` (BundleData JSON) when the caller does not supply ``bundleData``."""
     random_state: tuple[int, ...] | None = None
     """Position of the seeded random stream (Mersenne Twister: 624 words + index), None = fresh from the seed."""
+    planner: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """GlobalPlanner's memory (move history, brokers seen, bundle peaks), the JSON of
+    :class:`pulsar_rebalance.core.planner.memory.PlannerMemory`; empty for Pulsar's strategies."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -95,6 +100,7 @@ class StrategyState:
             "recently_unloaded_bundles",
             "recently_unloaded_brokers",
             "bundle_data",
+            "planner",
         ):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if not isinstance(self.transfer_hit_count, int) or self.transfer_hit_count < 0:
@@ -108,6 +114,12 @@ class StrategyState:
 
     # ---- JSON -------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
+        out = self._to_json()
+        if self.planner:  # only GlobalPlanner writes it: Pulsar strategies' state keeps its shape
+            out["globalPlanner"] = json.loads(json.dumps(dict(self.planner)))
+        return out
+
+    def _to_json(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
             "thresholdShedder": {"brokerAvgResourceUsage": dict(self.threshold_avg_usage)},
@@ -149,6 +161,9 @@ class StrategyState:
                 "recentlyUnloadedBrokers",
                 "bundleData",
                 "random",
+
+
+                "globalPlanner",
             },
             path,
         )
@@ -217,6 +232,7 @@ class StrategyState:
             split_hit_counts=_nested_int_map(root, "splitConditionHitCounts", path),
             recently_unloaded_bundles=_int_map(root, "recentlyUnloadedBundles", path),
             recently_unloaded_brokers=_int_map(root, "recentlyUnloadedBrokers", path),
+            planner=_planner_memory(root, path),
         )
 
 
@@ -240,6 +256,12 @@ def _random_state(value: object, path: str) -> tuple[int, ...] | None:
             raise ScenarioError(field_path(mp, i), f"out of range: {n}")
         out.append(n)
     return tuple(out)
+def _planner_memory(root: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    if "globalPlanner" not in root:
+        return _EMPTY
+    from pulsar_rebalance.core.planner.memory import PlannerMemory  # validated by its owner
+
+    return PlannerMemory.from_json(root["globalPlanner"], field_path(path, "globalPlanner")).to_json()
 
 
 def _section(root: Mapping[str, Any], key: str, path: str, allowed: set[str]) -> Mapping[str, Any]:

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pulsar_rebalance.core.planner import split_candidates
 from pulsar_rebalance.pipeline.params import RunParams
 
 
 MODULAR_SHEDDERS_WITH_PLACEMENT = ("ThresholdShedder", "OverloadShedder", "UniformLoadShedder")
+PLANNERS = ("GlobalPlanner",)
+"""Strategies that plan splits themselves and read the topics of their split candidates."""
 
 
 def state_name(params: RunParams) -> str:
@@ -29,8 +32,9 @@ def build_scenario(
     recently_unloaded: Mapping[str, int],
     state: Mapping[str, Any] | None,
     now_ms: int,
+    bundle_topics: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
 ) -> dict[str, Any]:
-    """The decide scenario for one cycle, in Pulsar's JSON shapes."""
+    """The decide scenario for one cycle, in Pulsar's JSON shapes (``bundle_topics``: GlobalPlanner only)."""
     config = dict(params.config)
     if params.split_algorithm:
         config["defaultNamespaceBundleSplitAlgorithm"] = params.split_algorithm
@@ -47,6 +51,8 @@ def build_scenario(
             "namespaceBundleCounts": {ns: len(bs) - 1 for ns, bs in namespace_boundaries.items()},
         }],
     }
+    if bundle_topics and params.shedding_strategy in PLANNERS:
+        scenario["cycles"][0]["bundleTopics"] = {b: {t: dict(r) for t, r in ts.items()} for b, ts in bundle_topics.items()}
     if params.shedding_strategy in MODULAR_SHEDDERS_WITH_PLACEMENT and params.placement_strategy != "AvgShedder":
         scenario["placement"] = params.placement_strategy
     # AvgShedder places with its own pairing and TransferShedder with the extensible

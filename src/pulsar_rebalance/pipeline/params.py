@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pulsar_rebalance.core.shedders import DEFAULT_SHEDDER, SELECTABLE_SHEDDERS
 from pulsar_rebalance.errors import ConfigError
 
-SHEDDERS = ("ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder")
+SHEDDERS = SELECTABLE_SHEDDERS  # GlobalPlanner + Pulsar's five shedders (core.shedders is the one list)
 PLACEMENTS = ("LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder")
 
 
@@ -17,7 +18,7 @@ PLACEMENTS = ("LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgSh
 class RunParams:
     namespaces: tuple[str, ...] = ()
     cluster: str | None = None
-    shedding_strategy: str = "AvgShedder"  # Pulsar's default since PR #26609
+    shedding_strategy: str = DEFAULT_SHEDDER  # core.shedders: GlobalPlanner (Pulsar's own: AvgShedder since PR #26609)
     placement_strategy: str = "AvgShedder"
     split_algorithm: str | None = None  # None = config's defaultNamespaceBundleSplitAlgorithm
     dry_run: bool = False
@@ -100,6 +101,8 @@ class RunParams:
     @property
     def effective_placement(self) -> str:
         """The placement that actually picks destinations with this shedder (what decide() uses)."""
+        if self.shedding_strategy == "GlobalPlanner":
+            return "GlobalPlanner"  # places its own moves, in the plan
         if self.shedding_strategy == "AvgShedder":
             return "AvgShedder"
         if self.shedding_strategy == "TransferShedder":

@@ -1,8 +1,11 @@
 """plan_split: turn a decision into one immutable plan with actions, reasons and predictions.
 
-Actions are ordered: splits first (each with the boundaries computed now by the configured split
-algorithm, so execution applies exactly what was approved), then unloads with a destination.
-A bundle chosen for both split and unload is split, and its heaviest child (by the topics' current
+Actions are ordered: splits first (each with its boundaries fixed now - the decision's when it has
+them, else computed by the configured split algorithm on the topics - so execution applies exactly
+what was approved), then unloads with a destination. A planner's split (GlobalPlanner) comes with its
+boundaries and children, and its unloads may name the children (their predicted load comes from the
+parent's topics). For Pulsar's strategies, a bundle
+chosen for both split and unload is split, and its heaviest child (by the topics' current
 throughput) is unloaded to the planned destination instead: Pulsar would split it and unload all
 children (``loadBalancerAutoUnloadSplitBundlesEnabled``) to wherever lookups land, whereas this plan
 moves exactly one named child to a named broker, so the human approves a concrete move.
@@ -57,6 +60,7 @@ def build_plan(
     warnings = list((snapshot_check or {}).get("warnings", []))
     excluded = set((snapshot_check or {}).get("excludedBundles", []))
 
+    planned_children: dict[str, str] = {}  # child full name -> parent full name (planner splits)
     for s in cycle.get("splits", []):
         bundle = s["bundle"]
         if bundle in excluded:
@@ -64,22 +68,31 @@ def build_plan(
             continue
         ns, rng = split_full_name(bundle)
         topics = topics_by_bundle.get(bundle, {})
-        result = split_scenario({
-            "algorithm": algorithm, "bundle": rng, "topics": {t: dict(r) for t, r in topics.items()},
-            "config": dict(params.config),
-        })
-        if not result.get("split"):
-            notes.append(f"split of {bundle} skipped: {algorithm} found no valid boundary ({result.get('reason', 'no split')})")
-            continue
-        split_children[bundle] = list(result["children"])
+        if s.get("boundaries"):
+            # boundaries decided with the split: Pulsar's range_equally_divide on the range, or a planner's
+            # split (GlobalPlanner, specified_positions_divide) whose unloads may name the children
+            boundaries, children = list(s["boundaries"]), [split_full_name(c)[1] for c in s.get("children") or []]
+            split_algorithm = s.get("algorithm") or "specified_positions_divide"
+        else:
+            result = split_scenario({
+                "algorithm": algorithm, "bundle": rng, "topics": {t: dict(r) for t, r in topics.items()},
+                "config": dict(params.config),
+            })
+            if not result.get("split"):
+                notes.append(f"split of {bundle} skipped: {algorithm} found no valid boundary ({result.get('reason', 'no split')})")
+                continue
+            boundaries, children, split_algorithm = list(result["boundaries"]), list(result["children"]), algorithm
+        split_children[bundle] = children
+        for c in children:
+            planned_children[f"{ns}/{c}"] = bundle
         actions.append({
             "kind": "split", "namespace": ns, "bundle_range": rng,
             "source_broker": s.get("broker") or ownership.get(bundle),
             "destination_broker": None,
-            "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(result["boundaries"])],
-            "split_algorithm": algorithm,
+            "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(boundaries)],
+            "split_algorithm": split_algorithm,
             "reason": s["reason"],
-            "predicted": {"children": result["children"], "loadChange": "none: the children stay on the owner",
+            "predicted": {"children": children, "loadChange": "none: the children stay on the owner until moved",
                           "bundleLoad": _bundle_load(reports.get(s.get("broker") or ownership.get(bundle) or "", {}),
                                                      bundle, {})},
         })
@@ -111,6 +124,10 @@ def build_plan(
             reason = (f"{reason}; {bundle} is split in this plan, so its heaviest child {rng} "
                       f"({loads[rng].total_msg_throughput / 2**20:.2f} of {parent_thr / 2**20:.2f} MiB/s) moves instead")
             notes.append(f"unload of {bundle} replaced by its child {ns}/{rng} (the bundle is split first)")
+        if bundle in planned_children:  # a child of a split of this plan: its load from the parent's topics
+            parent = planned_children[bundle]
+            loads = _child_loads(ns, split_children[parent], topics_by_bundle.get(parent, {}))
+            child_stats[bundle] = loads[rng]
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
         actions.append({

@@ -15,7 +15,7 @@ from typing import Any
 from pulsar_rebalance.errors import ConfigError, SnapshotError, StoreError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
-from pulsar_rebalance.pipeline.detect import build_scenario, decide, state_name
+from pulsar_rebalance.pipeline.detect import PLANNERS, build_scenario, decide, split_candidates, state_name
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 from pulsar_rebalance.pipeline.usage import (
     broker_usage_rows, bundle_load_rows, carried, carry, latest, parse_reports, update_time_averages,
@@ -124,9 +124,21 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
         name = state_name(params)
         state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
+    bundle_topics = None
+    if params.shedding_strategy in PLANNERS:  # the planner splits on topic rates: its candidates' topics
+        from pulsar_rebalance.pipeline import transforms as T
+
+        wanted = split_candidates(reports)
+        mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
+        bundle_topics = {}
+        for r in T.topics_of_bundles(mapped, wanted).collect():
+            bundle_topics.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
+                "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
+                "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
+            }
     scenario = build_scenario(
         params=params, reports=reports, bundle_data=bundle_data, namespace_boundaries=boundaries,
-        recently_unloaded=recent, state=state, now_ms=now_ms,
+        recently_unloaded=recent, state=state, now_ms=now_ms, bundle_topics=bundle_topics,
     )
     result = decide(scenario)
     write_json(spark, ctx.path(SCENARIO_JSON), scenario)

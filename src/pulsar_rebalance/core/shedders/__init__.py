@@ -1,7 +1,7 @@
 """Shedding strategies, one module per Pulsar class, and the explicit registry name -> implementation.
 
 Modular load manager shedders (input :class:`~pulsar_rebalance.core.shedders.base.ModularInput`):
-``ThresholdShedder`` (Pulsar's default), ``OverloadShedder``, ``UniformLoadShedder``, ``AvgShedder``.
+``ThresholdShedder`` (Pulsar's default in 2.10-4.x), ``OverloadShedder``, ``UniformLoadShedder``, ``AvgShedder``.
 Extensible load manager shedder (input :class:`~pulsar_rebalance.core.shedders.transfer_shedder.ExtensibleInput`):
 ``TransferShedder``.
 
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from pulsar_rebalance.core.planner import GlobalPlanner
 from pulsar_rebalance.core.shedders.avg_shedder import AvgShedder
 from pulsar_rebalance.core.shedders.overload_shedder import OverloadShedder
 from pulsar_rebalance.core.shedders.threshold_shedder import ThresholdShedder
@@ -37,9 +38,23 @@ SHEDDERS: Mapping[str, Any] = MappingProxyType(
         "ThresholdShedderSingleEma": ThresholdShedder(name="ThresholdShedderSingleEma", double_ema_on_lower_boundary=False),
         "OverloadShedderUnweighted": OverloadShedder(name="OverloadShedderUnweighted", weighted=False),
         "UniformLoadShedderSkipZeroTraffic": UniformLoadShedder(name="UniformLoadShedderSkipZeroTraffic", skip_zero_traffic=True),
+        # not a Pulsar class: the whole-cluster planner (core/planner); it plans its own splits
+        "GlobalPlanner": GlobalPlanner(),
     }
 )
 """Name -> shedder. Pulsar's own classes plus clearly named opt-in variants."""
+
+SELECTABLE_SHEDDERS: tuple[str, ...] = (
+    "GlobalPlanner", "ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder"
+)
+"""What an operator picks from: the DAG's ``shedding_strategy`` Param enum, the run params, the
+quickstart. The single list those derive from (a test checks they agree and that each is registered)."""
+
+DEFAULT_SHEDDER = "GlobalPlanner"
+"""The pipeline's default (the DAG's ``shedding_strategy``, the run params): the planner, ahead of every
+Pulsar strategy in the closed-loop benchmark (docs/benchmarks/balance.md). Pulsar's strategies are one
+param away. The ``decide`` contract keeps Pulsar's own default (``loadBalancerLoadSheddingStrategy`` =
+AvgShedder since PR #26609, in core.config)."""
 
 EXTENSIBLE_SHEDDERS = frozenset({"TransferShedder"})
 """Shedders of the extensible load manager (they read BrokerLoadData / TopBundlesLoadData)."""
@@ -61,6 +76,8 @@ def get_shedder(name: str) -> Any:
 
 __all__ = [
     "BASE_NAME",
+    "DEFAULT_SHEDDER",
+    "SELECTABLE_SHEDDERS",
     "EXTENSIBLE_SHEDDERS",
     "SHEDDERS",
     "AvgShedder",

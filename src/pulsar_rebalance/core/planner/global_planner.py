@@ -1,0 +1,734 @@
+"""GlobalPlanner: plan the whole cluster at once toward a target spread, with as few moves as possible.
+
+Not a Pulsar class (Pulsar's shedders decide broker by broker, inside the leader, with no memory of
+their own moves); this strategy uses what a planner outside the brokers has: every broker's report at
+once, the move history, and splits and placement decided together. Same cycle input and output shape
+as the shedders (``decide``'s ``shedding: "GlobalPlanner"``): unloads with their destination, reason and
+predicted before/after; splits with their boundaries (applied before the unloads, so an unload may
+name a child of a split of the same cycle); warnings for what no move can fix.
+
+One cycle:
+
+1. **Model** (:mod:`.load_model`): per broker the absolute usage and limit of Pulsar's five resources,
+   per bundle its contribution (fitted from the reports), planned at the recent peak (max of the last
+   sample, Pulsar's short-term average and the remembered peak of a swinging bundle). Usage is
+   capacity-normalised (weighted max of usage/limit).
+2. **Ideal** = total usage / total capacity (binding resource). **Target** = ideal + max(1.5 points,
+   3 % of ideal); a broker counts as above it only beyond ``min_gain`` (0.5 point) more, so no move is
+   made to shave less than that. **Trigger** = ideal + max(3 points, 6 % of ideal). Nothing happens
+   unless the busiest broker is above the trigger (hysteresis: a balanced cluster gets zero moves,
+   noise and on/off traffic inside the band are ignored).
+3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
+   restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
+   threshold: a rolling restart gets one corrective plan once every broker reports again, not one per
+   broker (the practice Pulsar's rolling-restart guide and Cruise Control's grace periods describe).
+4. **Greedy descent of the maximum, fewest moves first**: take the busiest broker above the target;
+   move the *smallest* bundle that alone brings it to the target with its destination staying within
+   the target (one move closes the whole gap); else the *largest* bundle whose destination stays
+   within the target (the most gap closed per move); else the move that lowers max(source,
+   destination) the most. The destination is the tightest fit within the target among the
+   least-used brokers with reported limits (the roomiest stay free for bigger bundles), never above
+   Pulsar's overload threshold, never ending above the source. Each move strictly lowers the pair's
+   maximum: the plan is never worse than before. Once the busiest broker is stuck, it sets the worst
+   usage: only brokers above the trigger and above it (or above the overload threshold) still move.
+5. **Split when no move can help**: if the busiest broker's biggest bundle fits nowhere below the
+   target, split it - isolating a topic that carries more than half of it (boundaries at its hash
+   and hash+1), otherwise into equal-load parts by topic hash - and place the children in the same
+   plan. A bundle that is a single hot topic, or whose namespace is at
+   ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a split.
+6. **A broker pinned above the target** by a bundle nothing can split or move (one hot topic, or a
+   namespace at its bundle limit) is the cluster's worst broker: its other bundles move off it (each
+   to a broker that ends no higher than the target or the pinned bundle alone), so that bundle gets the
+   broker to itself.
+7. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
+   Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pulsar_rebalance.core.bundles import BundleRange, bundle_full_name, format_boundary, split_full_name, split_range, topic_hash
+from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.load import BundleData, LocalBrokerData
+from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
+from pulsar_rebalance.core.planner.memory import PlannerMemory
+from pulsar_rebalance.core.state import StrategyState
+
+PLANNER_NAME = "GlobalPlanner"
+
+TopicLoad = tuple[int, list[float], tuple[float, float, float]]
+"""A topic of a bundle being split: its hash, its load vector, and its planned (msg/s, bytes/s in, out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerSettings:
+    target_abs: float = 0.015
+    target_rel: float = 0.03
+    trigger_abs: float = 0.03
+    trigger_rel: float = 0.06
+    min_gain: float = 0.005
+    """A move must lower the source by at least this (usage fraction): smaller ones are not worth a disconnect."""
+    cooldown_ms: int = 30 * 60_000
+    history_ms: int = 6 * 60 * 60_000
+    peak_ms: int = 60 * 60_000
+    """How long a swinging bundle's peak is remembered after it was last seen."""
+    swing: float = 0.25
+    """A bundle whose last sample differs from its short-term average by more than this (relative) swings."""
+    settle_ms: int = 10 * 60_000
+    """Wait this long after the set of brokers changed (join, leave, restart) before re-planning, unless
+    a broker is above the overload threshold."""
+    model_smoothing: float = 0.2
+    """Weight of this cycle's fit in the load model's coefficients (EMA across cycles)."""
+    max_actions: int = 1000
+    candidate_destinations: int = 8
+    max_split_parts: int = 8
+    """A split has at most this many parts to move plus one (the parts that stay lie between them)."""
+    min_split_gain: float = 0.02
+    """Isolating a hot topic must free at least this much of its broker (usage fraction) to be worth a split."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedUnload(Unload):
+    """An unload with the planner's predicted usage of source and destination before/after."""
+
+    predicted: Mapping[str, float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = Unload.to_json(self)
+        if self.predicted is not None:
+            out["predicted"] = dict(self.predicted)
+        return out
+
+
+def planned_split(bundle: str, broker: str, reason: str, points: Sequence[int], children: Sequence[str]) -> SplitDecision:
+    """A planner's split: Pulsar's ``specified_positions_divide`` at the planned boundaries, children
+    named (so unloads of the same plan can name them) and not unloaded by the split itself."""
+    return SplitDecision(bundle, broker, reason, "specified_positions_divide", [format_boundary(b) for b in points],
+                         list(children), False)
+
+
+@dataclass(slots=True)
+class PlannerInput:
+    brokers: Mapping[str, LocalBrokerData]
+    bundle_data: Mapping[str, BundleData]
+    recently_unloaded_bundles: Mapping[str, int]
+    now_ms: int | None = None
+    bundle_topics: Mapping[str, Mapping[str, Any]] | None = None
+    """bundle -> {full topic name -> TopicRates}: lets splits isolate hot topics (optional)."""
+    namespace_bundle_counts: Mapping[str, int] | None = None
+
+
+SPLIT_CANDIDATES_PER_BROKER = 3
+
+
+def split_candidates(reports: Mapping[str, Mapping[str, Any]], per_broker: int = SPLIT_CANDIDATES_PER_BROKER) -> list[str]:
+    """Each broker's busiest bundles in LocalBrokerData JSON reports (by bytes/s + 1 KiB per msg/s):
+    the ones a caller should send topic rates for (``bundleTopics``) so that splits can isolate hot topics."""
+    out: list[str] = []
+    for rep in reports.values():
+        stats = rep.get("lastStats") or rep.get("bundleStats") or {}
+
+        def weight(b: str) -> float:
+            s = stats[b]
+            return (s.get("msgThroughputIn", 0.0) + s.get("msgThroughputOut", 0.0)
+                    + 1024 * (s.get("msgRateIn", 0.0) + s.get("msgRateOut", 0.0)))
+
+        out.extend(sorted(stats, key=lambda b: (-weight(b), b))[:per_broker])
+    return out
+
+
+def _r(x: float) -> float:
+    return round(x, 4)
+
+
+class GlobalPlanner:
+    name = PLANNER_NAME
+    plans_splits = True
+    """Splits come from the plan itself (with boundaries); Pulsar's split trigger is not run."""
+
+    def __init__(self, settings: PlannerSettings | None = None) -> None:
+        self.settings = settings or PlannerSettings()
+
+    # The shedder interface (ModularInput): no clock, no topic rates.
+    def find_bundles_for_unloading(self, inp: Any, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+        return self.plan(PlannerInput(inp.brokers, inp.bundle_data, inp.recently_unloaded_bundles), config, state)
+
+    def plan(self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+        # imported here: core.shedders registers this planner, so a module-level import would be circular
+        from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
+
+        st = self.settings
+        now = inp.now_ms
+        mem = PlannerMemory.of(state.planner)
+        if now is not None:
+            self._update_peaks(mem, inp, now)
+        view = ClusterView(
+            inp.brokers, inp.bundle_data, config,
+            {b: (p["msgRate"], p["msgThroughputIn"], p["msgThroughputOut"]) for b, p in mem.peaks.items()},
+            mem.coefficients, st.model_smoothing,
+        )
+        mem.coefficients = view.coefficients()
+        eligible = [b for b in view.brokers if any(lim > 0 and w > 0 for lim, w in zip(view.limit[b], view.weights))]
+        history = mem.moves
+        if now is not None:
+            history = {b: m for b, m in history.items() if m["atMs"] >= now - st.history_ms}
+            mem.moves = history
+        before = {b: view.usage(b) for b in view.brokers}
+        ideal = view.ideal(eligible)
+        target = ideal + max(st.target_abs, st.target_rel * ideal)
+        trigger = ideal + max(st.trigger_abs, st.trigger_rel * ideal)
+        overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
+        max_before = max((before[b] for b in eligible), default=0.0)
+        stats: dict[str, Any] = {
+            "ideal": _r(ideal), "target": _r(target), "trigger": _r(trigger), "maxUsageBefore": _r(max_before),
+        }
+        changed = self._track_membership(mem, sorted(inp.brokers), now)
+        new_state = state.evolve(planner=mem.to_json())
+        if len(eligible) < 2:
+            return skip(Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats), new_state
+        if max_before <= trigger:
+            stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            return skip(
+                Reason.BALANCED,
+                f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
+                stats,
+            ), new_state
+        since = mem.membership_changed
+        if now is not None and since is not None and now - since < st.settle_ms and max_before < overload:
+            stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            what = f" ({changed})" if changed else ""
+            return skip(
+                Reason.COOL_DOWN,
+                f"the set of brokers changed {(now - since) / 60_000:.0f} min ago{what}: waiting until it has been stable for "
+                f"{st.settle_ms // 60_000} min (a restart or scaling in progress gets one plan at its end); busiest broker "
+                f"{max_before:.4f} < overload threshold {overload:.2f}",
+                stats,
+            ), new_state
+
+        excluded_ns = set(config.load_balancer_shedding_excluded_namespaces)
+        counts = dict(inp.namespace_bundle_counts or {})
+        if not counts:
+            for name in view.bundles:
+                counts[namespace_of(name)] = counts.get(namespace_of(name), 0) + 1
+
+        def is_frozen(bundle: str) -> bool:
+            m = history.get(bundle)
+            if m is not None and (now is None or m["atMs"] >= now - st.cooldown_ms):
+                return True
+            if bundle in inp.recently_unloaded_bundles:
+                return True
+            ns = namespace_of(bundle)
+            return ns in excluded_ns or is_system_namespace(ns)
+
+        frozen = {name for name in view.bundles if is_frozen(name)}
+        unloads: list[PlannedUnload] = []
+        splits: list[SplitDecision] = []
+        warnings: list[str] = []
+        stuck: set[str] = set()
+        stuck_max = 0.0
+        unsplittable: set[str] = set()
+        moved_in_plan: set[str] = set()
+        topic_cache: dict[str, list[TopicLoad]] = {}
+        """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
+        child_features: dict[str, tuple[float, float, float]] = {}
+        # lazy heaps of (usage, broker): the busiest first, the least used first
+        busiest = [(-view.usage(b), b) for b in eligible]
+        idlest = [(view.usage(b), b) for b in eligible]
+        heapq.heapify(busiest)
+        heapq.heapify(idlest)
+
+        def changed_usage(*brokers: str) -> None:
+            for b in brokers:
+                heapq.heappush(busiest, (-view.usage(b), b))
+                heapq.heappush(idlest, (view.usage(b), b))
+
+        def dest_candidates(exclude: str) -> list[str]:
+            out: list[tuple[float, str]] = []
+            while idlest and len(out) < st.candidate_destinations + 1:
+                u, b = heapq.heappop(idlest)
+                if u != view.usage(b) or any(b == o for _, o in out):
+                    continue
+                out.append((u, b))
+            for entry in out:
+                heapq.heappush(idlest, entry)
+            return [b for _, b in out if b != exclude][: st.candidate_destinations]
+
+        def movable(name: str) -> bool:
+            return name not in moved_in_plan and name not in frozen
+
+        def record(s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
+            ud = view.usage(d)
+            bl = view.bundles[name]
+            view.move(name, d)
+            changed_usage(s, d)
+            moved_in_plan.add(name)
+            reason = (
+                f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}){why}; "
+                f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
+                f"and {d} from {ud:.4f} to {bd:.4f}"
+            )
+            unloads.append(
+                PlannedUnload(
+                    s, name, d, reason, (d,),
+                    f"least predicted usage after the move among the {st.candidate_destinations} least-used brokers",
+                    {"sourceBefore": _r(us), "sourceAfter": _r(a), "destinationBefore": _r(ud), "destinationAfter": _r(bd)},
+                )
+            )
+
+        actions = 0
+        # Brokers above the target are planned down to it while the busiest one can still be lowered;
+        # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
+        # brokers above the trigger and above that level (or above the overload threshold) are still worth
+        # disrupting clients for. A broker counts as above a level only by more than min_gain.
+        floor_at = target
+        while actions < st.max_actions:
+            while busiest and (busiest[0][1] in stuck or -busiest[0][0] != view.usage(busiest[0][1])):
+                heapq.heappop(busiest)
+            if not busiest:
+                break
+            s = busiest[0][1]
+            us = view.usage(s)
+            if stuck_max >= us and floor_at == target:
+                floor_at = max(trigger, min(stuck_max, overload))
+            if us <= floor_at + st.min_gain:
+                break
+            dests = dest_candidates(s)
+            excess = us - target
+            cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
+            biggest: tuple[float, str] | None = None
+            for name in view.owned[s]:
+                if not movable(name):
+                    continue
+                a = view.usage_after(s, view.bundles[name].vec, -1.0)
+                size = us - a
+                if biggest is None or size > biggest[0]:
+                    biggest = (size, name)
+                if size >= st.min_gain:
+                    cands.append((size, name, a))
+            cands.sort()
+
+            def best_dest(name: str) -> tuple[float, str] | None:
+                """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
+                destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
+                fewer moves in all), else the one ending lowest."""
+                bl = view.bundles[name]
+                back = history.get(name, {}).get("from")
+                best: tuple[float, str] | None = None
+                tight: tuple[float, str] | None = None
+                for d in dests:
+                    if d == back or view.usage(d) >= overload:
+                        continue
+                    bd = view.usage_after(d, bl.vec, 1.0)
+                    if bd >= us - st.min_gain or bd > max(overload, target):
+                        continue
+                    if best is None or bd < best[0]:
+                        best = (bd, d)
+                    if bd <= target and (tight is None or bd > tight[0]):
+                        tight = (bd, d)
+                return tight if tight is not None else best
+
+            choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
+            # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
+            first = bisect.bisect_left(cands, (excess,))
+            for size, name, a in cands[first:]:
+                found = best_dest(name)
+                if found is not None and found[0] <= target:
+                    choice = (name, found[1], a, found[0])
+                    break
+            if choice is None and biggest is not None and biggest[1] not in unsplittable:
+                # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
+                # target, and the other movable bundles together are smaller than the excess
+                bl = view.bundles[biggest[1]]
+                fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
+                others = sum(size for size, name, _ in cands if name != biggest[1])
+                if not fits and biggest[0] > excess and others < excess:
+                    placed: dict[str, str] = {}
+                    split = self._split(view, biggest[1], inp, config, counts, target, warnings, topic_cache, child_features,
+                                        dests, excess - st.min_gain, placed)
+                    if split is not None:
+                        splits.append(split)
+                        actions += 1
+                        changed_usage(s)
+                        for child, d in placed.items():  # the parts sized for a destination's room go there
+                            us_c = view.usage(s)
+                            a = view.usage_after(s, view.bundles[child].vec, -1.0)
+                            bd = view.usage_after(d, view.bundles[child].vec, 1.0)
+                            if a < us_c and bd <= target:
+                                record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
+                                actions += 1
+                        continue
+                    unsplittable.add(biggest[1])
+                    continue
+            if choice is None:
+                # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
+                for size, name, a in reversed(cands):
+                    found = best_dest(name)
+                    if found is not None and found[0] <= target:
+                        choice = (name, found[1], a, found[0])
+                        break
+            if choice is None:
+                # 4. the move that lowers max(source, destination) the most
+                best_pair: tuple[float, str, str, float, float] | None = None
+                for size, name, a in cands:
+                    found = best_dest(name)
+                    if found is not None:
+                        pair = max(a, found[0])
+                        if pair < us - st.min_gain and (best_pair is None or pair < best_pair[0]):
+                            best_pair = (pair, name, found[1], a, found[0])
+                if best_pair is not None:
+                    choice = best_pair[1:]
+            if choice is None:
+                stuck.add(s)
+                stuck_max = max(stuck_max, us)
+                if us > target:
+                    pinned = [n for n in view.owned[s] if n in unsplittable]
+                    if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
+                        actions += self._isolate(view, s, pinned, movable, dest_candidates, history, target, overload, record)
+                    warnings.append(
+                        f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
+                        "overloading its destination (or all are in cool-down)"
+                    )
+                continue
+            name, d, a, bd = choice
+            record(s, name, d, us, a, bd, "")
+            actions += 1
+
+        after = {b: view.usage(b) for b in view.brokers}
+        stats["maxUsageAfter"] = _r(max((after[b] for b in eligible), default=0.0))
+        stats["brokers"] = {b: {"usage": _r(before[b]), "predictedUsage": _r(after[b])} for b in view.brokers}
+        stats["warnings"] = warnings
+        if now is not None and (unloads or splits):
+            for u in unloads:
+                mem.moves[u.bundle] = {"from": u.broker, "to": u.destination, "atMs": now}
+            for sp in splits:  # children inherit their share of the parent's load as their peak
+                mem.peaks.pop(sp.bundle, None)
+                for child in sp.children or ():
+                    feats = child_features.get(child)
+                    if feats is not None:
+                        mem.peaks[child] = {"msgRate": feats[0], "msgThroughputIn": feats[1], "msgThroughputOut": feats[2], "atMs": now}
+            new_state = new_state.evolve(planner=mem.to_json())
+        if not unloads and not splits:
+            return skip(
+                Reason.BALANCED if not warnings else Reason.UNKNOWN,
+                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} but no move or split helps"
+                + (f"; {len(warnings)} warning(s)" if warnings else ""),
+                stats,
+            ), new_state
+        detail = (
+            f"{len(unloads)} move(s), {len(splits)} split(s): busiest broker {max_before:.4f} -> {stats['maxUsageAfter']:.4f} "
+            f"(ideal {ideal:.4f}, target {target:.4f})"
+        )
+        return Decision(Label.SUCCESS, Reason.OVERLOADED, detail, tuple(unloads), tuple(splits), (), stats), new_state
+
+    @staticmethod
+    def _isolate(view: ClusterView, s: str, pinned: Sequence[str], movable: Any, dest_candidates: Any,
+                 history: Mapping[str, Any], target: float, overload: float, record: Any) -> int:
+        """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
+        moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
+        than the target or than ``s`` with only its pinned bundles, whichever is higher, so that the hot
+        bundle gets the broker to itself. Returns the number of moves."""
+        moved = 0
+        us0 = view.usage(s)
+        others = [n for n in view.owned[s] if n not in pinned and movable(n)]
+        gain = {n: us0 - view.usage_after(s, view.bundles[n].vec, -1.0) for n in others}
+        # what s would carry with only what pins it: no destination may end above that (nor above the target
+        # if that is lower), so every move lowers the cluster's worst broker and none makes a new one
+        rest = [sum(view.bundles[n].vec[i] for n in others) for i in range(5)]
+        level = max(target, view.usage_after(s, rest, -1.0))
+        for name in sorted(gain, key=lambda n: (-gain[n], n)):
+            us = view.usage(s)
+            a = view.usage_after(s, view.bundles[name].vec, -1.0)
+            if a >= us:
+                continue
+            back = history.get(name, {}).get("from")
+            best: tuple[float, str] | None = None
+            for d in dest_candidates(s):
+                if d == back or view.usage(d) >= overload:
+                    continue
+                bd = view.usage_after(d, view.bundles[name].vec, 1.0)
+                if bd <= level and bd < a and (best is None or bd < best[0]):
+                    best = (bd, d)
+            if best is not None:
+                record(s, name, best[1], us, a, best[0],
+                       f", held there by {', '.join(pinned)} (one hot topic: no split or move lowers it): giving it the broker to itself")
+                moved += 1
+        return moved
+
+    @staticmethod
+    def _track_membership(mem: PlannerMemory, brokers: list[str], now: int | None) -> str:
+        """Record this cycle's brokers; when the set differs from the last cycle's, the change is dated at
+        the last cycle (the earliest it can have happened). Returns what changed, in words ('' if nothing)."""
+        what = ""
+        if mem.members and brokers != mem.members:
+            joined = sorted(set(brokers) - set(mem.members))
+            left = sorted(set(mem.members) - set(brokers))
+            what = "; ".join(p for p in (f"joined: {', '.join(joined)}" if joined else "",
+                                         f"left: {', '.join(left)}" if left else "") if p)
+            mem.membership_changed = mem.members_at if mem.members_at is not None else now
+        mem.members = brokers
+        if now is not None:
+            mem.members_at = now
+        return what
+
+    def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int) -> None:
+        """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""
+        st = self.settings
+        peaks = {b: p for b, p in mem.peaks.items() if p["atMs"] >= now - st.peak_ms}
+        swing = st.swing
+        bundle_data = inp.bundle_data
+        for data in inp.brokers.values():
+            for name, s in data.last_stats.items():
+                old = peaks.get(name)
+                bd = bundle_data.get(name)
+                swinging = False
+                if bd is not None and bd.short_term_data.num_samples > 1:
+                    t = bd.short_term_data
+                    r1, r2 = s.msg_rate_in + s.msg_rate_out, t.msg_rate_in + t.msg_rate_out
+                    i1, i2, o1, o2 = s.msg_throughput_in, t.msg_throughput_in, s.msg_throughput_out, t.msg_throughput_out
+                    swinging = (
+                        abs(r1 - r2) > swing * max(r1, r2) or abs(i1 - i2) > swing * max(i1, i2) or abs(o1 - o2) > swing * max(o1, o2)
+                    )
+                if old is None and not swinging:
+                    continue
+                cur = (s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
+                prev = (old["msgRate"], old["msgThroughputIn"], old["msgThroughputOut"]) if old else (0.0, 0.0, 0.0)
+                top = tuple(max(c, p) for c, p in zip(cur, prev))
+                at = now if (swinging or old is None or any(c >= 0.8 * p for c, p in zip(cur, prev) if p > 0)) else old["atMs"]
+                peaks[name] = {"msgRate": top[0], "msgThroughputIn": top[1], "msgThroughputOut": top[2], "atMs": at}
+        mem.peaks = peaks
+
+    # -------------------------------------------------------------------------------------------
+    def _fitted_parts(
+        self,
+        view: ClusterView,
+        bl: BundleLoad,
+        topic_loads: Sequence[TopicLoad],
+        rng: BundleRange,
+        dests: Sequence[str],
+        target: float,
+        excess: float,
+    ) -> tuple[list[int], list[str | None]]:
+        """Cut the bundle (its topics in hash order) into parts to move, each sized to the room a
+        destination has below the target, and parts that stay: the fewest parts to move whose load
+        covers the source's ``excess``. Returns the split points and, per child, its destination
+        (None: stays on the source). Each part then moves in one move and no destination goes above
+        the target - fewer moves than equal parts that fit nowhere and push their destinations over
+        (which then shed in turn).
+
+        For m parts, each at most the m-th largest room R, the most load m disjoint runs of topics
+        can carry is a dynamic programme over the topics (the best run ending at a topic is the longest
+        one within R); m grows until that covers the excess (at most ``max_split_parts - 1`` parts)."""
+        st = self.settings
+        n = len(topic_loads)
+        rooms = sorted((d for d in dests if view.usage(d) < target), key=lambda d: (view.usage(d), d))
+        if n < 2 or not rooms:
+            return [], []
+        ref = rooms[0]
+        size = [view.usage_after(ref, v, 1.0) - view.usage(ref) for _, v, _f in topic_loads]
+        prefix = [0.0]
+        for x in size:
+            prefix.append(prefix[-1] + x)
+        best: tuple[float, list[tuple[int, int]]] | None = None
+        for m in range(1, min(st.max_split_parts - 1, len(rooms)) + 1):
+            cap = target - view.usage(rooms[m - 1])
+            # f[k][i]: most load k runs can carry among topics[:i]; run ends at i-1 and starts at lo[i]
+            lo = [0] * (n + 1)
+            j = 0
+            for i in range(1, n + 1):
+                while j < i and prefix[i] - prefix[j] > cap + 1e-12:
+                    j += 1
+                lo[i] = j
+            prev = [0.0] * (n + 1)
+            back: list[list[int]] = []
+            for _ in range(m):
+                cur = [0.0] * (n + 1)
+                choice = [-1] * (n + 1)
+                for i in range(1, n + 1):
+                    cur[i], choice[i] = cur[i - 1], -1
+                    if lo[i] < i:
+                        v = prev[lo[i]] + prefix[i] - prefix[lo[i]]
+                        if v > cur[i] + 1e-15:
+                            cur[i], choice[i] = v, lo[i]
+                back.append(choice)
+                prev = cur
+            runs: list[tuple[int, int]] = []
+            i, k = n, m - 1
+            while i > 0 and k >= 0:
+                if back[k][i] < 0:
+                    i -= 1
+                    continue
+                runs.append((back[k][i], i))
+                i, k = back[k][i], k - 1
+            runs.reverse()
+            covered = sum(prefix[b] - prefix[a] for a, b in runs)
+            if best is None or covered > best[0] + 1e-12:
+                best = (covered, runs)
+            if covered >= excess:
+                break
+        if best is None:
+            return [], []
+        runs = [r for r in best[1] if r[1] > r[0]]
+        if not runs or (len(runs) == 1 and runs[0] == (0, n)):
+            return [], []
+        # the biggest part to the roomiest destination, each part checked against its destination
+        order = sorted(range(len(runs)), key=lambda r: -(prefix[runs[r][1]] - prefix[runs[r][0]]))
+        free = list(rooms)
+        dest_of: dict[int, str | None] = {}
+        for r in order:
+            a, b = runs[r]
+            vec = [sum(topic_loads[t][1][i] for t in range(a, b)) for i in range(5)]
+            d = next((x for x in free if view.usage_after(x, vec, 1.0) <= target), None)
+            dest_of[r] = d
+            if d is not None:
+                free.remove(d)
+        # children: moved runs and the stretches between them (which stay)
+        cuts: list[tuple[int, str | None]] = []  # (start index, destination)
+        pos = 0
+        for r, (a, b) in enumerate(runs):
+            if a > pos:
+                cuts.append((pos, None))
+            cuts.append((a, dest_of[r]))
+            pos = b
+        if pos < n:
+            cuts.append((pos, None))
+        # a cut must fall strictly between two topic hashes and inside the range; else the parts merge (and stay)
+        merged: list[list[Any]] = []
+        for start, d in cuts:
+            h = topic_loads[start][0]
+            if merged and not (topic_loads[start - 1][0] < h and rng.lower < h < rng.upper):
+                merged[-1][1] = None
+                continue
+            merged.append([start, d])
+        if len(merged) < 2:
+            return [], []
+        return [topic_loads[c[0]][0] for c in merged[1:]], [c[1] for c in merged]
+
+    def _split(
+        self,
+        view: ClusterView,
+        bundle: str,
+        inp: PlannerInput,
+        config: LoadBalancerConfig,
+        counts: dict[str, int],
+        target: float,
+        warnings: list[str],
+        topic_cache: dict[str, list[TopicLoad]],
+        child_features: dict[str, tuple[float, float, float]],
+        dests: Sequence[str] = (),
+        excess: float = 0.0,
+        placements: dict[str, str] | None = None,
+    ) -> SplitDecision | None:
+        """Split ``bundle`` (see the module docstring); ``placements`` receives the destination planned
+        for each child that is to move (room-fitted parts)."""
+        placements = {} if placements is None else placements
+        st = self.settings
+        bl = view.bundles[bundle]
+        ns, range_name = split_full_name(bundle)  # ns is namespace_of(bundle)
+        rng = BundleRange.parse(range_name, bundle)
+        limit = config.load_balancer_namespace_maximum_bundles
+        topic_loads: list[TopicLoad] | None = topic_cache.get(bundle)
+        if topic_loads is None and (inp.bundle_topics or {}).get(bundle):
+            raw = sorted(
+                (topic_hash(topic), (r.msg_rate, r.msg_throughput_in, r.msg_throughput_out))
+                for topic, r in inp.bundle_topics[bundle].items()  # type: ignore[index]
+            )
+            # the topics' current rates, scaled to the rates the bundle is planned at (its recent peak)
+            planned = (bl.msg_rate, bl.feat_in, bl.feat_out)
+            tot = [sum(f[k] for _, f in raw) for k in range(3)]
+            k3 = [planned[k] / tot[k] if tot[k] > 0 else 0.0 for k in range(3)]
+            topic_loads = []
+            for h, f in raw:
+                scaled = (f[0] * k3[0], f[1] * k3[1], f[2] * k3[2])
+                topic_loads.append((h, view.contribution(features_of(*scaled, 1)), scaled))
+        if topic_loads == [] and bundle in topic_cache:
+            warnings.append(f"{bundle}: a child of a split made without topic rates; not split again in this plan")
+            return None
+        if bl.topics <= 1 or (topic_loads is not None and len(topic_loads) == 1):
+            warnings.append(f"{bundle} on {bl.broker}: a single hot topic carries it; no split or move can lower {bl.broker} further")
+            return None
+        if not rng.can_split():
+            warnings.append(f"{bundle}: range cannot be split further")
+            return None
+        points: list[int]
+        part_dests: list[str | None] = []
+        how: str
+        if topic_loads:
+            size = [view.usage_of(v, view.limit[bl.broker]) for _, v, _f in topic_loads]
+            total = sum(size) or 1.0
+            top = max(range(len(size)), key=lambda i: size[i])
+            if size[top] > 0.5 * total:
+                if total - size[top] < st.min_split_gain:
+                    warnings.append(
+                        f"{bundle} on {bl.broker}: one topic carries {size[top] / total:.0%} of it; isolating it would free only "
+                        f"{total - size[top]:.4f} of {bl.broker} (< {st.min_split_gain}): not split, no split or move can fix this topic"
+                    )
+                    return None
+                h = topic_loads[top][0]
+                points = [p for p in (h, h + 1) if rng.lower < p < rng.upper]
+                how = f"isolate its hottest topic ({size[top] / total:.0%} of the bundle) at hash {format_boundary(h)}"
+            else:
+                points, part_dests = self._fitted_parts(view, bl, topic_loads, rng, dests, target, excess)
+                how = (f"{len(points) + 1} parts by topic hash, each part to move sized to the room one of the "
+                       f"least-used brokers has below the target")
+        else:
+            mid = rng.lower + (rng.upper - rng.lower) // 2
+            points = [mid]
+            how = "no topic rates given: range_equally_divide (load assumed even)"
+        if not points:
+            warnings.append(f"{bundle}: no split boundary separates its load; left as it is")
+            return None
+        if counts.get(ns, 0) + len(points) > limit:
+            warnings.append(
+                f"{bundle}: namespace {ns} has {counts.get(ns, 0)} bundles; splitting into {len(points) + 1} would exceed "
+                f"loadBalancerNamespaceMaximumBundles={limit}"
+            )
+            return None
+        children_ranges = split_range(rng, boundaries=points)
+        children: list[BundleLoad] = []
+        child_names = [bundle_full_name(ns, c.name) for c in children_ranges]
+        if topic_loads:
+            sums = []
+            for c, child in zip(children_ranges, child_names):
+                vec = [0.0] * 5
+                mine = [t for t in topic_loads if c.contains(t[0])]
+                topic_cache[child] = mine
+                for _, v, _f in mine:
+                    for i in range(5):
+                        vec[i] += v[i]
+                sums.append(vec)
+            tot = [sum(v[i] for v in sums) for i in range(5)]
+            scale = [bl.vec[i] / tot[i] if tot[i] > 0 else 0.0 for i in range(5)]
+            vecs = [[v[i] * scale[i] for i in range(5)] for v in sums]
+        else:
+            vecs = [[x / len(children_ranges) for x in bl.vec] for _ in children_ranges]
+        n = len(children_ranges)
+        for child, vec in zip(child_names, vecs):
+            if topic_loads:  # msg/s and bytes/s of the topics hashing into the child
+                feats = [f for _, _, f in topic_cache[child]]
+                child_features[child] = (sum(f[0] for f in feats), sum(f[1] for f in feats), sum(f[2] for f in feats))
+            else:
+                child_features[child] = (bl.msg_rate / n, bl.feat_in / n, bl.feat_out / n)
+            k = len(topic_cache[child]) if child in topic_cache else max(1, bl.topics // n)
+            rate, tin, tout = child_features[child]
+            children.append(BundleLoad(child, bl.broker, vec, rate, tin + tout, bl.clients // n, k, tin, tout))
+        for child, d in zip(child_names, part_dests):
+            if d is not None:
+                placements[child] = d
+        if not topic_loads:
+            for child in child_names:  # no topic rates: do not split a guessed half again in this plan
+                topic_cache[child] = []
+        view.replace_bundle(bundle, children)
+        counts[ns] = counts.get(ns, 0) + len(points)
+        reason = (
+            f"GlobalPlanner: {bundle} fits on no broker below target {target:.4f}; split to {how}; children placed in this plan"
+        )
+        return planned_split(bundle, bl.broker, reason, points, [ch.name for ch in children])
+
+
+__all__ = ["split_candidates", "PLANNER_NAME", "GlobalPlanner", "PlannedUnload", "PlannerInput", "PlannerSettings"]

@@ -1,0 +1,99 @@
+"""What the GlobalPlanner remembers between cycles (carried in the ``decide`` state as ``globalPlanner``).
+
+JSON (unknown members are errors naming their path, like the rest of the state)::
+
+    {"moves": {"<bundle>": {"from": "<broker>", "to": "<broker>", "atMs": ms}},
+     "membership": {"brokers": ["<broker>", ...], "atMs": ms, "changedMs": ms | null},
+     "peaks": {"<bundle>": {"msgRate": x, "msgThroughputIn": y, "msgThroughputOut": z, "atMs": ms}},
+     "coefficients": {"<resource>": [5 numbers >= 0]}}
+
+* ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
+* ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
+  (a broker joined, left, or came back from a restart): the planner waits for the membership to be
+  stable before re-planning (a rolling restart gets one corrective plan at its end, not one per broker);
+* ``peaks``: the recent peak of bundles whose traffic swings (an on/off consumer), so that a bundle in
+  its quiet phase is not mistaken for a small one; children of a split inherit their share of it;
+* ``coefficients``: the load model's smoothed per-resource coefficients (``cpu``, ``memory``,
+  ``directMemory``, ``bandwidthIn``, ``bandwidthOut``; features msg/s, bytes/s in, out, total, topics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulsar_rebalance.core.json_input import check_int, check_number, field_path, reject_unknown_keys, require_object
+from pulsar_rebalance.errors import ScenarioError
+
+_PEAK_KEYS = ("msgRate", "msgThroughputIn", "msgThroughputOut")
+_RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
+_FEATURES = 5
+
+
+@dataclass(slots=True)
+class PlannerMemory:
+    moves: dict[str, dict[str, Any]] = field(default_factory=dict)
+    members: list[str] = field(default_factory=list)
+    members_at: int | None = None
+    membership_changed: int | None = None
+    peaks: dict[str, dict[str, float]] = field(default_factory=dict)
+    coefficients: dict[str, list[float]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "moves": {b: dict(m) for b, m in self.moves.items()},
+            "membership": {"brokers": list(self.members), "atMs": self.members_at, "changedMs": self.membership_changed},
+            "peaks": {b: dict(p) for b, p in self.peaks.items()},
+            "coefficients": {r: list(c) for r, c in self.coefficients.items()},
+        }
+
+    @classmethod
+    def from_json(cls, obj: object, path: str) -> PlannerMemory:
+        root = require_object(obj, path)
+        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients"}, path)
+        mem = cls()
+        mp = field_path(path, "moves")
+        for bundle, raw in require_object(root.get("moves", {}), mp).items():
+            ep = field_path(mp, bundle)
+            entry = require_object(raw, ep)
+            reject_unknown_keys(entry, {"from", "to", "atMs"}, ep)
+            for key in ("from", "to"):
+                if not isinstance(entry.get(key), str) or not entry[key]:
+                    raise ScenarioError(field_path(ep, key), "expected a non-empty broker id")
+            mem.moves[bundle] = {"from": entry["from"], "to": entry["to"], "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs"))}
+        sp = field_path(path, "membership")
+        ms = require_object(root.get("membership", {}), sp)
+        reject_unknown_keys(ms, {"brokers", "atMs", "changedMs"}, sp)
+        brokers = ms.get("brokers", [])
+        if not isinstance(brokers, list) or not all(isinstance(b, str) and b for b in brokers):
+            raise ScenarioError(field_path(sp, "brokers"), "expected an array of non-empty broker ids")
+        mem.members = list(brokers)
+        for key, attr in (("atMs", "members_at"), ("changedMs", "membership_changed")):
+            if ms.get(key) is not None:
+                setattr(mem, attr, check_int(ms[key], field_path(sp, key)))
+        pp = field_path(path, "peaks")
+        for bundle, raw in require_object(root.get("peaks", {}), pp).items():
+            ep = field_path(pp, bundle)
+            entry = require_object(raw, ep)
+            reject_unknown_keys(entry, {*_PEAK_KEYS, "atMs"}, ep)
+            peak = {k: check_number(entry.get(k, 0.0), field_path(ep, k)) for k in _PEAK_KEYS}
+            peak["atMs"] = check_int(entry.get("atMs"), field_path(ep, "atMs"))
+            mem.peaks[bundle] = peak
+        cp = field_path(path, "coefficients")
+        coefs = require_object(root.get("coefficients", {}), cp)
+        reject_unknown_keys(coefs, set(_RESOURCES), cp)
+        for resource, raw in coefs.items():
+            rp = field_path(cp, resource)
+            if not isinstance(raw, list) or len(raw) != _FEATURES:
+                raise ScenarioError(rp, f"expected an array of {_FEATURES} numbers")
+            mem.coefficients[resource] = [check_number(v, field_path(rp, i)) for i, v in enumerate(raw)]
+        return mem
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> PlannerMemory:
+        """From the (already validated) ``StrategyState.planner`` mapping."""
+        return cls.from_json(dict(raw), "state.globalPlanner") if raw else cls()
+
+
+__all__ = ["PlannerMemory"]

@@ -1,0 +1,479 @@
+"""A deterministic, in-process model of a Pulsar cluster whose load changes over time.
+
+The HTTP simulator (:mod:`pulsar_rebalance.simulator.cluster` / ``server``) serves steady load over
+Pulsar's admin REST API; this module is the *closed-loop* model the balance benchmark drives: a
+clock, traffic that moves, brokers that come and go, and unloads/splits applied the way Pulsar
+applies them. It is fast (plain Python, no I/O) and fully determined by its seed. It produces, per
+cycle, exactly the input of the decision core's ``decide`` contract (``LocalBrokerData`` per broker,
+``nowMs``), so every strategy runs on it unchanged. (Wiring it into the HTTP simulator is left for
+later; the HTTP simulator keeps its steady load model.)
+
+Model (units as Pulsar reports them):
+
+* **Clock**: ``now_ms``; :meth:`ClusterModel.advance` moves it by one cycle (Pulsar's
+  ``loadBalancerSheddingIntervalMinutes``, 1 min by default) and updates traffic.
+* **Topics**: each has a base publish rate (msg/s, Zipf-distributed by the scenario), a message
+  size, a fan-out (consumers reading every message) and a daily phase. The current rate is
+  ``base * daily(t) * drift * burst``: ``daily`` is ``1 + A sin(2 pi (t/24h + phase))``, ``drift`` a
+  mean-reverting multiplicative random walk per topic, ``burst`` a factor from scheduled events. A
+  topic with a *toggling* consumer (on/off every ``period`` cycles) models periodic jitter.
+  ``msgRateOut = msgRateIn * fanout``; throughput = rate * message size.
+* **Bundles**: per namespace, Pulsar's boundaries (:class:`pulsar_rebalance.core.bundles.NamespaceBundles`);
+  a topic belongs to the bundle containing ``crc32(full name)`` (the core's ``topic_hash``).
+* **Brokers**: ``cores`` and ``nic_mbps`` give the limits Pulsar reports (``cpu.limit = cores*100``,
+  ``bandwidthIn/Out.limit = Mbit/s * 1024``). Usage: ``cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB``
+  (the HTTP simulator's model) times ``1 + N(0, noise)``; bandwidth in/out = bytes/s * 8 / 1024 (Kbit/s).
+  ``memory``/``directMemory`` are not reported (Pulsar's parser defaults them to 0 %).
+* **Membership**: brokers join (empty), leave (their bundles are re-placed by lookup), restart
+  (leave, come back empty after a delay) or fail (like leave, counted as failed).
+* **Unloads** land on the given destination if it is alive, else where lookup puts them; lookup
+  follows Pulsar's default ``LeastLongTermMessageRate``: least message rate among live brokers that
+  are not overloaded (``loadBalancerBrokerOverloadedThresholdPercentage``), first in broker order on
+  ties (Pulsar picks at random among ties; the model stays deterministic).
+* **Splits**: with explicit boundaries as given (``split_range``); without, the configured
+  ``defaultNamespaceBundleSplitAlgorithm`` on the bundle's topics (the core's algorithms, Pulsar's
+  arithmetic). A split's ``unloadChildren`` (Pulsar's ``loadBalancerAutoUnloadSplitBundlesEnabled``,
+  default true, on Pulsar's auto splits) unloads the children, placed by lookup; children of a
+  planned split (``unloadChildren: false``) stay on the owner unless the same cycle unloads them.
+* **Unloads**: a cycle's ``executed.unloads`` (the load manager's level: what Pulsar's leader does
+  with the strategy's selection), or its ``unloads`` when the output has no such level.
+
+Metrics: every unload counts its clients (producers + consumers of its topics) as disconnected.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulsar_rebalance.core.bundles import (
+    BundleRange,
+    NamespaceBundles,
+    bundle_full_name,
+    split_full_name,
+    split_range,
+    topic_hash,
+)
+from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
+
+MIB = 1024 * 1024
+CPU_BASE_PCT = 10.0
+CPU_PCT_PER_MSG = 100.0 / 40000.0
+CPU_PCT_PER_BYTE = 100.0 / (200.0 * MIB)
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(slots=True)
+class Broker:
+    broker_id: str
+    cores: float = 8.0
+    nic_mbps: float = 1000.0
+    alive: bool = True
+
+    @property
+    def cpu_limit(self) -> float:
+        return self.cores * 100.0
+
+    @property
+    def nic_limit_kbps(self) -> float:
+        return self.nic_mbps * 1024.0
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    namespace: str
+    hash: int
+    base_rate: float
+    msg_size: float = 1024.0
+    fanout: float = 1.0
+    phase: float = 0.0
+    producers: int = 1
+    drift: float = 1.0
+    burst: float = 1.0
+    toggle_period: int = 0
+    """>0: one consumer group (``toggle_fanout`` extra fan-out) switches on/off every that many cycles."""
+    toggle_fanout: float = 0.0
+    rate_in: float = 0.0
+    rate_out: float = 0.0
+
+    @property
+    def clients(self) -> int:
+        return self.producers + max(1, int(round(self.fanout + self.toggle_fanout)))
+
+
+@dataclass(slots=True)
+class Event:
+    """A scheduled change: ``kind`` in join/leave/fail/restart/return/burst, applied at ``cycle``."""
+
+    cycle: int
+    kind: str
+    broker: str | None = None
+    topic: str | None = None
+    factor: float = 1.0
+    cores: float = 8.0
+    nic_mbps: float = 1000.0
+    delay: int = 2
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What applying one cycle's decisions did."""
+
+    unloads: int = 0
+    splits: int = 0
+    clients_disconnected: int = 0
+    moved: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+class ClusterModel:
+    """The cluster at one instant plus its dynamics. Everything random comes from ``seed``."""
+
+    def __init__(
+        self,
+        *,
+        brokers: Sequence[Broker],
+        namespaces: Mapping[str, NamespaceBundles],
+        topics: Iterable[Topic],
+        owners: Mapping[str, str],
+        seed: int = 0,
+        interval_ms: int = 60_000,
+        start_ms: int = 1_700_000_000_000,
+        noise: float = 0.0,
+        drift_sigma: float = 0.0,
+        daily_amplitude: float = 0.0,
+        events: Sequence[Event] = (),
+        config: LoadBalancerConfig | None = None,
+    ) -> None:
+        self.brokers: dict[str, Broker] = {b.broker_id: b for b in brokers}
+        self.namespaces: dict[str, NamespaceBundles] = dict(namespaces)
+        self.topics: list[Topic] = list(topics)
+        self._by_name = {t.name: t for t in self.topics}
+        self.owners: dict[str, str] = dict(owners)
+        self.rng = random.Random(seed)
+        self.interval_ms = interval_ms
+        self.now_ms = start_ms
+        self.cycle = 0
+        self.noise = noise
+        self.drift_sigma = drift_sigma
+        self.daily_amplitude = daily_amplitude
+        self.events = sorted(events, key=lambda e: e.cycle)
+        self.config = config or LoadBalancerConfig()
+        self._ns_topics: dict[str, list[Topic]] = {}
+        for t in self.topics:
+            self._ns_topics.setdefault(t.namespace, []).append(t)
+        for ns in self._ns_topics:
+            self._ns_topics[ns].sort(key=lambda t: t.hash)
+        self._ns_hashes = {ns: [t.hash for t in ts] for ns, ts in self._ns_topics.items()}
+        self._returning: dict[int, list[str]] = {}
+        for b in self.bundles():
+            if b not in self.owners:
+                raise ValueError(f"bundle {b} has no owner")
+        for b, o in self.owners.items():
+            if o not in self.brokers:
+                raise ValueError(f"bundle {b} is owned by unknown broker {o!r}")
+        self._update_rates()
+        self._apply_events()
+        self._update_rates()
+
+    # ------------------------------------------------------------------ structure
+    def bundles(self) -> list[str]:
+        return [bundle_full_name(ns, r.name) for ns, nb in self.namespaces.items() for r in nb.ranges]
+
+    def live_brokers(self) -> list[str]:
+        return [b for b, spec in self.brokers.items() if spec.alive]
+
+    def topics_of(self, bundle: str) -> list[Topic]:
+        ns, range_name = split_full_name(bundle)
+        r = BundleRange.parse(range_name, "bundle")
+        hashes = self._ns_hashes.get(ns, [])
+        lo = bisect.bisect_left(hashes, r.lower)
+        hi = bisect.bisect_right(hashes, r.upper) if r.closed_upper else bisect.bisect_left(hashes, r.upper)
+        return self._ns_topics.get(ns, [])[lo:hi]
+
+    def bundle_of_topic(self, topic: str) -> str:
+        t = self._by_name[topic]
+        return bundle_full_name(t.namespace, self.namespaces[t.namespace].find(t.hash).name)
+
+    # ------------------------------------------------------------------ traffic
+    def _step_drift(self) -> None:
+        """One step of every topic's mean-reverting log random walk."""
+        sigma = self.drift_sigma
+        if not sigma:
+            return
+        gauss = self.rng.gauss
+        for t in self.topics:
+            t.drift = math.exp(0.9 * math.log(t.drift) + gauss(0.0, sigma))
+
+    def _update_rates(self) -> None:
+        """Current rates from base, daily cycle, drift, burst and the on/off consumers (no randomness)."""
+        amp = self.daily_amplitude
+        day_pos = (self.now_ms % DAY_MS) / DAY_MS
+        for t in self.topics:
+            daily = 1.0 + amp * math.sin(2 * math.pi * (day_pos + t.phase)) if amp else 1.0
+            t.rate_in = t.base_rate * daily * t.drift * t.burst
+            fan = t.fanout
+            if t.toggle_period and (self.cycle // t.toggle_period) % 2 == 0:
+                fan += t.toggle_fanout
+            t.rate_out = t.rate_in * fan
+
+    def bundle_stats(self) -> dict[str, dict[str, Any]]:
+        """``NamespaceBundleStats`` JSON of every bundle with topics (Pulsar omits empty ones)."""
+        out: dict[str, dict[str, Any]] = {}
+        for ns, nb in self.namespaces.items():
+            topics = self._ns_topics.get(ns, [])
+            hashes = self._ns_hashes.get(ns, [])
+            for r in nb.ranges:
+                lo = bisect.bisect_left(hashes, r.lower)
+                hi = bisect.bisect_right(hashes, r.upper) if r.closed_upper else bisect.bisect_left(hashes, r.upper)
+                if hi <= lo:
+                    continue
+                rin = rout = tin = tout = 0.0
+                prod = cons = 0
+                for t in topics[lo:hi]:
+                    rin += t.rate_in
+                    rout += t.rate_out
+                    tin += t.rate_in * t.msg_size
+                    tout += t.rate_out * t.msg_size
+                    prod += t.producers
+                    cons += t.clients - t.producers
+                out[bundle_full_name(ns, r.name)] = {
+                    "msgRateIn": rin,
+                    "msgRateOut": rout,
+                    "msgThroughputIn": tin,
+                    "msgThroughputOut": tout,
+                    "consumerCount": cons,
+                    "producerCount": prod,
+                    "topics": hi - lo,
+                    "cacheSize": 0,
+                }
+        return out
+
+    def topic_rates(self, bundle: str) -> dict[str, dict[str, float]]:
+        """Per-topic rates of ``bundle`` (what ``broker-stats/topics`` reports), keyed by full topic name."""
+        return {
+            t.name: {
+                "msgRateIn": t.rate_in,
+                "msgRateOut": t.rate_out,
+                "msgThroughputIn": t.rate_in * t.msg_size,
+                "msgThroughputOut": t.rate_out * t.msg_size,
+            }
+            for t in self.topics_of(bundle)
+        }
+
+    # ------------------------------------------------------------------ reports
+    def _usage(self, broker: Broker, stats: Iterable[Mapping[str, Any]], noisy: bool) -> dict[str, dict[str, float]]:
+        rate = thr_in = thr_out = 0.0
+        for s in stats:
+            rate += s["msgRateIn"] + s["msgRateOut"]
+            thr_in += s["msgThroughputIn"]
+            thr_out += s["msgThroughputOut"]
+        cpu = CPU_BASE_PCT + CPU_PCT_PER_MSG * rate + CPU_PCT_PER_BYTE * (thr_in + thr_out)
+        if noisy and self.noise:
+            cpu *= max(0.0, 1.0 + self.rng.gauss(0.0, self.noise))
+        return {
+            "cpu": {"usage": cpu, "limit": broker.cpu_limit},
+            "bandwidthIn": {"usage": thr_in * 8 / 1024, "limit": broker.nic_limit_kbps},
+            "bandwidthOut": {"usage": thr_out * 8 / 1024, "limit": broker.nic_limit_kbps},
+        }
+
+    def load_reports(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+        """``LocalBrokerData`` JSON of every live broker (the ``decide`` cycle's ``brokers``)."""
+        stats = self.bundle_stats() if stats is None else stats
+        per: dict[str, dict[str, Any]] = {b: {} for b in self.live_brokers()}
+        for bundle, s in stats.items():
+            owner = self.owners[bundle]
+            if owner in per:
+                per[owner][bundle] = s
+        reports: dict[str, dict[str, Any]] = {}
+        for b, owned in per.items():
+            reports[b] = {
+                **self._usage(self.brokers[b], owned.values(), noisy=True),
+                "lastUpdate": self.now_ms,
+                "lastStats": owned,
+                "bundles": list(owned),
+            }
+        return reports
+
+    def true_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, float]:
+        """Noise-free, capacity-normalised usage per live broker: max over cpu/NIC in/NIC out of usage/limit."""
+        stats = self.bundle_stats() if stats is None else stats
+        per: dict[str, list[Mapping[str, Any]]] = {b: [] for b in self.live_brokers()}
+        for bundle, s in stats.items():
+            if self.owners[bundle] in per:
+                per[self.owners[bundle]].append(s)
+        out = {}
+        for b, owned in per.items():
+            u = self._usage(self.brokers[b], owned, noisy=False)
+            out[b] = max(r["usage"] / r["limit"] for r in u.values())
+        return out
+
+    def ideal_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
+        """Total load / total capacity on the binding resource: the best any placement could reach."""
+        stats = self.bundle_stats() if stats is None else stats
+        live = [self.brokers[b] for b in self.live_brokers()]
+        total = self._usage(Broker("all"), stats.values(), noisy=False)
+        cpu = total["cpu"]["usage"] + CPU_BASE_PCT * (len(live) - 1)
+        cap_cpu = sum(b.cpu_limit for b in live)
+        cap_nic = sum(b.nic_limit_kbps for b in live)
+        return max(cpu / cap_cpu, total["bandwidthIn"]["usage"] / cap_nic, total["bandwidthOut"]["usage"] / cap_nic)
+
+    def floor_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
+        """The best worst-broker usage any plan could reach: the ideal; the hottest topic alone on the
+        broker where it weighs least (a topic cannot be split); the hottest bundle of a namespace at
+        ``loadBalancerNamespaceMaximumBundles`` alone (it cannot be split either) - whichever is highest."""
+        stats = self.bundle_stats() if stats is None else stats
+        ideal = self.ideal_usage(stats)
+        live = [self.brokers[b] for b in self.live_brokers()]
+        hottest = max(self.topics, key=lambda t: t.rate_in * t.msg_size * (1 + t.rate_out / t.rate_in if t.rate_in else 1), default=None)
+        if hottest is None or not live:
+            return ideal
+        items = [{
+            "msgRateIn": hottest.rate_in, "msgRateOut": hottest.rate_out,
+            "msgThroughputIn": hottest.rate_in * hottest.msg_size, "msgThroughputOut": hottest.rate_out * hottest.msg_size,
+        }]
+        cap = self.config.load_balancer_namespace_maximum_bundles
+        full = {ns for ns, nb in self.namespaces.items() if len(nb.ranges) >= cap}
+        items += [s for b, s in stats.items() if split_full_name(b)[0] in full]
+
+        specs = list({(b.cores, b.nic_mbps): b for b in live}.values())  # one broker per capacity
+
+        def alone(item: Mapping[str, Any]) -> float:
+            return min(max(r["usage"] / r["limit"] for r in self._usage(b, [item], noisy=False).values()) for b in specs)
+
+        return max(ideal, max(alone(item) for item in items))
+
+    # ------------------------------------------------------------------ placement (lookup)
+    def lookup(self, bundle: str, stats: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+        """Where a bundle lands with no destination, as Pulsar's default placement puts it.
+
+        ``LeastLongTermMessageRate``: the live broker with the least message rate (in + out) of the
+        bundles it owns, counting bundles already placed in this batch (Pulsar's preallocation);
+        brokers above ``loadBalancerBrokerOverloadedThresholdPercentage`` are skipped unless all are.
+        Like Pulsar's, it ignores throughput and broker size. Ties: first in broker order.
+        """
+        live = self.live_brokers()
+        if not live:
+            raise RuntimeError(f"no live broker to own {bundle}")
+        stats = self.bundle_stats() if stats is None else stats
+        usage = self.true_usage(stats)
+        rate = {b: 0.0 for b in live}
+        for other, s in stats.items():
+            owner = self.owners.get(other)
+            if owner in rate and other != bundle:
+                rate[owner] += s["msgRateIn"] + s["msgRateOut"]
+        limit = self.config.load_balancer_broker_overloaded_threshold_percentage / 100.0
+        candidates = [b for b in live if usage[b] < limit] or live
+        return min(candidates, key=lambda b: rate[b])
+
+    # ------------------------------------------------------------------ applying decisions
+    def apply(self, cycle_out: Mapping[str, Any]) -> StepResult:
+        """Apply a ``decide`` cycle output: splits first, then unloads (an unload may name a split child)."""
+        res = StepResult()
+        stats: dict[str, dict[str, Any]] | None = None
+        lookups: list[str] = []
+        for s in cycle_out.get("splits", []):
+            bundle = s["bundle"]
+            ns, range_name = split_full_name(bundle)
+            nb = self.namespaces.get(ns)
+            r = BundleRange.parse(range_name, "split")
+            if nb is None or r not in nb.ranges or bundle not in self.owners:
+                res.rejected.append(f"split {bundle}: no such bundle")
+                continue
+            given = s.get("boundaries")
+            if given:
+                points = [int(b, 16) if isinstance(b, str) else int(b) for b in given]
+            else:
+                rates = {n: TopicRates(v["msgRateIn"], v["msgRateOut"], v["msgThroughputIn"], v["msgThroughputOut"])
+                         for n, v in self.topic_rates(bundle).items()}
+                points = get_split_boundaries(self.config.default_namespace_bundle_split_algorithm, r,
+                                              topics=rates, config=self.config) or []
+            if not points:
+                res.rejected.append(f"split {bundle}: the algorithm found no boundary")
+                continue
+            try:
+                children = split_range(r, boundaries=points)
+            except ValueError as exc:
+                res.rejected.append(f"split {bundle}: {exc}")
+                continue
+            owner = self.owners.pop(bundle)
+            self.namespaces[ns] = nb.with_split(r, children)
+            unload_children = s.get("unloadChildren")
+            if unload_children is None:
+                unload_children = not given and self.config.load_balancer_auto_unload_split_bundles_enabled
+            for c in children:
+                child = bundle_full_name(ns, c.name)
+                self.owners[child] = owner
+                if unload_children:
+                    lookups.append(child)
+            res.splits += 1
+        if lookups:
+            stats = self.bundle_stats()
+            for child in lookups:
+                self._move(child, None, res, stats)
+        # the load manager's level (what Pulsar's leader executes) when the output has it
+        executed = cycle_out.get("executed")
+        for u in (executed["unloads"] if executed is not None else cycle_out.get("unloads", [])):
+            bundle = u["bundle"]
+            if self.owners.get(bundle) != u["broker"]:
+                res.rejected.append(f"unload {bundle}: not owned by {u['broker']}")
+                continue
+            if stats is None:
+                stats = self.bundle_stats()
+            self._move(bundle, u.get("destination"), res, stats)
+        return res
+
+    def _move(self, bundle: str, destination: str | None, res: StepResult, stats: Mapping[str, Any]) -> None:
+        source = self.owners[bundle]
+        if destination is None or destination not in self.brokers or not self.brokers[destination].alive:
+            destination = self.lookup(bundle, stats)
+        res.clients_disconnected += sum(t.clients for t in self.topics_of(bundle))
+        if destination != source:
+            self.owners[bundle] = destination
+            res.unloads += 1
+            res.moved.append(bundle)
+
+    # ------------------------------------------------------------------ clock and events
+    def advance(self) -> StepResult:
+        """Move the clock one cycle: traffic changes, scheduled events happen."""
+        self.now_ms += self.interval_ms
+        self.cycle += 1
+        self._step_drift()
+        res = self._apply_events()  # brokers leaving are placed with the load seen so far
+        self._update_rates()
+        return res
+
+    def _apply_events(self) -> StepResult:
+        res = StepResult()
+        for b in self._returning.pop(self.cycle, []):
+            self.brokers[b].alive = True
+        while self.events and self.events[0].cycle <= self.cycle:
+            e = self.events.pop(0)
+            if e.kind == "join":
+                assert e.broker is not None
+                self.brokers[e.broker] = Broker(e.broker, e.cores, e.nic_mbps)
+            elif e.kind in ("leave", "fail", "restart"):
+                assert e.broker is not None
+                self.brokers[e.broker].alive = False
+                stats = self.bundle_stats()
+                for bundle in [b for b, o in self.owners.items() if o == e.broker]:
+                    self._move(bundle, None, res, stats)
+                if e.kind == "restart":
+                    self._returning.setdefault(self.cycle + e.delay, []).append(e.broker)
+                elif e.kind == "leave":
+                    del self.brokers[e.broker]
+            elif e.kind == "burst":
+                assert e.topic is not None
+                self._by_name[e.topic].burst = e.factor
+            else:  # pragma: no cover - scenarios are code
+                raise ValueError(f"unknown event kind {e.kind!r}")
+        return res
+
+
+__all__ = ["Broker", "ClusterModel", "Event", "StepResult", "Topic"]

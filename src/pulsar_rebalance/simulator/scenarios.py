@@ -1,0 +1,276 @@
+"""Named, seedable scenarios for the closed-loop model (:mod:`pulsar_rebalance.simulator.dynamics`).
+
+``build(name, seed) -> ScenarioRun``: the same name and seed always give the same cluster, the same
+traffic and the same events. Each scenario is one problem Pulsar operators report (see
+``docs/benchmarks/balance.md``):
+
+============================== ===============================================================
+steady-with-noise              balanced cluster, drifting Zipf traffic, 3 % CPU noise: nothing to do
+scale-up                       8 balanced brokers, two empty brokers join at cycle 2
+scale-down                     10 balanced brokers, two leave at cycle 2 (bundles re-placed by lookup)
+rolling-restart                8 brokers restarted one after another (each comes back empty)
+one-hot-broker                 one broker holds about twice the average load
+hot-bundle-needs-split         one bundle of many busy topics carries ~80 % of a broker
+hot-single-topic-unsplittable  one topic alone carries ~60 % of a broker: no split can fix it
+heterogeneous                  one broker has twice the cores and NIC; bundles spread by count
+periodic-jitter                an on/off consumer adds 40 % of a NIC to one bundle's out-traffic, every other 2 cycles
+large-zipf                     100 brokers, 5,120 bundles, 200,000 topics, Zipf rates, spread by count
+============================== ===============================================================
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pulsar_rebalance.core.bundles import NamespaceBundles, bundle_full_name, topic_hash
+from pulsar_rebalance.simulator.dynamics import CPU_PCT_PER_BYTE, CPU_PCT_PER_MSG, Broker, ClusterModel, Event, Topic
+
+_REF = Broker("ref")  # a standard broker: 8 cores, 1 Gbit/s
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRun:
+    name: str
+    seed: int
+    model: ClusterModel
+    cycles: int
+    description: str
+
+
+def _topics(rng: random.Random, n: int, namespaces: Sequence[str], zipf_s: float) -> list[Topic]:
+    weights = [1.0 / (k ** zipf_s) for k in range(1, n + 1)]
+    rng.shuffle(weights)
+    phases = [0.0, 0.1, 0.35, 0.6]
+    out = []
+    for i in range(n):
+        ns = namespaces[i % len(namespaces)]
+        name = f"persistent://{ns}/topic-{i}"
+        out.append(
+            Topic(
+                name=name,
+                namespace=ns,
+                hash=topic_hash(name),
+                base_rate=weights[i],
+                msg_size=math.exp(rng.uniform(math.log(256), math.log(4096))),
+                fanout=rng.choice((1.0, 1.0, 1.0, 2.0, 3.0)),
+                phase=rng.choice(phases),
+                producers=rng.choice((1, 1, 2)),
+            )
+        )
+    return out
+
+
+def _calibrate(model: ClusterModel, target: float) -> None:
+    """Scale every topic's base rate so the cluster's ideal usage is ``target``."""
+    for _ in range(3):
+        ideal = model.ideal_usage()
+        if ideal <= 0:
+            return
+        factor = target / ideal
+        for t in model.topics:
+            t.base_rate *= factor
+        model._update_rates()
+
+
+def _load(msg_rate: float, thr_in: float, thr_out: float) -> float:
+    cpu = (CPU_PCT_PER_MSG * msg_rate + CPU_PCT_PER_BYTE * (thr_in + thr_out)) / _REF.cpu_limit
+    return max(cpu, thr_in * 8 / 1024 / _REF.nic_limit_kbps, thr_out * 8 / 1024 / _REF.nic_limit_kbps)
+
+
+def _bundle_loads(model: ClusterModel) -> dict[str, float]:
+    """A bundle's load as a fraction of a standard (8-core, 1 Gbit/s) broker: max of its CPU/NIC parts."""
+    loads = {
+        b: _load(s["msgRateIn"] + s["msgRateOut"], s["msgThroughputIn"], s["msgThroughputOut"])
+        for b, s in model.bundle_stats().items()
+    }
+    for b in model.bundles():
+        loads.setdefault(b, 0.0)
+    return loads
+
+
+def _place_balanced(model: ClusterModel, brokers: Sequence[str]) -> None:
+    """Longest-processing-time greedy, capacity-normalised: a well balanced start."""
+    loads = _bundle_loads(model)
+    used = {b: 0.0 for b in brokers}
+    cap = {b: model.brokers[b].cores / 8.0 for b in brokers}
+    for bundle in sorted(loads, key=lambda x: (-loads[x], x)):
+        dest = min(brokers, key=lambda b: (used[b] + loads[bundle]) / cap[b])
+        used[dest] += loads[bundle]
+        model.owners[bundle] = dest
+
+
+def _place_by_count(model: ClusterModel, brokers: Sequence[str], rng: random.Random) -> None:
+    """Bundles dealt out evenly by count in random order (what count-based placement gives)."""
+    bundles = sorted(model.bundles())
+    rng.shuffle(bundles)
+    for i, bundle in enumerate(bundles):
+        model.owners[bundle] = brokers[i % len(brokers)]
+
+
+def _new_model(
+    seed: int,
+    *,
+    n_brokers: int,
+    n_namespaces: int,
+    bundles_per_ns: int,
+    n_topics: int,
+    zipf_s: float = 0.6,
+    noise: float = 0.02,
+    drift: float = 0.01,
+    daily: float = 0.15,
+    events: Sequence[Event] = (),
+    big: Mapping[int, tuple[float, float]] | None = None,
+) -> tuple[ClusterModel, random.Random]:
+    rng = random.Random(seed)
+    namespaces = [f"tenant-{i % 4}/ns-{i}" for i in range(n_namespaces)]
+    topics = _topics(rng, n_topics, namespaces, zipf_s)
+    brokers = []
+    for i in range(n_brokers):
+        cores, nic = (big or {}).get(i, (8.0, 1000.0))
+        brokers.append(Broker(f"broker-{i}:8080", cores, nic))
+    nbs = {ns: NamespaceBundles.with_num_bundles(bundles_per_ns) for ns in namespaces}
+    first = brokers[0].broker_id
+    owners = {bundle_full_name(ns, r.name): first for ns, nb in nbs.items() for r in nb.ranges}
+    model = ClusterModel(
+        brokers=brokers, namespaces=nbs, topics=topics, owners=owners, seed=seed,
+        noise=noise, drift_sigma=drift, daily_amplitude=daily, events=events,
+    )
+    return model, rng
+
+
+def _ids(model: ClusterModel) -> list[str]:
+    return list(model.brokers)
+
+
+def steady_with_noise(seed: int) -> ScenarioRun:
+    m, _ = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000, noise=0.03)
+    _calibrate(m, 0.5)
+    _place_balanced(m, _ids(m))
+    return ScenarioRun("steady-with-noise", seed, m, 60, "balanced, drifting traffic, CPU noise")
+
+
+def scale_up(seed: int) -> ScenarioRun:
+    ev = [Event(2, "join", broker="broker-8:8080"), Event(2, "join", broker="broker-9:8080")]
+    m, _ = _new_model(seed, n_brokers=8, n_namespaces=8, bundles_per_ns=16, n_topics=4000, events=ev)
+    _calibrate(m, 0.6)
+    _place_balanced(m, _ids(m))
+    return ScenarioRun("scale-up", seed, m, 60, "two empty brokers join a balanced 8-broker cluster")
+
+
+def scale_down(seed: int) -> ScenarioRun:
+    ev = [Event(2, "leave", broker="broker-8:8080"), Event(2, "leave", broker="broker-9:8080")]
+    m, _ = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000, events=ev)
+    _calibrate(m, 0.45)
+    _place_balanced(m, _ids(m))
+    return ScenarioRun("scale-down", seed, m, 60, "two of 10 brokers leave; lookup re-places their bundles")
+
+
+def rolling_restart(seed: int) -> ScenarioRun:
+    ev = [Event(2 + 6 * i, "restart", broker=f"broker-{i}:8080", delay=2) for i in range(4)]
+    m, _ = _new_model(seed, n_brokers=8, n_namespaces=8, bundles_per_ns=16, n_topics=4000, events=ev)
+    _calibrate(m, 0.5)
+    _place_balanced(m, _ids(m))
+    return ScenarioRun("rolling-restart", seed, m, 60, "brokers 0-3 restart one after another, each back empty")
+
+
+def one_hot_broker(seed: int) -> ScenarioRun:
+    m, rng = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000)
+    _calibrate(m, 0.45)
+    ids = _ids(m)
+    _place_balanced(m, ids[1:])
+    loads = _bundle_loads(m)
+    # move bundles from the others onto broker-0 until it carries about twice the average
+    target = 2 * sum(loads.values()) / len(ids)
+    have = 0.0
+    for bundle in sorted(loads, key=lambda b: (loads[b], b)):
+        if have + loads[bundle] > target:
+            continue
+        m.owners[bundle] = ids[0]
+        have += loads[bundle]
+        if have > 0.95 * target:
+            break
+    return ScenarioRun("one-hot-broker", seed, m, 60, "one broker holds about twice the average load")
+
+
+def hot_bundle_needs_split(seed: int) -> ScenarioRun:
+    m, _ = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000)
+    _calibrate(m, 0.45)
+    loads = _bundle_loads(m)
+    hot = sorted(loads, key=lambda b: (-len(m.topics_of(b)), b))[0]
+    factor = 0.8 / max(loads[hot], 1e-9)
+    for t in m.topics_of(hot):
+        t.burst = factor
+    m._update_rates()
+    _place_balanced(m, _ids(m))
+    return ScenarioRun("hot-bundle-needs-split", seed, m, 60, f"bundle {hot} carries ~80 % of a broker")
+
+
+def hot_single_topic(seed: int) -> ScenarioRun:
+    m, _ = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000)
+    _calibrate(m, 0.4)
+    t = m.topics[7]
+    # make this one topic carry ~60 % of a broker on its own
+    t.burst = 0.6 / max(_load(t.rate_in + t.rate_out, t.rate_in * t.msg_size, t.rate_out * t.msg_size), 1e-12)
+    m._update_rates()
+    _place_by_count(m, _ids(m), random.Random(seed))
+    return ScenarioRun("hot-single-topic-unsplittable", seed, m, 60, f"topic {t.name} alone carries ~60 % of a broker")
+
+
+def heterogeneous(seed: int) -> ScenarioRun:
+    m, rng = _new_model(seed, n_brokers=8, n_namespaces=8, bundles_per_ns=16, n_topics=4000, big={0: (16.0, 2000.0)})
+    _calibrate(m, 0.55)
+    _place_by_count(m, _ids(m), rng)
+    return ScenarioRun("heterogeneous", seed, m, 60, "broker-0 has twice the cores and NIC; bundles spread by count")
+
+
+def periodic_jitter(seed: int) -> ScenarioRun:
+    m, _ = _new_model(seed, n_brokers=10, n_namespaces=8, bundles_per_ns=16, n_topics=4000)
+    _calibrate(m, 0.45)
+    loads = _bundle_loads(m)
+    # the biggest topic of a mid-sized bundle gets an on/off consumer group worth ~40 % of a NIC,
+    # switching every 2 cycles
+    bundle = sorted(loads, key=lambda b: (loads[b], b))[len(loads) // 2]
+    t = max(m.topics_of(bundle), key=lambda x: x.base_rate)
+    nic_bytes = 1000 * 1024 * 1024 / 8
+    t.toggle_period = 2
+    t.toggle_fanout = 0.4 * nic_bytes / max(t.rate_in * t.msg_size, 1e-9)
+    m._update_rates()
+    _place_balanced(m, _ids(m))
+    return ScenarioRun("periodic-jitter", seed, m, 60, f"an on/off consumer on {t.name} flips every cycle")
+
+
+def large_zipf(seed: int) -> ScenarioRun:
+    m, rng = _new_model(seed, n_brokers=100, n_namespaces=40, bundles_per_ns=128, n_topics=200_000, zipf_s=0.6, drift=0.005)
+    _calibrate(m, 0.5)
+    _place_by_count(m, _ids(m), rng)
+    return ScenarioRun("large-zipf", seed, m, 20, "100 brokers, 5,120 bundles, 200,000 Zipf topics, spread by count")
+
+
+SCENARIOS: Mapping[str, Callable[[int], ScenarioRun]] = {
+    "steady-with-noise": steady_with_noise,
+    "scale-up": scale_up,
+    "scale-down": scale_down,
+    "rolling-restart": rolling_restart,
+    "one-hot-broker": one_hot_broker,
+    "hot-bundle-needs-split": hot_bundle_needs_split,
+    "hot-single-topic-unsplittable": hot_single_topic,
+    "heterogeneous": heterogeneous,
+    "periodic-jitter": periodic_jitter,
+    "large-zipf": large_zipf,
+}
+
+
+def build(name: str, seed: int = 0) -> ScenarioRun:
+    """The named scenario for ``seed``; ``KeyError`` lists the known names."""
+    try:
+        return SCENARIOS[name](seed)
+    except KeyError:
+        if name in SCENARIOS:
+            raise
+        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+
+
+__all__ = ["SCENARIOS", "ScenarioRun", "build"]

@@ -1,0 +1,306 @@
+"""GlobalPlanner through the ``decide`` contract, on named scenario fixtures, with its invariants:
+no bundle lost or duplicated, ranges cover the hash space, never a move to an excluded or overloaded
+broker, never worse than before, deterministic, hysteresis from the state."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pulsar_rebalance.core.contract_decide import decide_scenario
+from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
+from pulsar_rebalance.core.shedders.base import namespace_of
+from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.errors import ScenarioError
+from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.simulator.closed_loop import run_closed_loop
+from pulsar_rebalance.simulator.dynamics import ClusterModel
+from pulsar_rebalance.simulator.scenarios import build
+
+pytestmark = pytest.mark.timeout(300)
+
+PLANNED = ["one-hot-broker", "scale-up", "heterogeneous", "hot-bundle-needs-split", "hot-single-topic-unsplittable", "large-ish"]
+
+
+def _cycle(model: ClusterModel, *, topics: bool = True) -> dict[str, Any]:
+    stats = model.bundle_stats()
+    reports = model.load_reports(stats)
+    bundle_data = {}
+    for b, s in stats.items():
+        bd = BundleData.new_default()
+        bd.update(NamespaceBundleStats.from_json(s, b))
+        bundle_data[b] = bd.to_json()
+    cycle: dict[str, Any] = {"brokers": reports, "bundleData": bundle_data, "nowMs": model.now_ms,
+                             "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()}}
+    if topics:
+        cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
+    return cycle
+
+
+def _model(name: str, seed: int = 1) -> ClusterModel:
+    if name == "large-ish":  # many small brokers, bundles spread by count: a Zipf imbalance
+        from pulsar_rebalance.simulator import scenarios as sc
+
+        m, rng = sc._new_model(seed, n_brokers=30, n_namespaces=10, bundles_per_ns=32, n_topics=20_000, zipf_s=0.7)
+        sc._calibrate(m, 0.5)
+        sc._place_by_count(m, list(m.brokers), rng)
+        return m
+    return build(name, seed).model
+
+
+def _decide(cycle: dict[str, Any], state: dict[str, Any] | None = None, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"shedding": "GlobalPlanner", "cycles": [copy.deepcopy(cycle)]}
+    if state is not None:
+        doc["state"] = state
+    if config:
+        doc["config"] = config
+    return decide_scenario(doc)
+
+
+def _check_invariants(model: ClusterModel, cycle_in: dict[str, Any], out: dict[str, Any], overload: float = 0.85) -> None:
+    cyc = out["cycles"][0]
+    brokers = set(cycle_in["brokers"])
+    owners_before = dict(model.owners)
+    before = model.true_usage()
+    children: dict[str, str] = {}
+    for s in cyc["splits"]:
+        assert owners_before[s["bundle"]] == s["broker"]
+        assert s["boundaries"] and len(s["children"]) == len(s["boundaries"]) + 1
+        for c in s["children"]:
+            children[c] = s["broker"]
+    for u in cyc["unloads"]:
+        assert owners_before.get(u["bundle"], children.get(u["bundle"])) == u["broker"]
+        assert u["destination"] in brokers and u["destination"] != u["broker"]
+        p = u["predicted"]
+        assert p["destinationAfter"] < p["sourceBefore"]  # never moves the problem
+        assert p["destinationBefore"] < overload and p["destinationAfter"] <= max(overload, cyc["stats"]["target"])
+        assert u["reason"].startswith("Overloaded: GlobalPlanner")
+    assert len({u["bundle"] for u in cyc["unloads"]}) == len(cyc["unloads"])  # a bundle moves at most once
+    stats = cyc["stats"]
+    if "maxUsageAfter" in stats:
+        assert stats["maxUsageAfter"] <= stats["maxUsageBefore"] + 1e-9
+    topics_before = sorted(t.name for t in model.topics)
+    res = model.apply(cyc)
+    assert not res.rejected, res.rejected
+    # no bundle lost or duplicated, ranges tile the hash space, every topic in exactly one bundle
+    for nb in model.namespaces.values():
+        r = nb.ranges
+        assert r[0].lower == 0 and r[-1].upper == 0xFFFFFFFF and all(a.upper == b.lower for a, b in zip(r, r[1:]))
+    assert set(model.owners) == set(model.bundles())
+    assert sum(len(model.topics_of(b)) for b in model.bundles()) == len(topics_before)
+    # never worse than before (noise-free truth, not only the prediction)
+    after = model.true_usage()
+    assert max(after.values()) <= max(before.values()) + 0.005
+
+
+@pytest.mark.parametrize("name", PLANNED)
+def test_one_plan_keeps_every_invariant_and_improves_the_worst_broker(name: str) -> None:
+    model = _model(name)
+    if name == "scale-up":
+        model.advance(), model.advance()  # the two empty brokers have joined
+    cycle = _cycle(model)
+    before = max(model.true_usage().values())
+    out = _decide(cycle)
+    cyc = out["cycles"][0]
+    assert cyc["label"] == "Success", cyc["detail"]
+    _check_invariants(model, cycle, out)
+    assert max(model.true_usage().values()) < before - 0.02
+    # deterministic: the same input gives the same plan, byte for byte
+    assert _decide(cycle) == out
+
+
+def test_zero_moves_when_the_cluster_is_within_the_target() -> None:
+    model = _model("steady-with-noise")
+    cyc = _decide(_cycle(model))["cycles"][0]
+    assert cyc["label"] == "Skip" and cyc["reason"] == "Balanced" and not cyc["unloads"] and not cyc["splits"]
+    assert "within the band" in cyc["detail"]
+
+
+def test_heterogeneous_capacity_comes_from_reported_limits() -> None:
+    model = _model("heterogeneous")
+    cyc = _decide(_cycle(model))["cycles"][0]
+    big = "broker-0:8080"  # twice the cores and NIC: it must take load, never give it
+    assert any(u["destination"] == big for u in cyc["unloads"])
+    assert all(u["broker"] != big for u in cyc["unloads"])
+
+
+def test_split_isolates_the_hot_topic_and_places_children_in_the_same_plan() -> None:
+    model = _model("hot-bundle-needs-split")
+    cyc = _decide(_cycle(model))["cycles"][0]
+    assert len(cyc["splits"]) == 1
+    split = cyc["splits"][0]
+    assert set(split["children"]) & {u["bundle"] for u in cyc["unloads"]}  # a child moves in the same plan
+    assert "GlobalPlanner" in split["reason"]
+
+
+def test_unsplittable_hot_topic_gets_a_warning_not_endless_moves() -> None:
+    run = build("hot-single-topic-unsplittable", 1)
+    result = run_closed_loop(run, "GlobalPlanner")
+    assert any("single hot topic" in w or "one topic carries" in w for w in result.warnings)
+    assert result.ping_pong == 0
+    assert sum(result.moves_per_cycle[len(result.moves_per_cycle) // 3 :]) == 0  # settles, no churn
+
+
+def test_namespace_at_its_bundle_limit_is_a_warning_not_a_split() -> None:
+    model = _model("hot-bundle-needs-split")
+    cycle = _cycle(model)
+    out = _decide(cycle, config={"loadBalancerNamespaceMaximumBundles": 16})
+    cyc = out["cycles"][0]
+    assert not cyc["splits"]
+    assert any("loadBalancerNamespaceMaximumBundles=16" in w for w in cyc["stats"]["warnings"])
+
+
+def test_excluded_namespaces_are_never_moved() -> None:
+    model = _model("one-hot-broker")
+    cycle = _cycle(model)
+    hot_ns = sorted({namespace_of(b) for b in cycle["brokers"]["broker-0:8080"]["lastStats"]})
+    out = _decide(cycle, config={"loadBalancerSheddingExcludedNamespaces": hot_ns[:4]})
+    moved_ns = {namespace_of(u["bundle"]) for u in out["cycles"][0]["unloads"]}
+    assert moved_ns and not moved_ns & set(hot_ns[:4])
+
+
+MIB = 1024 * 1024
+NOW = 1_700_000_000_000
+
+
+def _nic_cluster(owned: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Brokers bound by NIC in: ``owned`` = broker -> {bundle: MiB/s in}; 1 Gbit/s NICs, idle CPU."""
+    brokers = {}
+    for broker, bundles in owned.items():
+        stats = {b: {"msgRateIn": 1.0, "msgRateOut": 0.0, "msgThroughputIn": mib * MIB, "msgThroughputOut": 0.0, "topics": 5}
+                 for b, mib in bundles.items()}
+        thr = sum(mib * MIB for mib in bundles.values())
+        brokers[broker] = {"cpu": {"usage": 1.0, "limit": 800.0}, "bandwidthIn": {"usage": thr * 8 / 1024, "limit": 1024000.0},
+                           "bandwidthOut": {"usage": 0.0, "limit": 1024000.0}, "lastStats": stats}
+    return {"brokers": brokers, "nowMs": NOW}
+
+
+def test_hysteresis_never_undoes_its_own_recent_moves() -> None:
+    x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
+    # B is hot; moving X (or b2) to the empty A is the obvious fix
+    cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}})
+    cycle["recentlyUnloadedBundles"] = {b2: NOW - 60 * 60_000}  # old: b2 is free to move
+    fresh = _decide(cycle)["cycles"][0]
+    assert fresh["label"] == "Success" and fresh["unloads"][0]["destination"] == "A:8080"
+
+    cycle["recentlyUnloadedBundles"] = {b2: NOW - 60_000}  # b2 was just unloaded (Pulsar's grace period)
+    mem = {"moves": {x: {"from": "D:8080", "to": "B:8080", "atMs": NOW - 5 * 60_000}}}
+    cooling = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
+    assert cooling["label"] == "Skip" and not cooling["unloads"]  # X is in the planner's cool-down
+    mem = {"moves": {x: {"from": "A:8080", "to": "B:8080", "atMs": NOW - 40 * 60_000}}}
+    back = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
+    # after the cool-down X may move again, but never straight back to A
+    assert back["unloads"] and all(not (u["bundle"] == x and u["destination"] == "A:8080") for u in back["unloads"])
+    mem = {"moves": {x: {"from": "D:8080", "to": "B:8080", "atMs": NOW - 40 * 60_000}}}
+    later = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
+    assert [(u["bundle"], u["destination"]) for u in later["unloads"]] == [(x, "A:8080")]
+    assert StrategyState.from_json(_decide(cycle, {"globalPlanner": mem})["state"]).planner["moves"][x]["from"] == "B:8080"
+
+
+def test_state_of_the_planner_is_validated() -> None:
+    bad = {"globalPlanner": {"moves": {"t/ns/0x00000000_0xffffffff": {"from": "a", "to": "", "atMs": 1}}}}
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json(bad)
+    assert err.value.field == "state.globalPlanner.moves.t/ns/0x00000000_0xffffffff.to"
+    with pytest.raises(ScenarioError):
+        StrategyState.from_json({"globalPlanner": {"typo": {}}})
+    # Pulsar strategies' state keeps its shape (no globalPlanner member)
+    assert "globalPlanner" not in StrategyState().to_json()
+
+
+def test_bundle_topics_is_only_for_the_planner() -> None:
+    model = _model("one-hot-broker")
+    cycle = _cycle(model)
+    with pytest.raises(ScenarioError) as err:
+        decide_scenario({"shedding": "ThresholdShedder", "cycles": [cycle]})
+    assert err.value.field == "cycles[0].bundleTopics"
+    cycle["bundleTopics"] = {next(iter(cycle["bundleTopics"])): {"persistent://t/n/x": {"msgRateIn": -1}}}
+    with pytest.raises(ScenarioError):
+        _decide(cycle)
+
+
+def test_closed_loop_reaches_the_target_without_ping_pong_and_then_stays_put() -> None:
+    result = run_closed_loop(build("one-hot-broker", 2), "GlobalPlanner")
+    s = result.summary()
+    assert s["final_max"] <= s["ideal"] * 1.05
+    assert s["ping_pong"] == 0 and s["churn"] == 0
+    steady = run_closed_loop(build("steady-with-noise", 2), "GlobalPlanner").summary()
+    assert steady["moves"] == 0 and steady["splits"] == 0
+
+
+def test_a_change_of_brokers_is_waited_for_then_planned_once_unless_a_broker_is_overloaded() -> None:
+    x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
+    cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}})
+    # the last cycle, a minute ago, also had D: D has just left (or is restarting)
+    last = {"globalPlanner": {"membership": {"brokers": ["A:8080", "B:8080", "C:8080", "D:8080"], "atMs": NOW - 60_000}}}
+    out = _decide(cycle, last)
+    cyc = out["cycles"][0]
+    assert (cyc["label"], cyc["reason"]) == ("Skip", "CoolDown") and not cyc["unloads"]
+    assert "left: D:8080" in cyc["detail"]
+    waiting = copy.deepcopy(cycle)
+    waiting["nowMs"] = NOW + 8 * 60_000  # 9 min after the change: still settling
+    out = _decide(waiting, out["state"])
+    assert out["cycles"][0]["reason"] == "CoolDown"
+    settled = copy.deepcopy(cycle)
+    settled["nowMs"] = NOW + 10 * 60_000  # stable for 10 min: one plan
+    assert _decide(settled, out["state"])["cycles"][0]["label"] == "Success"
+    # a broker above the overload threshold (85 %) is not kept waiting
+    hot = _nic_cluster({"A:8080": {}, "B:8080": {x: 60, b2: 50}, "C:8080": {c1: 40}})
+    assert _decide(hot, last)["cycles"][0]["label"] == "Success"
+
+
+def test_a_rolling_restart_gets_one_corrective_plan_at_its_end() -> None:
+    run = build("rolling-restart", 1)  # brokers 0-3 restart at cycles 2, 8, 14, 20, each back 2 cycles later
+    result = run_closed_loop(run, "GlobalPlanner")
+    moving = [i for i, n in enumerate(result.moves_per_cycle) if n]
+    assert len(moving) == 1 and moving[0] > 22, result.moves_per_cycle
+    s = result.summary()
+    assert s["final_max"] <= 1.05 * s["ideal"] and s["ping_pong"] == 0
+
+
+def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
+    model = _model("hot-bundle-needs-split", 2)
+    cyc = _decide(_cycle(model))["cycles"][0]
+    (split,) = cyc["splits"]
+    moved = [u for u in cyc["unloads"] if u["bundle"] in split["children"]]
+    assert moved and len({u["destination"] for u in moved}) == len(moved)  # one part per destination
+    assert all(u["predicted"]["destinationAfter"] <= cyc["stats"]["target"] for u in moved)
+    assert len(split["children"]) <= 2 * 7 + 1  # at most max_split_parts - 1 parts move, the rest stays between them
+    assert cyc["stats"]["maxUsageAfter"] <= cyc["stats"]["target"] + 0.005
+
+
+def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None:
+    run = build("hot-single-topic-unsplittable", 2)
+    model = run.model
+    result = run_closed_loop(run, "GlobalPlanner")
+    hot = max(model.topics, key=lambda t: t.burst)
+    bundle = model.bundle_of_topic(hot.name)
+    owner = model.owners[bundle]
+    assert [b for b, o in model.owners.items() if o == owner and model.topics_of(b)] == [bundle]
+    assert any("one hot topic" in w or "single hot topic" in w for w in result.warnings)
+    assert result.summary()["final_max"] <= result.summary()["floor"] + 0.002
+
+
+def test_a_swinging_bundle_is_planned_at_its_peak_and_nothing_chases_the_swing() -> None:
+    # an on/off consumer: after the first plan (which isolates its topic), no move at all, in either phase
+    result = run_closed_loop(build("periodic-jitter", 2), "GlobalPlanner")
+    assert result.moves_per_cycle[0] > 0 and sum(result.moves_per_cycle[1:]) == 0 and result.ping_pong == 0
+
+
+def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, 2.0]}}})
+    assert err.value.field == "state.globalPlanner.coefficients.cpu"
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, -2.0, 0, 0, 0]}}})
+    assert err.value.field == "state.globalPlanner.coefficients.cpu[1]"
+    with pytest.raises(ScenarioError) as err:
+        StrategyState.from_json({"globalPlanner": {"membership": {"brokers": "A:8080"}}})
+    assert err.value.field == "state.globalPlanner.membership.brokers"
+    model = _model("one-hot-broker")
+    state = _decide(_cycle(model))["state"]
+    mem = state["globalPlanner"]
+    assert mem["membership"]["brokers"] == sorted(model.live_brokers()) and set(mem["coefficients"]) >= {"cpu", "bandwidthOut"}
+    assert StrategyState.from_json(state).to_json() == state  # round trip
