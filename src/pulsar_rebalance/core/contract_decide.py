@@ -83,6 +83,7 @@ from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundar
 from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
 from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
 from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.strategies import specs as strategy_specs
 from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
 
 _TOP_KEYS = frozenset({"shedding", "placement", "config", "seed", "state", "assignDestinations", "cycles"})
@@ -362,7 +363,7 @@ def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
         raise ScenarioError(field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)")
 
 
-_PLACEMENT_BASE = {"LeastLongTermMessageRateUnweighted": "LeastLongTermMessageRate"}
+_PLACEMENT_BASE = {s.name: s.variant_of for s in strategy_specs("placement", selectable=False) if s.variant_of}
 
 
 def _short_name(value: str, table: Mapping[str, tuple[str, ...]]) -> str:

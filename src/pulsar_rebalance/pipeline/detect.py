@@ -11,11 +11,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.core.strategies import specs
 from pulsar_rebalance.pipeline.params import RunParams
 
 
-MODULAR_SHEDDERS_WITH_PLACEMENT = ("ThresholdShedder", "OverloadShedder", "UniformLoadShedder")
-PLANNERS = ("GlobalPlanner",)
+MODULAR_SHEDDERS_WITH_PLACEMENT = tuple(
+    s.name for s in specs("shedding", "modular", selectable=True)
+    if s.pulsar_classes and not getattr(s.implementation, "plans_splits", False)
+    and s.name not in {p.name for p in specs("placement")}
+)
+"""Pulsar's modular shedders that take the run's placement strategy (not AvgShedder, which is its own
+placement, nor the planner, which places its own moves)."""
+PLANNERS = tuple(s.name for s in specs("shedding") if getattr(s.implementation, "plans_splits", False))
 """Strategies that plan splits themselves and read the topics of their split candidates."""
 
 

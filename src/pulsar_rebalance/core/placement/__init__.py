@@ -14,28 +14,19 @@ with a caller-seeded ``random.Random``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
+from pulsar_rebalance.core import strategies as _registry
 from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLongTermMessageRate
 from pulsar_rebalance.core.placement.least_resource_usage_with_weight import (
     ExtensibleLeastResourceUsageWithWeight,
     LeastResourceUsageWithWeight,
 )
 
-PLACEMENTS: Mapping[str, Any] = MappingProxyType(
-    {
-        "LeastLongTermMessageRate": LeastLongTermMessageRate(),
-        "LeastResourceUsageWithWeight": LeastResourceUsageWithWeight(),
-        "AvgShedder": "AvgShedder",  # implemented by core.shedders.avg_shedder.select_broker (shared state)
-        "LeastLongTermMessageRateUnweighted": LeastLongTermMessageRate(name="LeastLongTermMessageRateUnweighted", weighted=False),
-    }
-)
-"""Modular placement strategies by name (the AvgShedder entry names its state-sharing function)."""
+PLACEMENTS: Mapping[str, Any] = _registry.implementations("placement", "modular")
+"""Modular placement strategies by name (derived from ``core.strategies.STRATEGIES``)."""
 
-EXTENSIBLE_PLACEMENTS: Mapping[str, Any] = MappingProxyType(
-    {"LeastResourceUsageWithWeight": ExtensibleLeastResourceUsageWithWeight()}
-)
+EXTENSIBLE_PLACEMENTS: Mapping[str, Any] = _registry.implementations("placement", "extensible")
 """Extensible load manager placement strategies (used with TransferShedder)."""
 
 __all__ = [
