@@ -154,3 +154,17 @@ def test_the_dag_param_enums_are_the_registry():
     assert set(shedding.schema["enum"]) == SELECTABLE_SHEDDING
     assert list(placement.schema["enum"]) == SELECTABLE_PLACEMENT
     assert shedding.value == strategies.DEFAULT_SHEDDER and placement.value == strategies.DEFAULT_PLACEMENT
+
+
+def test_the_quickstart_offers_the_selectable_shedders():
+    import argparse
+
+    from pulsar_rebalance.cli import quickstart
+
+    parser = argparse.ArgumentParser()
+    quickstart.register(parser.add_subparsers())
+    demo = parser.parse_args(["demo", "--strategy", "GlobalPlanner"])
+    assert demo.strategy == "GlobalPlanner"
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    choices = next(a.choices for a in sub.choices["demo"]._actions if a.dest == "strategy")
+    assert list(choices) == list(SELECTABLE_SHEDDERS)

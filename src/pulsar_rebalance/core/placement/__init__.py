@@ -1,4 +1,6 @@
-"""Placement strategies, one module per Pulsar class, and the explicit registry name -> implementation.
+"""Placement strategies, one module per Pulsar class; the name -> implementation maps derive from
+the one strategy registry, ``core.strategies.STRATEGIES`` (each implementation satisfies
+``core.strategies.PlacementStrategy``).
 
 * ``LeastLongTermMessageRate`` - modular default (``least_long_term_message_rate``).
 * ``LeastResourceUsageWithWeight`` - modular and extensible forms (``least_resource_usage_with_weight``).

@@ -1,4 +1,5 @@
-"""Shedding strategies, one module per Pulsar class, and the explicit registry name -> implementation.
+"""Shedding strategies, one module per Pulsar class; the name -> implementation maps derive from
+the one strategy registry, ``core.strategies.STRATEGIES``.
 
 Modular load manager shedders (input :class:`~pulsar_rebalance.core.shedders.base.ModularInput`):
 ``ThresholdShedder`` (Pulsar's default in 2.10-4.x), ``OverloadShedder``, ``UniformLoadShedder``, ``AvgShedder``.
