@@ -18,9 +18,8 @@ from airflow.sdk import DAG, Param
 
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
-from pulsar_rebalance.pipeline.params import SHEDDERS, RunParams
+from pulsar_rebalance.pipeline.params import PLACEMENTS, SHEDDERS, RunParams
 
-PLACEMENTS = ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
 SPLIT_ALGORITHMS = [None, "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide",
                     "flow_or_qps_equally_divide"]
 
@@ -41,7 +40,7 @@ with DAG(
                             description="tenant/namespace list; empty = every namespace"),
         "shedding_strategy": Param(RunParams.shedding_strategy, enum=list(SHEDDERS),
                                    description="loadBalancerLoadSheddingStrategy (Pulsar's), or GlobalPlanner (whole-cluster plan)"),
-        "placement_strategy": Param(RunParams.placement_strategy, enum=PLACEMENTS,
+        "placement_strategy": Param(RunParams.placement_strategy, enum=list(PLACEMENTS),
                                     description="loadBalancerLoadPlacementStrategy"),
         "split_algorithm": Param(None, type=["null", "string"], enum=SPLIT_ALGORITHMS,
                                  description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default"),

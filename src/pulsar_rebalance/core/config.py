@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pulsar_rebalance.core import strategies as _registry
 from pulsar_rebalance.errors import ConfigError
 
 MIBI = 1024 * 1024
@@ -54,28 +55,15 @@ def to_snake(key: str) -> str:
 # Strategy / algorithm names. Short class name -> the FQCNs Pulsar accepts for it.
 # ---------------------------------------------------------------------------------------------
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
-_EXT_SCHEDULER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler."
-_EXT_STRATEGY = "org.apache.pulsar.broker.loadbalance.extensions.strategy."
 
-SHEDDING_STRATEGY_CLASSES: Mapping[str, tuple[str, ...]] = {
-    "ThresholdShedder": (_IMPL + "ThresholdShedder",),
-    "OverloadShedder": (_IMPL + "OverloadShedder",),
-    "UniformLoadShedder": (_IMPL + "UniformLoadShedder",),
-    "AvgShedder": (_IMPL + "AvgShedder",),
-    # The extensible load manager always uses TransferShedder (it is not read from this key in
-    # Pulsar); we accept it here so one key selects the shedder for both load managers.
-    "TransferShedder": (_EXT_SCHEDULER + "TransferShedder",),
-    # Not a Pulsar class: this project's whole-cluster planner (core/planner), selectable by the same key.
-    "GlobalPlanner": (),
-}
-PLACEMENT_STRATEGY_CLASSES: Mapping[str, tuple[str, ...]] = {
-    "LeastLongTermMessageRate": (_IMPL + "LeastLongTermMessageRate",),
-    # impl.* is the modular variant; extensions.strategy.* is the extensible one (same rule on
-    # BrokerLoadData.weightedMaxEMA). Both normalise to the same short name; which variant applies
-    # follows from loadManagerClassName.
-    "LeastResourceUsageWithWeight": (_IMPL + "LeastResourceUsageWithWeight", _EXT_STRATEGY + "LeastResourceUsageWithWeight"),
-    "AvgShedder": (_IMPL + "AvgShedder",),  # AvgShedder is both a shedder and a placement strategy
-}
+SHEDDING_STRATEGY_CLASSES: Mapping[str, tuple[str, ...]] = _registry.pulsar_classes("shedding")
+"""Derived from ``core.strategies.STRATEGIES`` (operator-selectable shedders). TransferShedder is read
+from this key only here (Pulsar's extensible load manager always uses it): one key selects the shedder
+for both load managers. GlobalPlanner (not a Pulsar class) has no FQCN."""
+PLACEMENT_STRATEGY_CLASSES: Mapping[str, tuple[str, ...]] = _registry.pulsar_classes("placement")
+"""Derived from the registry. LeastResourceUsageWithWeight answers to impl.* (modular) and
+extensions.strategy.* (extensible); which applies follows from loadManagerClassName. AvgShedder is both
+a shedder and a placement strategy."""
 LOAD_MANAGER_CLASSES: Mapping[str, tuple[str, ...]] = {
     "ModularLoadManagerImpl": (_IMPL + "ModularLoadManagerImpl",),
     "ExtensibleLoadManagerImpl": ("org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",),
@@ -92,6 +80,7 @@ SHEDDING_STRATEGY_NAMES = frozenset(SHEDDING_STRATEGY_CLASSES)
 PLACEMENT_STRATEGY_NAMES = frozenset(PLACEMENT_STRATEGY_CLASSES)
 LOAD_MANAGER_NAMES = frozenset(LOAD_MANAGER_CLASSES)
 
+# Kept for typing; tests/core/test_strategy_registry.py checks they equal the registry's selectable names.
 SheddingStrategyName = Literal[
     "ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder", "GlobalPlanner"
 ]

@@ -27,7 +27,7 @@ Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "executed", "spli
 "state": {...}, "shedding", "placement", "seed"}``. ``unloads`` is what the strategy selected;
 ``executed`` (``{"unloads", "dropped"}``) is what the leader's ``doLoadShedding`` would do with it
 (destination from ``selectBroker`` over all brokers, the source included; drops with their reason).
-The cycle order is: splits, then shedding, then ``place`` lookups (see :func:`_run_cycle`). The core
+The cycle order is: splits, then shedding, then ``place`` lookups (see :func:`core.cycle.run_cycle`). The core
 follows apache/pulsar commit 009a9bf2 (docs/core-decide.md).
 
 Keys starting with ``_`` and ``description`` are ignored everywhere (comments); any other unknown
@@ -36,24 +36,13 @@ key is an error, so a misspelt option is never silently ignored.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, split_full_name
 from pulsar_rebalance.core.config import PLACEMENT_STRATEGY_CLASSES, SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
-from pulsar_rebalance.core.bundles import format_boundary
-from pulsar_rebalance.core.decision import (
-    Decision,
-    DropReason,
-    DroppedUnload,
-    Placement,
-    Reason,
-    SplitDecision,
-    Unload,
-    skip,
-)
+from pulsar_rebalance.core.cycle import CycleInput, CycleSettings, run_cycle, seeded_random, with_random_position
 from pulsar_rebalance.core.json_input import (
     json_type_name,
     check_int,
@@ -65,24 +54,15 @@ from pulsar_rebalance.core.load import (
     BundleData,
     LocalBrokerData,
     NamespaceBundleStats,
-    SystemResourceUsage,
     TimeAverageBrokerData,
     parse_bundle_data_map,
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
-from pulsar_rebalance.core.planner import PlannerInput
-from pulsar_rebalance.core.placement.assignment import (
-    ModularPlacementContext,
-    select_broker,
-    select_broker_for_assignment,
-)
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
-from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
-from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
-from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries, topic_rates_map
-from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
+from pulsar_rebalance.core.split_algorithms import TopicRates, topic_rates_map
 from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
 from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.strategies import specs as strategy_specs
 from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
 
 _TOP_KEYS = frozenset({"shedding", "placement", "config", "seed", "state", "assignDestinations", "cycles"})
@@ -114,25 +94,8 @@ def _check_keys(obj: Mapping[str, Any], allowed: frozenset[str], path: str) -> N
 # ---------------------------------------------------------------------------------------------
 # Parsed scenario
 # ---------------------------------------------------------------------------------------------
-@dataclass(slots=True)
-class Cycle:
-    """One validated cycle of input."""
-
-    path: str
-    brokers: dict[str, LocalBrokerData] | None
-    bundle_data: dict[str, BundleData]
-    bundle_data_given: bool
-    time_average: dict[str, TimeAverageBrokerData] | None
-    broker_load_data: dict[str, BrokerLoadData] | None
-    top_bundles: dict[str, list[tuple[str, NamespaceBundleStats]]] | None
-    recently_unloaded_bundles: dict[str, int]
-    recently_unloaded_brokers: dict[str, int]
-    now_ms: int | None
-    place: list[str]
-    namespace_bundle_counts: dict[str, int] | None
-    available_brokers: list[str] | None
-    bundle_topics: dict[str, dict[str, TopicRates]] | None = None
-    """GlobalPlanner only: per bundle, its topics' rates (lets a split isolate a hot topic)."""
+Cycle = CycleInput
+"""One validated cycle of input (the typed input of :func:`core.cycle.run_cycle`)."""
 
 
 @dataclass(slots=True)
@@ -148,6 +111,10 @@ class Scenario:
     @property
     def extensible(self) -> bool:
         return self.shedding in EXTENSIBLE_SHEDDERS
+
+    @property
+    def settings(self) -> CycleSettings:
+        return CycleSettings(self.shedding, self.placement, self.config, self.assign_destinations)
 
 
 class _BundleNames:
@@ -362,7 +329,7 @@ def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
         raise ScenarioError(field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)")
 
 
-_PLACEMENT_BASE = {"LeastLongTermMessageRateUnweighted": "LeastLongTermMessageRate"}
+_PLACEMENT_BASE = {s.name: s.variant_of for s in strategy_specs("placement", selectable=False) if s.variant_of}
 
 
 def _short_name(value: str, table: Mapping[str, tuple[str, ...]]) -> str:
@@ -475,406 +442,17 @@ def parse_scenario(doc: object) -> Scenario:
     return scenario
 
 
-# ---------------------------------------------------------------------------------------------
-# Running
-# ---------------------------------------------------------------------------------------------
-def _now(cycle: Cycle) -> tuple[int | None, str]:
-    if cycle.now_ms is not None:
-        return cycle.now_ms, "input"
-    stamps = [d.last_update for d in (cycle.brokers or {}).values() if d.last_update > 0]
-    if stamps:
-        return max(stamps), "derived: latest brokers.*.lastUpdate"
-    return None, "unknown (no nowMs and no lastUpdate): recently-unloaded entries are not aged or recorded"
-
-
-def _merge_recent(base: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
-    merged = dict(base)
-    for key, ts in extra.items():
-        if ts > merged.get(key, -1):
-            merged[key] = ts
-    return merged
-
-
-def _derive_extensible(
-    cycle: Cycle, config: LoadBalancerConfig, state: StrategyState
-) -> tuple[dict[str, BrokerLoadData], dict[str, list[tuple[str, NamespaceBundleStats]]], StrategyState]:
-    """Extension 4: the extensible reporters' output computed from modular load reports.
-
-    ``BrokerLoadData.update`` with the report's resources and rates (EMA continued from the state,
-    updatedAt = the report's lastUpdate or nowMs), and ``TopKBundles`` over ``lastStats`` with
-    ``loadBalancerMaxNumberOfBundlesInBundleLoadReport``.
-    """
-    assert cycle.brokers is not None and cycle.now_ms is not None
-    load: dict[str, BrokerLoadData] = {}
-    top: dict[str, list[tuple[str, NamespaceBundleStats]]] = {}
-    previous = state.transfer_broker_load_data
-    saved: dict[str, Mapping[str, Any]] = {}  # brokers gone lose their BrokerLoadData (and its EMAs)
-    k = config.load_balancer_max_number_of_bundles_in_bundle_load_report
-    for broker, data in cycle.brokers.items():
-        prev = previous.get(broker)
-        bld = BrokerLoadData.from_json(prev, f"state.transferShedder.brokerLoadData.{broker}") if prev else BrokerLoadData()
-        usage = SystemResourceUsage(data.cpu, data.memory, data.direct_memory, data.bandwidth_in, data.bandwidth_out)
-        bld.update(
-            usage,
-            data.msg_throughput_in,
-            data.msg_throughput_out,
-            data.msg_rate_in,
-            data.msg_rate_out,
-            data.num_bundles,
-            data.num_topics,
-            config,
-            now_ms=data.last_update if data.last_update > 0 else cycle.now_ms,
-        )
-        load[broker] = bld
-        saved[broker] = bld.to_json()
-        top[broker] = top_k_bundles(data.last_stats, k)
-    return load, top, state.evolve(transfer_broker_load_data=saved)
-
-
-def _namespace_counts(cycle: Cycle, top: Mapping[str, Sequence[tuple[str, Any]]] | None) -> dict[str, int]:
-    """Distinct bundles per namespace present anywhere in the cycle (when not given)."""
-    seen: set[str] = set(cycle.bundle_data)
-    for data in (cycle.brokers or {}).values():
-        seen.update(data.bundles)
-        seen.update(data.last_stats)
-    for entries in (top or {}).values():
-        seen.update(b for b, _ in entries)
-    counts: dict[str, int] = {}
-    for bundle in seen:
-        ns = namespace_of(bundle)
-        counts[ns] = counts.get(ns, 0) + 1
-    return counts
-
-
-def _leader_bundle_data(cycle: Cycle, state: StrategyState) -> dict[str, BundleData]:
-    """``updateBundleData`` when the caller gives no ``bundleData``: the leader's map from the state,
-    each broker's ``lastStats`` sample added (unknown bundles start from Pulsar's defaults), and
-    bundles no broker reports any more removed."""
-    known = state.bundle_data
-    out: dict[str, BundleData] = {}
-    for data in (cycle.brokers or {}).values():
-        for bundle, stats in data.last_stats.items():
-            bd = out.get(bundle)
-            if bd is None:
-                prev = known.get(bundle)
-                bd = BundleData.from_json(prev, f"state.bundleData.{bundle}") if prev else BundleData.new_default()
-                out[bundle] = bd
-            bd.update(stats)
-    return out
-
-
-def _split_decision(candidate: Any, config: LoadBalancerConfig) -> SplitDecision:
-    """A split trigger's candidate with the boundaries/children the default algorithm gives on its range."""
-    namespace, range_name = split_full_name(candidate.bundle)
-    algorithm = config.default_namespace_bundle_split_algorithm
-    boundaries: list[str] | None = None
-    children: list[str] | None = None
-    note = ""
-    if algorithm == "range_equally_divide":
-        rng_ = BundleRange.parse(range_name, "bundle")
-        cut = get_split_boundaries(algorithm, rng_, config=config)
-        if cut:
-            points = [rng_.lower, *cut, rng_.upper]
-            boundaries = [format_boundary(x) for x in cut]
-            children = [f"{namespace}/{format_boundary(lo)}_{format_boundary(hi)}" for lo, hi in zip(points, points[1:])]
-    else:
-        note = f"{algorithm} needs the bundle's topics: boundaries are computed at execution (pulsar-rebalance split)"
-    return SplitDecision(candidate.bundle, candidate.broker, candidate.reason, algorithm, boundaries, children,
-                         config.load_balancer_auto_unload_split_bundles_enabled, note or None)
-
-
-def _executed_unloads(
-    scenario: Scenario,
-    decision: Decision,
-    available: Sequence[str],
-    modular_ctx: Any,
-    state: StrategyState,
-    rng: random.Random,
-) -> tuple[list[Unload], list[DroppedUnload], StrategyState]:
-    """``ModularLoadManagerImpl.doLoadShedding`` after ``findBundlesForUnloading``.
-
-    For each selected (broker, bundle), brokers in order of first selection: an excluded namespace
-    is skipped; ``selectBroker(bundle)`` runs over all available brokers, the source included, with
-    no preallocation; no broker -> dropped; the source itself -> dropped; else the bundle is
-    unloaded to that destination.
-    """
-    config = scenario.config
-    excluded = frozenset(config.load_balancer_shedding_excluded_namespaces)
-    by_broker: dict[str, list[Unload]] = {}
-    for u in decision.unloads:
-        by_broker.setdefault(u.broker, []).append(u)
-    executed: list[Unload] = []
-    dropped: list[DroppedUnload] = []
-    for broker, items in by_broker.items():
-        for u in items:
-            ns = namespace_of(u.bundle)
-            if ns in excluded:
-                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.EXCLUDED_NAMESPACE,
-                                             f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces", u.reason))
-                continue
-            p, state = select_broker(u.bundle, strategy=scenario.placement, candidates=list(available),
-                                     ctx=modular_ctx(), config=config, state=state, rng=rng)
-            if p.broker is None:
-                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.NO_BROKER,
-                                             f"no broker available to unload the bundle to ({p.reason})", u.reason))
-            elif p.broker == u.broker:
-                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.DESTINATION_IS_SOURCE,
-                                             f"{scenario.placement} picked the current owner {u.broker}: {p.reason}",
-                                             u.reason, p.tied))
-            else:
-                executed.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
-    return executed, dropped, state
-
-
-def _run_cycle(
-    scenario: Scenario, cycle: Cycle, state: StrategyState, rng: random.Random
-) -> tuple[dict[str, Any], StrategyState]:
-    """One leader cycle, in this order: age the recently-unloaded maps; refresh the leader's view
-    (``updateAll``: bundle data, then ``checkNamespaceBundleSplit``); ``doLoadShedding`` (strategy,
-    then each unload's destination); then the ``place`` lookups (``selectBrokerForAssignment``)."""
-    config = scenario.config
-    now, now_source = _now(cycle)
-    grace_ms = config.load_balancer_shedding_grace_period_minutes * 60_000
-    recent_bundles = _merge_recent(state.recently_unloaded_bundles, cycle.recently_unloaded_bundles)
-    if now is not None:
-        # doLoadShedding / UnloadScheduler: forget bundles unloaded longer ago than the grace period.
-        recent_bundles = {b: ts for b, ts in recent_bundles.items() if ts >= now - grace_ms}
-    recent_brokers = _merge_recent(state.recently_unloaded_brokers, cycle.recently_unloaded_brokers)
-    state = state.evolve(recently_unloaded_bundles=recent_bundles, recently_unloaded_brokers=recent_brokers)
-
-    if scenario.placement == "LeastResourceUsageWithWeight" and not scenario.extensible and cycle.brokers is not None:
-        # LeastResourceUsageWithWeight.onActiveBrokersChange: history of brokers no longer active is dropped
-        kept = {b: v for b, v in state.lruww_avg_usage.items() if b in cycle.brokers}
-        if len(kept) != len(state.lruww_avg_usage):
-            state = state.evolve(lruww_avg_usage=kept)
-
-    # updateBundleData: the leader's BundleData (given, or kept in the state and updated with lastStats)
-    if cycle.bundle_data_given:
-        bundle_data = dict(cycle.bundle_data)
-    elif cycle.brokers is not None:
-        bundle_data = _leader_bundle_data(cycle, state)
-    else:
-        bundle_data = {}
-
-    shedder = SHEDDERS[scenario.shedding]
-    top: dict[str, list[tuple[str, NamespaceBundleStats]]] | None = cycle.top_bundles
-    load_data = cycle.broker_load_data
-    if scenario.extensible:
-        derived = load_data is None
-        if derived:
-            load_data, top, state = _derive_extensible(cycle, config, state)
-        assert load_data is not None
-        available = cycle.available_brokers if cycle.available_brokers is not None else list(
-            dict.fromkeys([*load_data, *(cycle.brokers or {})])
-        )
-    else:
-        assert cycle.brokers is not None
-        available = list(cycle.brokers)
-
-    # Splits first (updateAll -> checkNamespaceBundleSplit runs when load reports arrive). A planner
-    # (GlobalPlanner) plans its own splits together with its moves: Pulsar's split trigger is not run.
-    planner = getattr(shedder, "plans_splits", False)
-    splits: list[SplitDecision] = []
-    split_notes: list[str] = []
-    if config.load_balancer_auto_bundle_split_enabled and not planner:
-        derived_counts = _namespace_counts(cycle, top)
-        counts = cycle.namespace_bundle_counts if cycle.namespace_bundle_counts is not None else derived_counts
-        if scenario.extensible:
-            # one split strategy per broker (Pulsar runs it on each broker): counts of brokers gone are dropped
-            previous = state.split_hit_counts
-            hit_counts: dict[str, dict[str, int]] = {}
-            sources: Mapping[str, Mapping[str, NamespaceBundleStats]]
-            if cycle.brokers is not None:
-                sources = {b: d.last_stats for b, d in cycle.brokers.items()}
-                src_path = "brokers.{}.lastStats"
-            else:
-                sources = {b: dict(entries) for b, entries in (top or {}).items()}
-                src_path = "topBundlesLoadData.{}"
-            for broker, stats in sources.items():
-                found, hit_counts[broker] = extensible_bundles_to_split(
-                    broker=broker,
-                    bundle_stats=stats,
-                    namespace_bundle_counts=_with_counts(counts, derived_counts, stats),
-                    split_condition_hit_counts=previous.get(broker, {}),
-                    config=config,
-                    path=field_path(cycle.path, src_path.format(broker)),
-                )
-                splits.extend(_split_decision(c, config) for c in found)
-            state = state.evolve(split_hit_counts=hit_counts)
-        elif len(available) <= 1:
-            # checkNamespaceBundleSplit: returns early when knownBrokers.size() <= 1
-            split_notes.append(f"{len(available)} known broker(s): checkNamespaceBundleSplit does nothing")
-        else:
-            found = modular_bundles_to_split(
-                brokers=cycle.brokers or {},
-                bundle_data=bundle_data,
-                namespace_bundle_counts=_with_counts(counts, derived_counts, _all_last_stats(cycle)),
-                config=config,
-                path=field_path(cycle.path, "brokers"),
-            )
-            for c in found:
-                splits.append(_split_decision(c, config))
-                # "Make sure the same bundle is not selected again": its BundleData is removed, so the
-                # shedder of this cycle cannot select the split parent.
-                bundle_data.pop(c.bundle, None)
-
-    extra: dict[str, Any] = {"nowMs": now, "nowSource": now_source, "availableBrokers": len(available)}
-    if split_notes:
-        extra["splitNotes"] = split_notes
-    if not (config.load_balancer_enabled and config.load_balancer_shedding_enabled):
-        decision: Decision = skip(Reason.DISABLED, "loadBalancerEnabled or loadBalancerSheddingEnabled is false")
-    elif len(available) <= 1:
-        decision = skip(Reason.NO_BROKERS, f"{len(available)} available broker(s): no load shedding is performed")
-    elif scenario.extensible:
-        assert load_data is not None
-        owned = None
-        if cycle.brokers is not None:
-            owned = {b: frozenset(d.bundles) for b, d in cycle.brokers.items()}
-        inp = ExtensibleInput(
-            broker_load_data=load_data,
-            top_bundles=top or {},
-            available_brokers=available,
-            recently_unloaded_bundles=recent_bundles,
-            recently_unloaded_brokers=recent_brokers,
-            now_ms=cycle.now_ms or 0,
-            owned_bundles=owned,
-            excluded=frozenset(config.load_balancer_shedding_excluded_namespaces),
-        )
-        decision, state = shedder.find_bundles_for_unloading(inp, config, state)
-    elif planner:
-        # GlobalPlanner: one whole-cluster plan (moves with destinations, splits with boundaries)
-        inp_p = PlannerInput(cycle.brokers or {}, bundle_data, recent_bundles, now, cycle.bundle_topics,
-                             cycle.namespace_bundle_counts)
-        decision, state = shedder.plan(inp_p, config, state)
-        splits = list(decision.splits)
-    else:
-        inp_m = ModularInput(cycle.brokers or {}, bundle_data, recent_bundles)
-        decision, state = shedder.find_bundles_for_unloading(inp_m, config, state)
-
-    # Placement context (modular), built lazily: only destinations and `place` need it.
-    ctx: ModularPlacementContext | None = None
-
-    def modular_ctx() -> ModularPlacementContext:
-        nonlocal ctx
-        if ctx is None:
-            ctx = ModularPlacementContext.build(cycle.brokers or {}, bundle_data, cycle.time_average)
-        return ctx
-
-    # The load manager's level: what is executed, and what is dropped with the reason.
-    dropped: list[DroppedUnload] = []
-    if scenario.extensible:
-        executed = list(decision.unloads)  # UnloadScheduler executes every decision as given
-    elif planner:
-        # The planner's moves are placed in its own plan (destination chosen with every other move of
-        # the cycle in view, never an excluded namespace): executed as planned, selectBroker is not run.
-        executed = list(decision.unloads)
-    elif decision.unloads:
-        executed, dropped, state = _executed_unloads(scenario, decision, available, modular_ctx, state, rng)
-    else:
-        executed = []
-    if BASE_NAME.get(scenario.shedding, scenario.shedding) == "AvgShedder":
-        state = state.evolve(avg_bundle_broker={})  # onUnloadAttemptCompleted: the plans end with the attempt
-
-    # Record what was unloaded (ModularLoadManagerImpl / UnloadScheduler do it after each unload).
-    if executed and now is not None:
-        rb = dict(state.recently_unloaded_bundles)
-        rk = dict(state.recently_unloaded_brokers)
-        for u in executed:
-            rb[u.bundle] = now
-            if scenario.extensible:
-                rk[u.broker] = now
-        state = state.evolve(recently_unloaded_bundles=rb, recently_unloaded_brokers=rk)
-
-    unloads = list(decision.unloads)
-    if scenario.assign_destinations and unloads:
-        assigned: list[Unload] = []
-        if scenario.extensible:
-            for u in unloads:
-                if u.destination is not None:
-                    assigned.append(u)
-                    continue
-                assert load_data is not None
-                p = EXTENSIBLE_PLACEMENTS[scenario.placement].select_broker(
-                    bundle=u.bundle, candidates=[b for b in available if b != u.broker], load_data=load_data,
-                    config=config, rng=rng,
-                )
-                assigned.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
-            executed = assigned
-        else:
-            # the strategy level shows the executed destination where the load manager unloads the bundle
-            done = {(u.broker, u.bundle): u for u in executed}
-            for u in unloads:
-                e = done.get((u.broker, u.bundle))
-                assigned.append(e if e is not None else u)
-        unloads = assigned
-
-    placements: list[Placement] = []
-    for bundle in cycle.place:
-        if scenario.extensible:
-            assert load_data is not None
-            placements.append(
-                EXTENSIBLE_PLACEMENTS[scenario.placement].select_broker(
-                    bundle=bundle, candidates=list(available), load_data=load_data, config=config, rng=rng
-                )
-            )
-        else:
-            p, state = select_broker_for_assignment(
-                bundle, strategy=scenario.placement, candidates=list(available), ctx=modular_ctx(),
-                config=config, state=state, rng=rng,
-            )
-            placements.append(p)
-
-    if not cycle.bundle_data_given and cycle.brokers is not None:
-        state = state.evolve(bundle_data={b: d.to_json() for b, d in bundle_data.items()})
-    else:
-        state = state.evolve(bundle_data={})
-
-    stats = dict(decision.stats)
-    stats.update(extra)
-    # The label/reason describe the unload decision (Pulsar's UnloadDecision); splits ride alongside.
-    final = Decision(
-        label=decision.label,
-        reason=decision.reason,
-        detail=decision.detail,
-        unloads=tuple(unloads),
-        splits=tuple(splits),
-        placements=tuple(placements),
-        stats=stats,
-    )
-    out = final.to_json()
-    out["executed"] = {"unloads": [u.to_json() for u in executed], "dropped": [d.to_json() for d in dropped]}
-    return out, state
-
-
-def _with_counts(counts: Mapping[str, int], derived: Mapping[str, int], stats: Mapping[str, Any]) -> Mapping[str, int]:
-    """The given counts, completed from the cycle's own bundles for namespaces they do not mention."""
-    missing = {namespace_of(b) for b in stats} - set(counts)
-    if not missing:
-        return counts
-    merged = dict(counts)
-    for ns in missing:
-        merged[ns] = derived[ns]
-    return merged
-
-
-def _all_last_stats(cycle: Cycle) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for data in (cycle.brokers or {}).values():
-        out.update(data.last_stats)
-    return out
-
-
 def run_scenario(scenario: Scenario) -> dict[str, Any]:
-    """Run a validated scenario (see :func:`decide_scenario`)."""
-    rng = random.Random(scenario.seed)
+    """Run a validated scenario (see :func:`decide_scenario`): :func:`core.cycle.run_cycle` per cycle."""
+    rng = seeded_random(scenario.seed, scenario.state)
     state = scenario.state
-    if state.random_state is not None:
-        rng.setstate((3, state.random_state, None))  # continue the stream where the last call stopped
+    settings = scenario.settings
     cycles_out: list[dict[str, Any]] = []
     for cycle in scenario.cycles:
-        out, state = _run_cycle(scenario, cycle, state, rng)
-        cycles_out.append(out)
-    state = state.evolve(random_state=rng.getstate()[1])
+        result = run_cycle(cycle, state, settings, rng)
+        cycles_out.append(result.to_json())
+        state = result.state
+    state = with_random_position(state, rng)
     return {
         "shedding": scenario.shedding,
         "placement": scenario.placement,

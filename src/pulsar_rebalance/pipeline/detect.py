@@ -1,8 +1,8 @@
 """detect_overload: run the configured Pulsar shedder and split trigger on this run's snapshot.
 
-The decision core is called through its JSON contract (``core.contract_decide.decide_scenario``),
-the same one ``pulsar-rebalance decide`` exposes, so what the DAG decides can be replayed offline
-from the stored scenario.
+The scenario is built in the ``decide`` contract's JSON shapes and validated by its parser; the cycle
+runs through :func:`core.cycle.run_cycle`, the function ``pulsar-rebalance decide`` runs too, so what
+the DAG decides can be replayed offline from the stored scenario.
 """
 
 from __future__ import annotations
@@ -11,11 +11,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.core.strategies import specs
 from pulsar_rebalance.pipeline.params import RunParams
 
 
-MODULAR_SHEDDERS_WITH_PLACEMENT = ("ThresholdShedder", "OverloadShedder", "UniformLoadShedder")
-PLANNERS = ("GlobalPlanner",)
+MODULAR_SHEDDERS_WITH_PLACEMENT = tuple(
+    s.name for s in specs("shedding", "modular", selectable=True)
+    if s.pulsar_classes and not getattr(s.implementation, "plans_splits", False)
+    and s.name not in {p.name for p in specs("placement")}
+)
+"""Pulsar's modular shedders that take the run's placement strategy (not AvgShedder, which is its own
+placement, nor the planner, which places its own moves)."""
+PLANNERS = tuple(s.name for s in specs("shedding") if getattr(s.implementation, "plans_splits", False))
 """Strategies that plan splits themselves and read the topics of their split candidates."""
 
 
@@ -65,8 +72,15 @@ def build_scenario(
 
 
 def decide(scenario: Mapping[str, Any]) -> dict[str, Any]:
-    """Run the decision core. Returns ``{"cycle": <cycle output>, "state": <strategy state after>}``."""
-    from pulsar_rebalance.core.contract_decide import decide_scenario
+    """Run the decision core on the one-cycle scenario: validated as ``decide`` validates it
+    (``parse_scenario``), then the same typed cycle analyzer the contract runs
+    (:func:`core.cycle.run_cycle`). Returns ``{"cycle": <cycle output>, "state": <strategy state after>}``
+    in the contract's JSON shapes (stored with the run, replayable with ``pulsar-rebalance decide``)."""
+    from pulsar_rebalance.core.contract_decide import parse_scenario
+    from pulsar_rebalance.core.cycle import run_cycle, seeded_random, with_random_position
 
-    out = decide_scenario(dict(scenario))
-    return {"cycle": out["cycles"][0], "state": out.get("state")}
+    parsed = parse_scenario(dict(scenario))
+    (cycle,) = parsed.cycles
+    rng = seeded_random(parsed.seed, parsed.state)
+    result = run_cycle(cycle, parsed.state, parsed.settings, rng)
+    return {"cycle": result.to_json(), "state": with_random_position(result.state, rng).to_json()}

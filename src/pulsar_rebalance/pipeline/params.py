@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.shedders import DEFAULT_SHEDDER, SELECTABLE_SHEDDERS
+from pulsar_rebalance.core.strategies import DEFAULT_PLACEMENT, DEFAULT_SHEDDER, names, selectable_shedders
 from pulsar_rebalance.errors import ConfigError
 
-SHEDDERS = SELECTABLE_SHEDDERS  # GlobalPlanner + Pulsar's five shedders (core.shedders is the one list)
-PLACEMENTS = ("LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder")
+SHEDDERS = selectable_shedders()  # GlobalPlanner + Pulsar's five shedders (core.strategies is the one registry)
+PLACEMENTS = names("placement", selectable=True)  # Pulsar's placement strategies (core.strategies)
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class RunParams:
     namespaces: tuple[str, ...] = ()
     cluster: str | None = None
     shedding_strategy: str = DEFAULT_SHEDDER  # core.shedders: GlobalPlanner (Pulsar's own: AvgShedder since PR #26609)
-    placement_strategy: str = "AvgShedder"
+    placement_strategy: str = DEFAULT_PLACEMENT
     split_algorithm: str | None = None  # None = config's defaultNamespaceBundleSplitAlgorithm
     dry_run: bool = False
     config: Mapping[str, Any] = field(default_factory=dict)  # broker.conf overrides (Pulsar keys)

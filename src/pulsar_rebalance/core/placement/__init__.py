@@ -1,4 +1,6 @@
-"""Placement strategies, one module per Pulsar class, and the explicit registry name -> implementation.
+"""Placement strategies, one module per Pulsar class; the name -> implementation maps derive from
+the one strategy registry, ``core.strategies.STRATEGIES`` (each implementation satisfies
+``core.strategies.PlacementStrategy``).
 
 * ``LeastLongTermMessageRate`` - modular default (``least_long_term_message_rate``).
 * ``LeastResourceUsageWithWeight`` - modular and extensible forms (``least_resource_usage_with_weight``).
@@ -14,28 +16,19 @@ with a caller-seeded ``random.Random``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
+from pulsar_rebalance.core import strategies as _registry
 from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLongTermMessageRate
 from pulsar_rebalance.core.placement.least_resource_usage_with_weight import (
     ExtensibleLeastResourceUsageWithWeight,
     LeastResourceUsageWithWeight,
 )
 
-PLACEMENTS: Mapping[str, Any] = MappingProxyType(
-    {
-        "LeastLongTermMessageRate": LeastLongTermMessageRate(),
-        "LeastResourceUsageWithWeight": LeastResourceUsageWithWeight(),
-        "AvgShedder": "AvgShedder",  # implemented by core.shedders.avg_shedder.select_broker (shared state)
-        "LeastLongTermMessageRateUnweighted": LeastLongTermMessageRate(name="LeastLongTermMessageRateUnweighted", weighted=False),
-    }
-)
-"""Modular placement strategies by name (the AvgShedder entry names its state-sharing function)."""
+PLACEMENTS: Mapping[str, Any] = _registry.implementations("placement", "modular")
+"""Modular placement strategies by name (derived from ``core.strategies.STRATEGIES``)."""
 
-EXTENSIBLE_PLACEMENTS: Mapping[str, Any] = MappingProxyType(
-    {"LeastResourceUsageWithWeight": ExtensibleLeastResourceUsageWithWeight()}
-)
+EXTENSIBLE_PLACEMENTS: Mapping[str, Any] = _registry.implementations("placement", "extensible")
 """Extensible load manager placement strategies (used with TransferShedder)."""
 
 __all__ = [

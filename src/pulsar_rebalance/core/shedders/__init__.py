@@ -1,4 +1,5 @@
-"""Shedding strategies, one module per Pulsar class, and the explicit registry name -> implementation.
+"""Shedding strategies, one module per Pulsar class; the name -> implementation maps derive from
+the one strategy registry, ``core.strategies.STRATEGIES``.
 
 Modular load manager shedders (input :class:`~pulsar_rebalance.core.shedders.base.ModularInput`):
 ``ThresholdShedder`` (Pulsar's default in 2.10-4.x), ``OverloadShedder``, ``UniformLoadShedder``, ``AvgShedder``.
@@ -9,7 +10,8 @@ Opt-in variants (never defaults; see each module): ``ThresholdShedderSingleEma``
 step without Pulsar's second EMA application), ``OverloadShedderUnweighted`` (pre-PIP-358 usage),
 ``UniformLoadShedderSkipZeroTraffic`` (the unmerged PR #21214's zero-traffic filter).
 
-Every implementation has ``name`` and
+The registry is ``core.strategies.STRATEGIES`` (one entry per strategy); the maps here derive from it.
+Every implementation satisfies ``core.strategies.SheddingStrategy``: ``name`` and
 ``find_bundles_for_unloading(inp, config, state) -> (Decision, StrategyState)``; it never mutates
 ``state`` and is pure (no I/O, no clock, no randomness).
 """
@@ -20,48 +22,28 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pulsar_rebalance.core.planner import GlobalPlanner
+from pulsar_rebalance.core import strategies as _registry
 from pulsar_rebalance.core.shedders.avg_shedder import AvgShedder
 from pulsar_rebalance.core.shedders.overload_shedder import OverloadShedder
 from pulsar_rebalance.core.shedders.threshold_shedder import ThresholdShedder
 from pulsar_rebalance.core.shedders.transfer_shedder import TransferShedder
 from pulsar_rebalance.core.shedders.uniform_load_shedder import UniformLoadShedder
 
-SHEDDERS: Mapping[str, Any] = MappingProxyType(
-    {
-        "ThresholdShedder": ThresholdShedder(),
-        "OverloadShedder": OverloadShedder(),
-        "UniformLoadShedder": UniformLoadShedder(),
-        "AvgShedder": AvgShedder(),
-        "TransferShedder": TransferShedder(),
-        # opt-in variants
-        "ThresholdShedderSingleEma": ThresholdShedder(name="ThresholdShedderSingleEma", double_ema_on_lower_boundary=False),
-        "OverloadShedderUnweighted": OverloadShedder(name="OverloadShedderUnweighted", weighted=False),
-        "UniformLoadShedderSkipZeroTraffic": UniformLoadShedder(name="UniformLoadShedderSkipZeroTraffic", skip_zero_traffic=True),
-        # not a Pulsar class: the whole-cluster planner (core/planner); it plans its own splits
-        "GlobalPlanner": GlobalPlanner(),
-    }
-)
-"""Name -> shedder. Pulsar's own classes plus clearly named opt-in variants."""
+SHEDDERS: Mapping[str, Any] = _registry.implementations("shedding")
+"""Name -> shedder (derived from ``core.strategies.STRATEGIES``). Pulsar's own classes, clearly named
+opt-in variants, and the GlobalPlanner."""
 
-SELECTABLE_SHEDDERS: tuple[str, ...] = (
-    "GlobalPlanner", "ThresholdShedder", "OverloadShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder"
-)
+SELECTABLE_SHEDDERS: tuple[str, ...] = _registry.selectable_shedders()
 """What an operator picks from: the DAG's ``shedding_strategy`` Param enum, the run params, the
-quickstart. The single list those derive from (a test checks they agree and that each is registered)."""
+quickstart (derived from the registry; tests/core/test_strategy_registry.py checks they agree)."""
 
-DEFAULT_SHEDDER = "GlobalPlanner"
-"""The pipeline's default (the DAG's ``shedding_strategy``, the run params): the planner, ahead of every
-Pulsar strategy in the closed-loop benchmark (docs/benchmarks/balance.md). Pulsar's strategies are one
-param away. The ``decide`` contract keeps Pulsar's own default (``loadBalancerLoadSheddingStrategy`` =
-AvgShedder since PR #26609, in core.config)."""
+DEFAULT_SHEDDER = _registry.DEFAULT_SHEDDER
 
-EXTENSIBLE_SHEDDERS = frozenset({"TransferShedder"})
+EXTENSIBLE_SHEDDERS = frozenset(_registry.names("shedding", "extensible"))
 """Shedders of the extensible load manager (they read BrokerLoadData / TopBundlesLoadData)."""
 
 BASE_NAME: Mapping[str, str] = MappingProxyType(
-    {"ThresholdShedderSingleEma": "ThresholdShedder", "OverloadShedderUnweighted": "OverloadShedder",
-     "UniformLoadShedderSkipZeroTraffic": "UniformLoadShedder"}
+    {s.name: s.variant_of for s in _registry.specs("shedding", selectable=False) if s.variant_of is not None}
 )
 """Variant -> the Pulsar class it varies (for config keys and pairing rules)."""
 

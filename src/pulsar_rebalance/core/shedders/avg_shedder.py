@@ -225,3 +225,16 @@ def select_broker(
     else:
         why = f"planned broker {binding.broker} is not a candidate"
     return Placement(bundle, broker, tuple(ordered), f"{why}: random pick (crc32 of a random int) among candidates"), state
+
+
+@dataclass(frozen=True)
+class AvgShedderPlacement:
+    """AvgShedder as a placement strategy (``loadBalancerLoadPlacementStrategy``): :func:`select_broker`,
+    reading the plans its shedder left in the state."""
+
+    name: str = "AvgShedder"
+
+    def select_broker(
+        self, *, bundle: str, candidates: Collection[str], state: StrategyState, rng: random.Random, bypass_planned: bool = False
+    ) -> tuple[Placement, StrategyState]:
+        return select_broker(bundle=bundle, candidates=candidates, state=state, rng=rng, bypass_planned=bypass_planned)
