@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -75,6 +76,7 @@ class Measured:
     execution_peak_mb: float | None = None
     result: dict[str, Any] = field(default_factory=dict)
     load_avg: float = 0.0  # the machine's 1-minute load average when the job ended (2 cores: > 2 means contention)
+    load_max: float = 0.0  # the highest 1-minute load average sampled while the job ran
 
 
 class TreeSampler:
@@ -87,6 +89,7 @@ class TreeSampler:
         self._interval = interval
         self._stop = threading.Event()
         self.peak = {"total": 0, "jvm": 0, "py": 0, "workers": 0}
+        self.load_max = 0.0
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> TreeSampler:
@@ -124,6 +127,7 @@ class TreeSampler:
                 now["total"] += rss
             for k, v in now.items():
                 self.peak[k] = max(self.peak[k], v)
+            self.load_max = max(self.load_max, os.getloadavg()[0])
             self._stop.wait(self._interval)
 
 
@@ -144,7 +148,7 @@ def executor_metrics(event_dir: Path) -> tuple[float | None, float | None]:
     return heap, execution
 
 
-def run_measured(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[subprocess.CompletedProcess, dict, float]:
+def run_measured(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[subprocess.CompletedProcess, TreeSampler, float]:
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
@@ -160,29 +164,32 @@ def run_measured(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple
         out.seek(0)
         err.seek(0)
         done = subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
-    return done, sampler.peak, wall
+    return done, sampler, wall
 
 
 def spark_job(job: str, args: list[str], *, cores: int, env: dict[str, str], root: Path, driver_memory: str) -> Measured:
     events = root / "events" / f"{job}-{uuid.uuid4().hex[:6]}"
     events.mkdir(parents=True)
+    from pulsar_rebalance.pipeline.jvm import driver_java_options
+
     cmd = [
         str(Path(sys.executable).parent / "spark-submit"), "--master", f"local[{cores}]", "--driver-memory", driver_memory,
         "--conf", "spark.ui.enabled=false", "--conf", "spark.ui.showConsoleProgress=false",
         "--conf", "spark.sql.shuffle.partitions=4", "--conf", f"spark.local.dir={root / 'spark-local'}",
+        "--conf", f"spark.driver.extraJavaOptions={driver_java_options()}",
         "--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
         "--conf", f"spark.eventLog.dir=file://{events}",
         "--conf", "spark.eventLog.logStageExecutorMetrics=true",
         str(ROOT / "spark_jobs" / f"{job}.py"), *args,
     ]
-    done, peak, wall = run_measured(cmd, env, timeout_s=3600)
+    done, sampler, wall = run_measured(cmd, env, timeout_s=3600)
     if done.returncode != 0:
         raise RuntimeError(f"{job} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith(f"RESULT {job} "))
     heap, execution = executor_metrics(events)
-    mb = 2**20
+    mb, peak = 2**20, sampler.peak
     return Measured(wall, peak["total"] / mb, peak["jvm"] / mb, peak["py"] / mb, peak["workers"] / mb, heap, execution,
-                    json.loads(line.split(" ", 2)[2]), os.getloadavg()[0])
+                    json.loads(line.split(" ", 2)[2]), os.getloadavg()[0], sampler.load_max)
 
 
 # ----------------------------------------------------------------------------------- pandas baseline
@@ -244,12 +251,12 @@ def baseline_worker(work_dir: str, db_url: str, run_id: str, split_bundles: list
 def run_baseline(work_dir: Path, db_url: str, run_id: str, split_bundles: list[str], env: dict[str, str]) -> Measured:
     cmd = [sys.executable, __file__, "--baseline-worker", json.dumps(
         {"work_dir": str(work_dir), "run_id": run_id, "split_bundles": split_bundles})]
-    done, peak, wall = run_measured(cmd, env, timeout_s=3600)
+    done, sampler, wall = run_measured(cmd, env, timeout_s=3600)
     if done.returncode != 0:
         raise RuntimeError(f"baseline failed:\n{done.stderr[-4000:]}")
     mb = 2**20
-    return Measured(wall, peak["total"] / mb, 0.0, peak["py"] / mb, 0.0, result=json.loads(done.stdout.splitlines()[-1]),
-                    load_avg=os.getloadavg()[0])
+    return Measured(wall, sampler.peak["total"] / mb, 0.0, sampler.peak["py"] / mb, 0.0,
+                    result=json.loads(done.stdout.splitlines()[-1]), load_avg=os.getloadavg()[0], load_max=sampler.load_max)
 
 
 # ----------------------------------------------------------------------------------- driver
@@ -298,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", default="2,1", help="comma-separated local[N] core counts")
     ap.add_argument("--driver-memory", default="1g")
     ap.add_argument("--no-write", action="store_true", help=f"do not write {DOC.relative_to(ROOT)}")
+    ap.add_argument("--cache", help="keep the embedded Postgres and the generated snapshots in this directory and "
+                                    "reuse them (a 10M-topic snapshot is generated once)")
     ap.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.baseline_worker:
@@ -316,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
-    root = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    # --cache: the embedded Postgres and each generated snapshot are kept there and reused by later runs
+    root = Path(args.cache).resolve() if args.cache else Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    root.mkdir(parents=True, exist_ok=True)
     pg = EmbeddedPostgres(root / "pg")
     try:
         pg.start()
@@ -324,23 +335,34 @@ def main(argv: list[str] | None = None) -> int:
             spec = spec_for(topics)
             log(f"{topics:,} topics ({spec.brokers} brokers, {spec.namespaces} ns, {spec.bundles} bundles)")
             gen_db = f"scale_gen_{topics}"
-            gen_url = pg.create_database(gen_db)
-            migrate(gen_url)
-            dispose_engines(gen_url)
             gen_work = root / f"gen-{topics}"
+            marker = gen_work / "generated.json"  # written last: the snapshot (files and database) is complete
             run_id = f"scale__{topics}"
             common = ["--run-id", run_id]
-            generated = spark_job(
-                "synthetic_snapshot", common + ["--work-dir", str(gen_work), "--brokers", str(spec.brokers),
-                                                "--namespaces", str(spec.namespaces), "--bundles", str(spec.bundles),
-                                                "--topics", str(topics)],
-                cores=cores_list[0], env=job_env(gen_url), root=root, driver_memory=args.driver_memory)
-            log(f"  {'synthetic_snapshot':<20} {generated.wall_s:7.1f} s  driver peak {generated.driver_peak_mb:6.0f} MiB")
-            dispose_engines(gen_url)
+            if marker.is_file():
+                generated = Measured(**json.loads(marker.read_text()))
+                generated.result["reused"] = True
+                log(f"  synthetic_snapshot reused from {gen_work} (generated in {generated.wall_s:.1f} s)")
+            else:
+                shutil.rmtree(gen_work, ignore_errors=True)
+                pg.drop_database(gen_db)
+                gen_url = pg.create_database(gen_db)
+                migrate(gen_url)
+                dispose_engines(gen_url)
+                generated = spark_job(
+                    "synthetic_snapshot", common + ["--work-dir", str(gen_work), "--brokers", str(spec.brokers),
+                                                    "--namespaces", str(spec.namespaces), "--bundles", str(spec.bundles),
+                                                    "--topics", str(topics)],
+                    cores=cores_list[0], env=job_env(gen_url), root=root, driver_memory=args.driver_memory)
+                dispose_engines(gen_url)
+                marker.write_text(json.dumps(dataclasses.asdict(generated)))
+                log(f"  {'synthetic_snapshot':<20} {generated.wall_s:7.1f} s  driver peak {generated.driver_peak_mb:6.0f} MiB")
             for cores in cores_list:
                 # the same collected snapshot for every core count: a template copy of the database, hard links of the files
+                pg.drop_database(f"scale_{topics}_{cores}")
                 url = clone_database(pg, gen_db, f"scale_{topics}_{cores}")
                 work = root / f"work-{topics}-{cores}"
+                shutil.rmtree(work, ignore_errors=True)
                 subprocess.run(["cp", "-al", str(gen_work), str(work)], check=True)
                 env = job_env(url)
                 row: dict[str, Any] = {"topics": topics, "cores": cores, "spec": spec,
@@ -351,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                                   driver_memory=args.driver_memory)
                     row["jobs"][job] = m
                     log(f"    {job:<18} {m.wall_s:7.1f} s  driver peak {m.driver_peak_mb:6.0f} MiB  "
-                        f"heap peak {m.heap_peak_mb or 0:6.0f} MiB  {m.result.get('seconds', '')}")
+                        f"heap peak {m.heap_peak_mb or 0:6.0f} MiB  load max {m.load_max:.1f}  {m.result.get('seconds', '')}")
                 if cores == cores_list[0]:
                     decision = json.loads("".join(
                         p.read_text() for p in sorted((work / run_id / "decision.json").glob("part-*"))))
@@ -361,17 +383,20 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"    {'pandas baseline':<18} {m.wall_s:7.1f} s  peak {m.driver_peak_mb:6.0f} MiB  {m.result}")
                 shutil.rmtree(work, ignore_errors=True)
                 shutil.rmtree(root / "spark-local", ignore_errors=True)
+                shutil.rmtree(root / "events", ignore_errors=True)
                 dispose_engines(url)
                 pg.drop_database(f"scale_{topics}_{cores}")
                 results.append(row)
                 if not args.no_write:  # after every row, so an interrupted run still leaves what it measured
                     DOC.write_text(render(results, info, time.perf_counter() - started, args))
-            shutil.rmtree(gen_work, ignore_errors=True)
-            pg.drop_database(gen_db)
+            if not args.cache:
+                shutil.rmtree(gen_work, ignore_errors=True)
+                pg.drop_database(gen_db)
     finally:
         with contextlib.suppress(Exception):
             pg.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.cache:
+            shutil.rmtree(root, ignore_errors=True)
     text = render(results, info, time.perf_counter() - started, args)
     print(text)
     if not args.no_write:

@@ -67,8 +67,17 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
         decide(planned["plan_id"], "approved", by="bob", comment="ok")
     finally:
         del os.environ["PULSAR_REBALANCE_DATABASE_URL"]
-    report = stages.stage_execute(spark, ctx, engine=engine, client=client)
+    report = stages.stage_execute(_NoSpark(), ctx, engine=engine, client=client)  # a local work dir: no Spark
     assert report["status"] == "executed", report
+    # the small Parquet outputs written without Spark are read by Spark like its own
+    from pulsar_rebalance.pipeline import context as C
+
+    actions = spark.read.parquet(ctx.path(C.ACTIONS))
+    assert actions.schema.simpleString() == ("struct<plan_id:string,seq:int,kind:string,namespace:string,bundle:string,"
+                                             "source:string,destination:string,boundaries:string,reason:string>")
+    assert actions.count() == planned["actions"]
+    states = {(r.seq, r.state, r.attempts) for r in spark.read.parquet(ctx.path(C.EXECUTION)).collect()}
+    assert states == {(seq, "completed", 1) for seq in range(planned["actions"])}, states
     assert report["unloads_executed"] == planned["summary"]["numBundleUnloads"]
     assert report["max_usage_after"] < report["max_usage_before"]
     # a retry of execute_unload after it finished does nothing again and returns the recorded outcome

@@ -58,6 +58,33 @@ def write_json(spark, path: str, value: Any) -> None:
     tmp.rename(local)
 
 
+def write_small_parquet(spark, path: str, rows: list[tuple], columns: list[tuple[str, str]]) -> None:
+    """A small Parquet dataset (a plan's actions, their execution states) with ``columns`` as
+    ``(name, "string" | "int")``.
+
+    On a local work dir it is written with pyarrow in Spark's layout (a directory with one part file
+    and ``_SUCCESS``; Spark reads it as ``string``/``int``), so a job with nothing else for Spark
+    (plan_split without splits, execute_unload) starts no SparkSession; elsewhere Spark writes it.
+    """
+    local = _local(path)
+    if local is None:
+        spark.createDataFrame(rows, ", ".join(f"{n} {t}" for n, t in columns)).write.mode("overwrite").parquet(path)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"string": pa.string(), "int": pa.int32()}
+    schema = pa.schema([(n, types[t]) for n, t in columns])
+    table = pa.Table.from_pylist([dict(zip((n for n, _ in columns), r)) for r in rows], schema=schema)
+    tmp = local.with_name(f".{local.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    pq.write_table(table, tmp / "part-00000.snappy.parquet", compression="snappy")
+    (tmp / "_SUCCESS").touch()
+    shutil.rmtree(local, ignore_errors=True)
+    tmp.rename(local)
+
+
 def read_json(spark, path: str) -> Any:
     local = _local(path)
     if local is None:
@@ -247,10 +274,9 @@ def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft,
     _log_plan(plan_id, draft, expired=expired, superseded=superseded)
     rows = [(plan_id, a["seq"], a["kind"], a["namespace"], a["bundle_range"], a["source_broker"], a["destination_broker"] or "",
              json.dumps(a.get("boundaries")), a["reason"]) for a in draft.actions]
-    spark.createDataFrame(
-        rows, "plan_id string, seq int, kind string, namespace string, bundle string, source string, "
-              "destination string, boundaries string, reason string",
-    ).write.mode("overwrite").parquet(ctx.path(C.ACTIONS))
+    write_small_parquet(spark, ctx.path(C.ACTIONS), rows, [
+        ("plan_id", "string"), ("seq", "int"), ("kind", "string"), ("namespace", "string"), ("bundle", "string"),
+        ("source", "string"), ("destination", "string"), ("boundaries", "string"), ("reason", "string")])
     return {"plan_id": plan_id, "status": "empty" if draft.empty else "pending", "actions": len(draft.actions),
             "summary": {k: draft.summary[k] for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore",
                                                         "maxUsageAfterPredicted", "notes")},
@@ -323,10 +349,9 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
                       ctx.run_id, exc)
             states = []
         if states and spark is not None:
-            spark.createDataFrame(
-                states, "plan_id string, seq int, kind string, namespace string, bundle string, state string, "
-                        "attempts int, error string",
-            ).write.mode("overwrite").parquet(ctx.path(C.EXECUTION))
+            write_small_parquet(spark, ctx.path(C.EXECUTION), states, [
+                ("plan_id", "string"), ("seq", "int"), ("kind", "string"), ("namespace", "string"),
+                ("bundle", "string"), ("state", "string"), ("attempts", "int"), ("error", "string")])
     return report.to_json()
 
 

@@ -277,3 +277,36 @@ def removed_on_failure(spark, paths: Sequence[str], parents: Sequence[str] = ())
             if fs.exists(p) and (i == 0 or len(fs.listStatus(p)) == 0):
                 fs.delete(p, i == 0)
         raise
+
+
+def _warm_up_fetch(brokers, outcome):
+    """A stand-in for collect's topic-stats fetch (no HTTP): a few topic rows per broker."""
+    for broker in brokers:
+        outcome.add({broker: ("ok", 4)})
+        for i in range(4):
+            yield (broker, "t/ns", "0x00000000_0x80000000", "persistent", f"persistent://t/ns/{broker}-{i}",
+                   1.0, 2.0, 100.0, 200.0, 1, 2, 2)
+
+
+def warm_up(spark, work_dir: str) -> dict[str, int]:
+    """The Spark operations of every job, on a tiny dataset: what the driver's class-data-sharing archive
+    (``pipeline.jvm``) records. Writes only under ``work_dir``."""
+    boundaries = {"t/ns": [0, 0x80000000, 0xFFFFFFFF]}
+    topics = f"{work_dir}/topics.parquet"
+    fetched = fetch_topics(spark, ["b1:8080", "b2:8080"], _warm_up_fetch, concurrency=2, path=topics)
+    mapped = with_live_bundle(spark.read.parquet(topics), boundaries)
+    bundle_load(mapped).write.mode("overwrite").parquet(f"{work_dir}/bundle_load.parquet")
+    mismatched = total_mismatches(spark.read.parquet(f"{work_dir}/bundle_load.parquet"))
+    examples = mismatches(mapped).limit(10).collect()
+    split = topics_of_bundles(mapped, ["t/ns/0x00000000_0x80000000"]).collect()
+    bundle_stats_of_topics(spark.read.parquet(topics)).write.mode("overwrite").parquet(f"{work_dir}/bundle_stats.parquet")
+    generated = synthetic_topics(spark, topics=100, namespaces=["t/ns"], owners={"t/ns/0x00000000_0x80000000": "b1:8080",
+                                                                                "t/ns/0x80000000_0xffffffff": "b2:8080"},
+                                 boundaries=boundaries, zipf_exponent=0.8, top_msg_rate=100.0, rank_multiplier=61,
+                                 partitions=2).count()
+    spark.createDataFrame([("p", 1, "a")], "plan_id string, seq int, kind string").write.mode("overwrite").parquet(
+        f"{work_dir}/actions.parquet")
+    with removed_on_failure(spark, [f"{work_dir}/none.parquet"], [f"{work_dir}/none"]):
+        pass
+    return {"brokers": len(fetched), "mismatches": mismatched, "examples": len(examples), "splitTopics": len(split),
+            "generated": generated}
