@@ -179,7 +179,7 @@ def spark_job(job: str, args: list[str], *, cores: int, env: dict[str, str], roo
         "--conf", f"spark.driver.extraJavaOptions={driver_java_options()}",
         "--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
         "--conf", f"spark.eventLog.dir=file://{events}",
-        "--conf", "spark.eventLog.logStageExecutorMetrics=true",
+        "--conf", "spark.eventLog.logStageExecutorMetrics=true", "--conf", "spark.executor.metrics.pollingInterval=200",
         str(ROOT / "spark_jobs" / f"{job}.py"), *args,
     ]
     done, sampler, wall = run_measured(cmd, env, timeout_s=3600)
@@ -280,6 +280,26 @@ def clone_database(pg, template: str, name: str) -> str:
     return pg.url_for(name)
 
 
+RUN_PARAMS = {"shedding_strategy": "ThresholdShedder", "config": {"loadBalancerNamespaceMaximumBundles": 4096}}
+"""The run's DAG params: ThresholdShedder (it sheds on the first run, so placement runs over every broker), and
+namespaces allowed to grow past their 500 bundles, so the hottest bundles are split (plan_split reads their topics)."""
+
+
+def set_run_params(url: str, run_id: str, doc: dict[str, Any]) -> None:
+    """The run's params as the DAG run would have given them to collect_load (validated the same way)."""
+    import sqlalchemy as sa
+
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.begin() as c:
+            c.execute(sa.text("UPDATE runs SET params = CAST(:p AS jsonb) WHERE run_id = :r"),
+                      {"p": json.dumps(RunParams.from_json(doc).to_json()), "r": run_id})
+    finally:
+        engine.dispose()
+
+
 def spec_for(topics: int):
     from pulsar_rebalance.pipeline.synthetic import SyntheticSpec
 
@@ -361,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                 # the same collected snapshot for every core count: a template copy of the database, hard links of the files
                 pg.drop_database(f"scale_{topics}_{cores}")
                 url = clone_database(pg, gen_db, f"scale_{topics}_{cores}")
+                set_run_params(url, run_id, RUN_PARAMS)
                 work = root / f"work-{topics}-{cores}"
                 shutil.rmtree(work, ignore_errors=True)
                 subprocess.run(["cp", "-al", str(gen_work), str(work)], check=True)
@@ -405,76 +426,102 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _plan(m: Measured) -> str:
+    summary = m.result.get("summary") or {}
+    return f"{summary.get('numBundleUnloads', 0)} unloads, {summary.get('numBundleSplits', 0)} splits"
+
+
 def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, args: argparse.Namespace) -> str:
-    cmd = "`.venv/bin/python benchmarks/bench_scale.py" + (
+    from pulsar_rebalance.pipeline.jvm import driver_java_options
+
+    cmd = "`PULSAR_REBALANCE_SPARK_CDS=... .venv/bin/python benchmarks/bench_scale.py" + (
         f" --topics {args.topics}" if args.topics != "100000,1000000,10000000" else "") + (
         f" --cores {args.cores}" if args.cores != "2,1" else "") + (
-        f" --driver-memory {args.driver_memory}" if args.driver_memory != "1g" else "") + "`"
+        f" --driver-memory {args.driver_memory}" if args.driver_memory != "1g" else "") + (
+        " --cache DIR" if args.cache else "") + "`"
+    loads = [m.load_max for r in results for m in [*(r["jobs"][j] for j in PIPELINE), r.get("baseline")] if m]
+    ends = [m.load_avg for r in results for m in [*(r["jobs"][j] for j in PIPELINE), r.get("baseline")] if m]
     out = [
         "# Benchmark: the pipeline at scale (100k to 10M topics)", "",
-        f"Command: {cmd}", "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + f". Benchmark wall time: {total_s:.0f} s. "
-        "The machine is shared: other engineers' tests ran on the same 2 cores during the run; the last column of "
-        "the per-job table is the 1-minute load average when each job ended (above 2 = waiting for a core), so "
-        "wall times are upper bounds.", "",
+        f"Command: {cmd} (the class-data-sharing archive of `pipeline/jvm.py` built; `--cache` reuses each "
+        "generated snapshot, so a 10M-topic snapshot is generated once).", "",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + f". Benchmark wall time: {total_s:.0f} s.", "",
+        "Load: the machine is shared with two other engineers' test runs (2 cores). The 1-minute load average "
+        f"sampled while the measured jobs ran was at most {max(loads, default=0):.1f} "
+        f"(at their ends: {min(ends, default=0):.1f} to {max(ends, default=0):.1f}); above 2 a job waited for a "
+        "core, so wall times are upper bounds. Each job's own numbers are in the per-job table.", "",
         "What is measured: see the module docstring of `benchmarks/bench_scale.py`. Every Spark job is a real "
-        f"`spark-submit --master local[N] --driver-memory {args.driver_memory}` with the DAG operator's settings; "
-        "*wall* includes JVM start-up (~10-15 s per job). *Driver peak* is the peak RSS of the driver's process "
-        "tree (the Spark JVM, which in local mode also runs the executor's tasks, plus the Python driver). "
-        "*Heap peak* / *exec mem* are Spark's own executor metrics (JVM heap used, on-heap execution memory). "
-        "PySpark worker RSS was 0 in every job (no Python UDF runs). The cluster scales with the topics: one "
-        "broker per 10,000 topics, one namespace per 50,000, one bundle per 100 (Zipf exponent 0.8).", "",
+        f"`spark-submit --master local[N] --driver-memory {args.driver_memory}` with the DAG operator's settings "
+        f"(driver options `{driver_java_options().replace(str(ROOT) + '/', '')}`); "
+        "*wall* includes the JVM start. *Driver peak* is the peak RSS of the driver's whole process tree (the "
+        "Spark JVM, which in local mode also runs the executor's tasks, plus the Python driver; the two parts "
+        "peak at different moments, so their peaks do not add up). *Heap peak* / *exec mem* are Spark's own "
+        "executor metrics (JVM heap used, on-heap execution memory); 0 = the job started no SparkSession. "
+        "The cluster scales with the topics: one broker per 10,000 topics, one namespace per 50,000, one bundle "
+        "per 100 (Zipf exponent 0.8); the run's params: `" + json.dumps(RUN_PARAMS) + "`.", "",
         "## Pipeline from collected data to stored plan (compute_usage + detect_overload + plan_split)", "",
-        "| topics | brokers / ns / bundles | cores | wall (s) | topics/s | max driver peak (MiB) | max heap peak (MiB) | vs 100k |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| topics | brokers / ns / bundles | cores | wall (s) | topics/s | s per 1M topics | vs smallest | "
+        "max driver peak (MiB) | max heap peak (MiB) | plan |",
+        "|---:|---|---:|---:|---:|---:|---|---:|---:|---|",
     ]
-    first: dict[int, float] = {}
+    first: dict[int, tuple[int, float]] = {}
     for r in results:
         jobs = [r["jobs"][j] for j in PIPELINE]
         wall = sum(m.wall_s for m in jobs)
-        first.setdefault(r["cores"], wall)
-        base_topics = min(x["topics"] for x in results if x["cores"] == r["cores"])
-        growth = wall / first[r["cores"]]
+        base_topics, base_wall = first.setdefault(r["cores"], (r["topics"], wall))
         s = r["spec"]
         out.append(f"| {r['topics']:,} | {s.brokers:,} / {s.namespaces} / {s.bundles:,} | {r['cores']} | {wall:.1f} | "
-                   f"{r['topics'] / wall:,.0f} | {max(m.driver_peak_mb for m in jobs):,.0f} | "
-                   f"{max(m.heap_peak_mb or 0 for m in jobs):,.0f} | x{growth:.2f} time for x{r['topics'] / base_topics:.0f} topics |")
+                   f"{r['topics'] / wall:,.0f} | {wall / r['topics'] * 1e6:.1f} | "
+                   f"x{wall / base_wall:.2f} time for x{r['topics'] / base_topics:.0f} topics | "
+                   f"{max(m.driver_peak_mb for m in jobs):,.0f} | {max(m.heap_peak_mb or 0 for m in jobs):,.0f} | "
+                   f"{_plan(r['jobs']['plan_split'])} |")
+    by = {(r["topics"], r["cores"]): r for r in results}
+    pairs = [(t, by[(t, 1)], by[(t, 2)]) for t, c in sorted(by) if c == 2 and (t, 1) in by]
+    if pairs:
+        out += ["", "## Spark on 1 vs 2 local cores", "",
+                "| topics | pipeline local[1] (s) | pipeline local[2] (s) | local[1] / local[2] | topic-level local[1] (s) "
+                "| topic-level local[2] (s) | local[1] / local[2] |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        for t, one, two in pairs:
+            w1, w2 = (sum(x["jobs"][j].wall_s for j in PIPELINE) for x in (one, two))
+            s1, s2 = _spark_topics(one), _spark_topics(two)
+            out.append(f"| {t:,} | {w1:.1f} | {w2:.1f} | {w1 / w2:.2f} | {s1:.1f} | {s2:.1f} | {s1 / s2:.2f} |")
     out += ["", "## Each Spark job", "",
-            "| topics | cores | job | wall (s) | topics/s | driver peak (MiB) | of which JVM / Python | heap peak (MiB) | exec mem peak (MiB) | in-job seconds | load avg |",
-            "|---:|---:|---|---:|---:|---:|---|---:|---:|---|---:|"]
+            "| topics | cores | job | wall (s) | topics/s | driver peak (MiB) | of which JVM / Python | heap peak (MiB) "
+            "| exec mem peak (MiB) | in-job seconds | load avg at end / max |",
+            "|---:|---:|---|---:|---:|---:|---|---:|---:|---|---|"]
     for r in results:
         for job in JOBS:
             m = r["jobs"][job]
             secs = m.result.get("seconds") or {k: m.result[k] for k in ("generateSeconds", "recordSeconds") if k in m.result}
-            out.append(f"| {r['topics']:,} | {r['cores']} | {job} | {m.wall_s:.1f} | {r['topics'] / m.wall_s:,.0f} | "
+            reused = " (generated once, reused)" if m.result.get("reused") else ""
+            out.append(f"| {r['topics']:,} | {r['cores']} | {job}{reused} | {m.wall_s:.1f} | {r['topics'] / m.wall_s:,.0f} | "
                        f"{m.driver_peak_mb:,.0f} | {m.jvm_peak_mb:,.0f} / {m.python_driver_peak_mb:,.0f} | "
                        f"{m.heap_peak_mb or 0:,.0f} | {m.execution_peak_mb or 0:,.0f} | {json.dumps(secs) if secs else ''} | "
-                       f"{m.load_avg:.1f} |")
-    out += ["", "## Side by side: Spark vs a single-process pandas baseline (topic-level work)", "",
+                       f"{m.load_avg:.1f} / {m.load_max:.1f} |")
+    out += ["", "## Side by side: Spark vs a single-process pandas baseline", "",
             "The baseline does, in one Python process, the topic-level part of compute_usage (read, crc32, range "
             "lookup, per-bundle aggregation, mismatches, write) and of plan_split (topics of the bundles to split). "
             "Spark's numbers for the same part are the `seconds.topics` each job reports (inside the running job, "
-            "JVM start excluded); the job walls include start-up and the bundle/broker-level work, which is the "
-            "same Python code either way.", "",
-            "| topics | pandas wall (s) | pandas peak RSS (MiB) | pandas topic-level (s) | Spark topic-level, local[2] (s) | Spark topic-level, local[1] (s) | Spark / pandas (local[2]) |",
-            "|---:|---:|---:|---:|---:|---:|---:|"]
+            "JVM start excluded); the bundle- and broker-level work (Postgres, the decision core) is the same Python "
+            "code whatever computes the topic level (compute_usage's `seconds.state`, detect_overload).", "",
+            "| topics | pandas topic-level (s) | pandas peak RSS (MiB) | Spark topic-level local[2] (s) | Spark / pandas "
+            "| Spark topic-level local[1] (s) | Spark local[1] / pandas |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         if "baseline" not in r:
             continue
         b = r["baseline"]
         pandas_s = b.result["usage_topics_s"] + b.result["plan_topics_s"]
-
-        def spark_topics(cores: int) -> float | None:
-            for x in results:
-                if x["topics"] == r["topics"] and x["cores"] == cores:
-                    return x["jobs"]["compute_usage"].result["seconds"]["topics"] + x["jobs"]["plan_split"].result["seconds"]["topics"]
-            return None
-
-        s2, s1 = spark_topics(2), spark_topics(1)
-        out.append(f"| {r['topics']:,} | {b.wall_s:.1f} | {b.driver_peak_mb:,.0f} | {pandas_s:.1f} | "
-                   f"{'' if s2 is None else f'{s2:.1f}'} | {'' if s1 is None else f'{s1:.1f}'} | "
-                   f"{'' if s2 is None else f'{s2 / pandas_s:.2f}'} |")
+        two, one = by.get((r["topics"], 2)), by.get((r["topics"], 1))
+        s2 = _spark_topics(two) if two else None
+        s1 = _spark_topics(one) if one else None
+        out.append(f"| {r['topics']:,} | {pandas_s:.1f} | {b.driver_peak_mb:,.0f} | "
+                   f"{'' if s2 is None else f'{s2:.1f}'} | {'' if s2 is None else f'{s2 / pandas_s:.2f}'} | "
+                   f"{'' if s1 is None else f'{s1:.1f}'} | {'' if s1 is None else f'{s1 / pandas_s:.2f}'} |")
     return "\n".join(out) + "\n"
+
+
+def _spark_topics(row: dict[str, Any]) -> float:
+    return row["jobs"]["compute_usage"].result["seconds"]["topics"] + row["jobs"]["plan_split"].result["seconds"]["topics"]
 
 
 if __name__ == "__main__":

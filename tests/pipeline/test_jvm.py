@@ -8,19 +8,25 @@ from pathlib import Path
 
 import pytest
 
+from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline import jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_driver_options_use_the_archive_only_when_it_is_built(tmp_path):
+def test_driver_options_use_the_archive_only_when_it_is_built_and_c1_only_when_asked(tmp_path):
     archive = tmp_path / "spark.jsa"
     env = {jvm.ENV_CDS: str(archive)}
-    assert jvm.driver_java_options(env) == f"{jvm.QUIET} -XX:TieredStopAtLevel=1"
+    assert jvm.driver_java_options(env) == jvm.QUIET
     archive.write_bytes(b"any")  # the JVM itself checks the archive, and ignores one that does not fit
-    assert jvm.driver_java_options(env) == f"{jvm.QUIET} -XX:TieredStopAtLevel=1 -XX:SharedArchiveFile={archive}"
+    assert jvm.driver_java_options(env) == f"{jvm.QUIET} -XX:SharedArchiveFile={archive}"
+    assert jvm.driver_java_options({**env, jvm.ENV_JIT: "c1"}) == (
+        f"{jvm.QUIET} -XX:SharedArchiveFile={archive} -XX:TieredStopAtLevel=1")
+    assert jvm.driver_java_options({**env, jvm.ENV_JIT: "tiered"}) == jvm.driver_java_options(env)
     assert jvm.driver_java_options({jvm.ENV_CDS: "off"}) == jvm.QUIET
     assert jvm.cds_archive({}).name.startswith("spark-") and jvm.cds_archive({}).suffix == ".jsa"
+    with pytest.raises(ConfigError, match="PULSAR_REBALANCE_SPARK_JIT"):
+        jvm.driver_java_options({jvm.ENV_JIT: "fast"})
 
 
 @pytest.mark.slow

@@ -80,3 +80,18 @@ def test_bundle_load_counts_mismatched_and_unmapped_topics(spark):
     expected_wrong = sum(1 for i, t in enumerate(topics) if i % 4 == 0 and core.find(t).name != "0x00000000_0x7fffffff")
     assert T.total_mismatches(agg) == expected_wrong + 1 == T.mismatches(mapped).count()
     assert sum(r.topics for r in agg.collect()) == 41
+
+
+def test_topics_of_the_bundles_to_split_are_those_the_range_lookup_maps_there(spark):
+    bounds = [0x00000000, 0x00400000, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF]
+    topics = [f"persistent://t/ns/topic-{i}" for i in range(6000)] + NAMED
+    rows = _topic_rows(topics, "t/ns") + _topic_rows([f"persistent://t/other/x-{i}" for i in range(500)], "t/other")
+    df = spark.createDataFrame(rows, T.TOPICS_SCHEMA)
+    boundaries = {"t/ns": bounds, "t/other": default_boundaries(4)}
+    wanted = ["t/ns/0x00000000_0x00400000", "t/ns/0xc0000000_0xffffffff", "t/other/0x40000000_0x80000000"]
+    expected = {(r.topic, r.bundle) for r in T.with_live_bundle(df, boundaries).collect()
+                if f"{r.namespace}/{r.bundle}" in wanted}
+    got = [(r.topic, r.bundle) for r in T.topics_in_bundles(df, wanted, boundaries).collect()]
+    assert len(got) == len(set(got)) and set(got) == expected
+    assert {b for _, b in got} == {"0x00000000_0x00400000", "0xc0000000_0xffffffff", "0x40000000_0x80000000"}
+    assert T.topics_in_bundles(df, [], boundaries).count() == 0

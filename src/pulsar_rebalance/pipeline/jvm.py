@@ -11,10 +11,12 @@ HotSpot features cut that fixed cost (measured in ``benchmarks/bench_dag_run.py`
   archive against its own build and class path and silently ignores one that does not match or is
   missing, so it is an optimisation only, never a failure. ``scripts/install.sh`` builds it
   (``python -m pulsar_rebalance.pipeline.jvm``); ~180 MB.
-* ``-XX:TieredStopAtLevel=1``: the C1 compiler only (no C2), far less compile work for short jobs.
+* ``PULSAR_REBALANCE_SPARK_JIT=c1``: ``-XX:TieredStopAtLevel=1``, the C1 compiler only: far less
+  compile work, for small clusters where every job is seconds long (the quick start sets it). Not
+  the default: at 10M topics the C2-compiled code is much faster (``docs/benchmarks/scale.md``).
 
-The archive lives at ``PULSAR_REBALANCE_SPARK_CDS`` (``off`` disables both options), by default under
-the Python environment: ``<sys.prefix>/share/pulsar-rebalance/spark-<pyspark version>.jsa``.
+The archive lives at ``PULSAR_REBALANCE_SPARK_CDS`` (``off``: not used), by default under the Python
+environment: ``<sys.prefix>/share/pulsar-rebalance/spark-<pyspark version>.jsa``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
+from pulsar_rebalance.errors import ConfigError
+
 ENV_CDS = "PULSAR_REBALANCE_SPARK_CDS"
+ENV_JIT = "PULSAR_REBALANCE_SPARK_JIT"
 SPARK_JOBS_DIR = Path(__file__).resolve().parents[3] / "spark_jobs"
 LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "log4j2.properties"
 QUIET = f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"
@@ -46,13 +51,16 @@ def cds_archive(environ: Mapping[str, str] = os.environ) -> Path | None:
 
 
 def driver_java_options(environ: Mapping[str, str] = os.environ) -> str:
-    """``spark.driver.extraJavaOptions`` of every job: WARN logging, C1 only, and the archive if it is built."""
+    """``spark.driver.extraJavaOptions`` of every job: WARN logging, the archive if it is built, C1 if asked."""
+    jit = environ.get(ENV_JIT, "").lower()
+    if jit not in ("", "c1", "tiered"):
+        raise ConfigError(f"{ENV_JIT} must be c1 or tiered (the JVM's default), got {jit!r}", key=ENV_JIT)
+    options = [QUIET]
     archive = cds_archive(environ)
-    if archive is None:
-        return QUIET
-    options = [QUIET, "-XX:TieredStopAtLevel=1"]
-    if archive.is_file():
+    if archive is not None and archive.is_file():
         options.append(f"-XX:SharedArchiveFile={archive}")
+    if jit == "c1":
+        options.append("-XX:TieredStopAtLevel=1")
     return " ".join(options)
 
 
@@ -71,7 +79,7 @@ def build_archive(path: Path | None = None, *, spark_submit: str | None = None, 
         with tempfile.TemporaryDirectory(prefix="pulsar-rebalance-warm-up-") as work:
             cmd = [submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
                    "--conf", "spark.sql.shuffle.partitions=4",
-                   "--conf", f"spark.driver.extraJavaOptions={QUIET} -XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit={tmp}",
+                   "--conf", f"spark.driver.extraJavaOptions={QUIET} -XX:ArchiveClassesAtExit={tmp}",
                    str(SPARK_JOBS_DIR / "warm_up.py"), "--run-id", "warm-up", "--work-dir", work]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         if done.returncode != 0 or not tmp.is_file():

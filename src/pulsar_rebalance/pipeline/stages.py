@@ -7,6 +7,7 @@ does its work, and writes its results idempotently (a retried task overwrites, n
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import logging
 import shutil
@@ -137,21 +138,19 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
 
 
 def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
+    """Broker usage and bundle time averages (bundle-level: Python and Postgres), then every topic mapped onto
+    the live ranges and summed per bundle (topic-level: Spark).
+
+    In that order so that the driver's Python has released the bundle-level data (100,000 bundles at
+    scale) before the Spark session starts: the two never hold their peak memory at the same time.
+    """
     from pulsar_rebalance.pipeline import transforms as T
 
+    t0 = time.perf_counter()
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
+        cfg = params.lb_config()
         reports = repo.broker_reports(s, run_id=ctx.run_id)
-        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
-    cfg = params.lb_config()
-    t0 = time.perf_counter()
-    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
-    T.bundle_load(mapped).write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
-    # the mismatch count comes from the (bundle-level) result just written; topics are re-read only for examples
-    mismatch_count = T.total_mismatches(spark.read.parquet(ctx.path(C.BUNDLE_LOAD)))
-    examples = [r.asDict() for r in T.mismatches(mapped).limit(10).collect()] if mismatch_count else []
-    t1 = time.perf_counter()
-    with session_scope(engine) as s:
         prev = repo.latest_broker_ema(s, cluster_id=run.cluster_id, exclude_run_id=ctx.run_id)
         parsed = parse_reports(reports)
         rows = broker_usage_rows(reports, parsed, prev, cfg)
@@ -159,19 +158,33 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
         averages = update_time_averages(parsed, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
         repo.save_bundle_time_averages(s, cluster_id=run.cluster_id, run_id=ctx.run_id, data=averages)
         repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(parsed, averages))
+    log.info("Broker usage (weighted max, EMA): %s", ", ".join(
+        f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows))
+    log.info("Bundle time averages updated for %d bundles", len(averages))
+    brokers = {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows}
+    bundles = len(averages)
+    del reports, parsed, rows, averages
+    gc.collect()
+
+    t1 = time.perf_counter()
+    with session_scope(engine) as s:
+        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
+    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
+    T.bundle_load(mapped).write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
+    # the mismatch count comes from the (bundle-level) result just written; topics are re-read only for examples
+    mismatch_count = T.total_mismatches(spark.read.parquet(ctx.path(C.BUNDLE_LOAD)))
+    examples = [r.asDict() for r in T.mismatches(mapped).limit(10).collect()] if mismatch_count else []
+    t2 = time.perf_counter()
+    with session_scope(engine) as s:
         if mismatch_count:
             repo.audit(s, event="topic_bundle_mismatch", actor="compute_usage", run_id=ctx.run_id,
                        details={"count": mismatch_count, "examples": examples})
         repo.set_run_stage(s, run_id=ctx.run_id, stage="compute_usage")
     if mismatch_count:
         log.warning("%d topic(s) reported under a bundle their hash does not fall into, e.g. %s", mismatch_count, examples[:3])
-    log.info("Broker usage (weighted max, EMA): %s", ", ".join(
-        f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows))
-    log.info("Bundle time averages updated for %d bundles", len(averages))
     return {
-        "brokers": {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows},
-        "bundles": len(averages), "topicBundleMismatches": mismatch_count,
-        "seconds": {"topics": round(t1 - t0, 3), "state": round(time.perf_counter() - t1, 3)},
+        "brokers": brokers, "bundles": bundles, "topicBundleMismatches": mismatch_count,
+        "seconds": {"state": round(t1 - t0, 3), "topics": round(t2 - t1, 3)},
     }
 
 
@@ -241,8 +254,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
     t0 = time.perf_counter()
     if split_bundles:  # topic rows of the (at most loadBalancerMaxNumberOfBundlesToSplitPerCycle) bundles to split
-        mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
-        for r in T.topics_of_bundles(mapped, split_bundles).collect():
+        for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), split_bundles, boundaries).collect():
             topics_by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
                 "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,

@@ -68,7 +68,10 @@ def range_rows(boundaries: Mapping[str, Sequence[int]]) -> list[tuple[str, int, 
 def range_lookup(spark, boundaries: Mapping[str, Sequence[int]]) -> DataFrame:
     """The ranges keyed by every hash bucket (``hash >> 22``) they overlap: about ``namespaces * 1024 + bundles`` rows."""
     top = F.when(F.col("last"), F.col("hi")).otherwise(F.col("hi") - 1)  # the last range [p_{n-1}, p_n] is closed
-    return spark.createDataFrame(range_rows(boundaries), RANGES_SCHEMA).withColumn(
+    rows = range_rows(boundaries)
+    # in slices of at most 10,000 ranges (~200 KiB each): the rows travel inside the tasks that read them
+    ranges = spark.sparkContext.parallelize(rows, max(1, -(-len(rows) // 10_000)))
+    return spark.createDataFrame(ranges, RANGES_SCHEMA).withColumn(
         "bucket", F.explode(F.sequence(F.shiftright("lo", RANGE_BUCKET_SHIFT), F.shiftright(top, RANGE_BUCKET_SHIFT)))
     )
 
@@ -103,22 +106,21 @@ def bundle_load(mapped_topics: DataFrame) -> DataFrame:
 
     ``topics`` counts topic rows, like the rates sum them (a topic reported by two brokers while its
     bundle moved counts twice in both); a distinct count would shuffle every topic row once more.
+    Topic rows are first summed per (bundle, reporting broker) with a hash aggregation (numeric
+    buffers only); the list of reporting brokers is collected from that small result. A
+    ``collect_set`` over the topic rows themselves would make Spark sort every topic row (its object
+    hash aggregation falls back to sorting beyond 128 groups per task).
     """
+    sums = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "producer_count", "consumer_count")
+    mismatched = F.when(F.col("bundle").isNull() | (F.col("reported_bundle") != F.col("bundle")), 1).otherwise(0)
+    per_broker = mapped_topics.groupBy("namespace", "bundle", "broker").agg(
+        F.count(F.lit(1)).alias("topics"), *[F.sum(c).alias(c) for c in sums],
+        F.sum(mismatched).alias("mismatched_topics"),
+    )
     return (
-        mapped_topics.groupBy("namespace", "bundle")
-        .agg(
-            F.count(F.lit(1)).alias("topics"),
-            F.sum("msg_rate_in").alias("msg_rate_in"),
-            F.sum("msg_rate_out").alias("msg_rate_out"),
-            F.sum("msg_throughput_in").alias("msg_throughput_in"),
-            F.sum("msg_throughput_out").alias("msg_throughput_out"),
-            F.sum("producer_count").alias("producer_count"),
-            F.sum("consumer_count").alias("consumer_count"),
-            F.sum(F.when(F.col("bundle").isNull() | (F.col("reported_bundle") != F.col("bundle")), 1).otherwise(0)).alias(
-                "mismatched_topics"
-            ),
-            F.collect_set("broker").alias("brokers"),
-        )
+        per_broker.groupBy("namespace", "bundle")
+        .agg(F.sum("topics").alias("topics"), *[F.sum(c).alias(c) for c in sums],
+             F.sum("mismatched_topics").alias("mismatched_topics"), F.array_sort(F.collect_list("broker")).alias("brokers"))
         .withColumn("bundle_full", F.concat_ws("/", "namespace", "bundle"))
     )
 
@@ -135,10 +137,30 @@ def mismatches(mapped_topics: DataFrame) -> DataFrame:
     )
 
 
-def topics_of_bundles(mapped_topics: DataFrame, bundles: Sequence[str]) -> DataFrame:
-    """Topic rows of the given full bundle names (for split boundary computation)."""
-    wanted = list(bundles)
-    return mapped_topics.where(F.concat_ws("/", "namespace", "bundle").isin(wanted))
+def topics_in_bundles(topics: DataFrame, bundles: Sequence[str], boundaries: Mapping[str, Sequence[int]]) -> DataFrame:
+    """Topic rows (``TOPICS_SCHEMA``) whose hash falls into one of ``bundles`` (full names of live ranges of
+    ``boundaries``), with ``hash`` and ``bundle`` (range name) added: the topics a split divides.
+
+    Only the rows of those bundles' namespaces are hashed (a filter Parquet applies while reading), and
+    each is checked against those few ranges only (``[lo, hi)``, the namespace's last range closed) --
+    no lookup table, and a result of the same rows as ``with_live_bundle`` filtered to ``bundles``.
+    """
+    ranges: dict[str, list[tuple[int, int, bool, str]]] = {}
+    for full in bundles:
+        ns, rng = full.rsplit("/", 1)
+        lo, hi = (int(x, 16) for x in rng.split("_"))
+        last = hi == max(int(b) for b in boundaries[ns])
+        ranges.setdefault(ns, []).append((lo, hi, last, rng))
+    if not ranges:
+        return topics.withColumn("hash", F.crc32(F.col("topic"))).withColumn("bundle", F.lit(None).cast("string")).limit(0)
+    h = F.col("hash")
+    bundle = None
+    for ns, found in ranges.items():
+        for lo, hi, last, name in found:
+            inside = (F.col("namespace") == ns) & (h >= lo) & ((h < hi) | (F.lit(last) & (h == hi)))
+            bundle = F.when(inside, F.lit(name)) if bundle is None else bundle.when(inside, F.lit(name))
+    return (topics.where(F.col("namespace").isin(list(ranges))).withColumn("hash", F.crc32(F.col("topic")))
+            .withColumn("bundle", bundle).where(F.col("bundle").isNotNull()))
 
 
 def synthetic_topics(
@@ -298,7 +320,7 @@ def warm_up(spark, work_dir: str) -> dict[str, int]:
     bundle_load(mapped).write.mode("overwrite").parquet(f"{work_dir}/bundle_load.parquet")
     mismatched = total_mismatches(spark.read.parquet(f"{work_dir}/bundle_load.parquet"))
     examples = mismatches(mapped).limit(10).collect()
-    split = topics_of_bundles(mapped, ["t/ns/0x00000000_0x80000000"]).collect()
+    split = topics_in_bundles(spark.read.parquet(topics), ["t/ns/0x00000000_0x80000000"], boundaries).collect()
     bundle_stats_of_topics(spark.read.parquet(topics)).write.mode("overwrite").parquet(f"{work_dir}/bundle_stats.parquet")
     generated = synthetic_topics(spark, topics=100, namespaces=["t/ns"], owners={"t/ns/0x00000000_0x80000000": "b1:8080",
                                                                                 "t/ns/0x80000000_0xffffffff": "b2:8080"},
