@@ -72,6 +72,9 @@ with DAG(
                                            "owners (needs approval like any plan) instead of running the shedder"),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
         "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
+        "max_missing_brokers": Param(0.1, type="number", minimum=0, exclusiveMaximum=1,
+                                     description="fraction of brokers that may not answer collect_load (recorded, "
+                                                 "left out of the run); more fails the run"),
     },
 ) as dag:
     collect_load = PulsarSparkJobOperator(task_id="collect_load", job="collect_load", pass_params=True)

@@ -22,3 +22,5 @@ fi
 import importlib.metadata as m, pyspark
 assert pyspark.__version__ == m.version("pyspark"), (pyspark.__version__, m.version("pyspark"))
 PY
+# Lighter Spark job start-up: the driver JVM's class-data-sharing archive (pipeline/jvm.py), built once.
+.venv/bin/python -m pulsar_rebalance.pipeline.jvm --if-missing

@@ -45,6 +45,10 @@ def test_docker_compose_has_the_full_stack_and_no_inline_secrets():
     assert "POSTGRES_PASSWORD: ${POSTGRES_PASSWORD" in text  # taken from the environment, never inline
     env = services["airflow-scheduler"]["environment"]
     assert "spark://spark-master:7077" in env["AIRFLOW_CONN_SPARK_DEFAULT"]
+    for worker in ("spark-worker", "spark-worker-2"):  # two workers sharing the work volume with Airflow
+        assert "spark://spark-master:7077" in services[worker]["command"]
+        assert "work:/shared/work" in services[worker]["volumes"]
+    assert env["PULSAR_REBALANCE_WORK_DIR"] == "/shared/work"
     assert (ROOT / "Dockerfile").exists() and (ROOT / "docker" / "init-db.sql").exists()
 
 

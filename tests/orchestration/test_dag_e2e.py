@@ -279,3 +279,34 @@ def test_balanced_cluster_ends_green_without_waiting_for_approval(airflow_db, wi
 
 def _ownership(snapshot: dict) -> dict[str, str]:
     return dict(snapshot["owners"])
+
+
+def test_whole_dag_runs_on_a_spark_standalone_cluster(airflow_db, wired, tmp_path, monkeypatch):
+    """A real Spark standalone master + two workers (loopback, ephemeral ports), the DAG's spark_default pointed
+    at it: every Spark task is submitted to ``spark://127.0.0.1:PORT`` and gets executors on the workers."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))  # the helper module next to conftest.py (importlib import mode)
+    from spark_standalone import StandaloneCluster
+
+    sim, db_url = wired
+    # what the workers need: this Python (PYSPARK_PYTHON) with this checkout's src (PYTHONPATH, set by
+    # conftest and inherited), and the run's work directory, which is a path on this machine's disk
+    with StandaloneCluster(tmp_path / "spark-cluster", workers=2, worker_cores=1, worker_memory="1g") as spark_cluster:
+        assert [w["state"] for w in spark_cluster.status()["workers"]] == ["ALIVE", "ALIVE"]
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": spark_cluster.master_url}))
+        approver = Approver(db_url, "approve")
+        approver.start()
+        dr, states = _run_dag({"approval_timeout_minutes": 30})
+        approver.join(timeout=30)
+        status = spark_cluster.status()
+    assert approver.error is None and approver.exit_code == 0, approver.error
+    assert dr.state == "success" and set(states.values()) == {"success"}, states
+    assert _q(db_url, "SELECT status FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]["status"] == "executed"
+    apps = status["completedapps"]
+    for job in ("collect_load", "compute_usage", "plan_split", "execute_unload"):
+        ran = [a for a in apps if job in a["name"]]
+        assert ran and all(a["cores"] >= 1 for a in ran), (job, apps)  # submitted to the master, got executors
+    # detect_overload only writes JSON to the (local) work dir: it starts no SparkSession, so no application
+    assert not [a for a in apps if "detect_overload" in a["name"]], apps

@@ -117,6 +117,21 @@ def test_spark_submit_command_and_log_carry_no_secret(monkeypatch, capfd, connec
         assert "--files" not in cmd and env.get("PULSAR_REBALANCE_SECRETS_FILE") == path
 
 
+def test_driver_gets_the_lighter_start_up_options_unless_the_dag_sets_its_own(
+    monkeypatch, capfd, connections, tmp_path
+):
+    from pulsar_rebalance.pipeline import jvm
+
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"built")
+    monkeypatch.setenv(jvm.ENV_CDS, str(archive))
+    cmd, *_ = _render(monkeypatch, capfd, "local")
+    assert f"spark.driver.extraJavaOptions={jvm.driver_java_options()}" in cmd
+    assert f"-XX:SharedArchiveFile={archive}" in jvm.driver_java_options()
+    cmd, *_ = _render(monkeypatch, capfd, "local", conf={"spark.driver.extraJavaOptions": "-Dmine=1"})
+    assert "spark.driver.extraJavaOptions=-Dmine=1" in cmd
+
+
 def test_kubernetes_cluster_mode_can_reference_a_secret_instead_of_shipping_a_file(
     monkeypatch, capfd, connections, kube_client_present
 ):

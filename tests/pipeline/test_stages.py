@@ -27,6 +27,13 @@ def sim():
         yield s
 
 
+class _NoSpark:
+    """Stands for a SparkSession that must not be used."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"Spark used: {name}")
+
+
 def _count(url: str, table: str) -> int:
     engine = sa.create_engine(url)
     try:
@@ -59,15 +66,25 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     assert collected["brokers"] == 5 and collected["topics"] > 0
     usage = stages.stage_compute_usage(spark, ctx, engine=engine)
     assert usage["topicBundleMismatches"] == 0
-    detected = stages.stage_detect(spark, ctx, engine=engine)
+    detected = stages.stage_detect(_NoSpark(), ctx, engine=engine)  # a local work dir: detect needs no Spark
     assert detected["label"] == "Success" and detected["unloads"] > 0, detected
+    assert stages.read_json(spark, ctx.path(stages.DECISION_JSON)) == stages.read_json(_NoSpark(), ctx.path(stages.DECISION_JSON))
     planned = stages.stage_plan(spark, ctx, engine=engine)
     assert planned["status"] == "pending" and planned["actions"] > 0
     assert stages.stage_plan(spark, ctx, engine=engine)["plan_id"] == planned["plan_id"]  # retry: same plan
 
     _approve(db_url, planned["plan_id"])
-    report = stages.stage_execute(spark, ctx, engine=engine, client=client)
+    report = stages.stage_execute(_NoSpark(), ctx, engine=engine, client=client)  # a local work dir: no Spark
     assert report["status"] == "executed", report
+    # the small Parquet outputs written without Spark are read by Spark like its own
+    from pulsar_rebalance.pipeline import context as C
+
+    actions = spark.read.parquet(ctx.path(C.ACTIONS))
+    assert actions.schema.simpleString() == ("struct<plan_id:string,seq:int,kind:string,namespace:string,bundle:string,"
+                                             "source:string,destination:string,boundaries:string,reason:string>")
+    assert actions.count() == planned["actions"]
+    states = {(r.seq, r.state, r.attempts) for r in spark.read.parquet(ctx.path(C.EXECUTION)).collect()}
+    assert states == {(seq, "completed", 1) for seq in range(planned["actions"])}, states
     assert report["unloads_executed"] == planned["summary"]["numBundleUnloads"]
     assert report["max_usage_after"] < report["max_usage_before"]
     # a retry of execute_unload after it finished does nothing again and returns the recorded outcome
@@ -150,3 +167,102 @@ def test_malformed_load_report_fails_clearly_and_writes_nothing(spark, sim, db_u
         stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
     assert "load-report" in str(exc.value)
     assert _count(db_url, "runs") == 0 and _count(db_url, "ownership") == 0
+
+
+def test_collect_at_scale_fetches_topics_in_spark_and_records_brokers_that_do_not_answer(spark, db_url, tmp_path):
+    """120 simulated brokers over real HTTP: topic stats fetched per broker in Spark tasks straight to Parquet;
+    a broker that does not answer is left out with a warning that reaches the plan (not fatal); too many fail
+    the run with nothing written."""
+    from pulsar_rebalance.pipeline import context as C
+    from pulsar_rebalance.pipeline import stages
+
+    state = generate_cluster(seed=7, brokers=120, namespaces=[f"t/ns-{i}" for i in range(12)], topics_per_namespace=40,
+                             bundles_per_namespace=16, hot_namespace="t/ns-11", port_base=0)
+    with SimulatedPulsar(state, ephemeral=True) as big:
+        down = big.broker_ids[3]
+        big.inject_error(down, status=503)
+        client = PulsarAdminClient.from_url(big.admin_url, retries=1, backoff_s=0.01)
+        ctx = JobContext("scale-collect", str(tmp_path / "work"))
+        engine = make_engine(db_url)
+        out = stages.stage_collect(spark, ctx, params_doc={"max_missing_brokers": 0.05}, engine=engine, client=client)
+        q = out["dataQuality"]
+        assert q["brokers"] == 120 and list(q["unansweredBrokers"]) == [down], q
+        assert "503" in q["unansweredBrokers"][down] and q["brokersWithoutTopicStats"] == {}, q
+        topics = spark.read.parquet(ctx.path(C.TOPICS))
+        expected = sum(len(big.state.topics_in_bundle(b)) for b, o in big.state.owners().items() if o != down)
+        assert topics.count() == out["topics"] == expected > 0
+        assert topics.where(topics.broker == down).count() == 0
+        with_topics = {o for b, o in big.state.owners().items() if o != down and big.state.topics_in_bundle(b)}
+        assert {r.broker for r in topics.select("broker").distinct().collect()} == with_topics
+        assert _count(db_url, "broker_load") == 119
+        with session_scope(engine) as s:  # what the plan's warnings (and its page) will show
+            warnings = repo.snapshot_check(s, run_id=ctx.run_id)["warnings"]
+        (unanswered,) = [w for w in warnings if w["kind"] == "broker_unanswered"]
+        assert unanswered["broker"] == down and "503" in unanswered["message"]
+
+        # more missing than max_missing_brokers allows: the run fails before writing anything
+        for b in big.broker_ids[10:20]:
+            big.inject_error(b, status=503)
+        ctx2 = JobContext("scale-collect-2", str(tmp_path / "work"))
+        with pytest.raises(ServerSideError, match="max_missing_brokers=0.05"):
+            stages.stage_collect(spark, ctx2, params_doc={"max_missing_brokers": 0.05}, engine=engine, client=client)
+        assert _count(db_url, "runs") == 1
+
+
+def test_broker_whose_topic_stats_do_not_answer_is_data_quality_and_too_many_fail_with_nothing_written(
+    spark, sim, db_url, tmp_path
+):
+    """The Spark tasks' side: a broker whose load report answered but whose topic stats do not (5xx after the
+    client's retries) is recorded with a warning for the plan; above max_missing_brokers the run fails and the
+    Parquet the tasks wrote is removed."""
+    from pulsar_rebalance.pipeline import context as C
+    from pulsar_rebalance.pipeline import stages
+
+    engine = make_engine(db_url)
+    client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
+    silent = sim.broker_ids[1]
+    sim.inject_request_error(503, method="GET", path_contains="/broker-stats/topics", broker=silent)
+    work = tmp_path / "work"
+    with pytest.raises(ServerSideError, match="max_missing_brokers=0") as exc:
+        stages.stage_collect(spark, JobContext("r1", str(work)), params_doc={"max_missing_brokers": 0}, engine=engine,
+                             client=client)
+    assert silent in str(exc.value)
+    assert _count(db_url, "runs") == 0 and not work.exists()
+
+    ctx = JobContext("r2", str(work))
+    out = stages.stage_collect(spark, ctx, params_doc={"max_missing_brokers": 0.25}, engine=engine, client=client)
+    assert list(out["dataQuality"]["brokersWithoutTopicStats"]) == [silent] and out["dataQuality"]["unansweredBrokers"] == {}
+    assert _count(db_url, "broker_load") == 5  # its load report is kept
+    topics = spark.read.parquet(ctx.path(C.TOPICS))
+    assert topics.count() == out["topics"] > 0 and topics.where(topics.broker == silent).count() == 0
+    with session_scope(engine) as s:
+        warnings = repo.snapshot_check(s, run_id=ctx.run_id)["warnings"]
+    assert [w["broker"] for w in warnings if w["kind"] == "broker_without_topic_stats"] == [silent]
+
+
+def test_topic_stats_fetcher_skips_and_reports_a_broker_whose_topic_stats_fail(sim):
+    """What each Spark task runs, called directly: its own client (built from the driver's client spec, the
+    credential out of repr), rows per broker, an unanswering broker reported and skipped."""
+    from pulsar_rebalance.errors import ServerSideError as Err
+    from pulsar_rebalance.pipeline.collect import TOPIC_COLUMNS, TopicStatsFetcher, rebuild_exception
+
+    class Outcome:  # the accumulator's interface
+        def __init__(self):
+            self.value = {}
+
+        def add(self, d):
+            self.value.update(d)
+
+    client = PulsarAdminClient.from_url(sim.admin_url, token="s3cret-token", retries=0)
+    fetch = TopicStatsFetcher.for_client(client, sim.state.namespaces())
+    assert fetch.client.url == sim.admin_url and fetch.client.authorization == "Bearer s3cret-token"
+    assert "s3cret" not in repr(fetch)
+    sim.inject_error(sim.broker_ids[1], status=500)
+    outcome = Outcome()
+    rows = list(fetch(sim.broker_ids[:3], outcome))
+    kind, *exc = outcome.value[sim.broker_ids[1]]
+    assert kind == "missing" and isinstance(rebuild_exception(*exc), Err) and "500" in str(rebuild_exception(*exc))
+    assert {outcome.value[b][0] for b in (sim.broker_ids[0], sim.broker_ids[2])} == {"ok"}
+    assert {r[0] for r in rows} <= {sim.broker_ids[0], sim.broker_ids[2]} and all(len(r) == len(TOPIC_COLUMNS) for r in rows)
+    assert len(rows) == sum(len(sim.state.topics_in_bundle(b)) for b, o in sim.state.owners().items()
+                            if o in (sim.broker_ids[0], sim.broker_ids[2]))

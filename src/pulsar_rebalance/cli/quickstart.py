@@ -89,6 +89,9 @@ def run_demo(args: argparse.Namespace) -> int:
     sim, sim_info = _simulator(state, args)
     _say(f"simulated Pulsar cluster: {len(sim_info['brokers'])} brokers, admin API at {sim_info['admin_url']}")
     env = _airflow_env(state, app_url, airflow_db, sim_info["admin_url"])
+    # a small simulated cluster: every Spark job is seconds long, so its driver JIT-compiles with C1 only
+    # (pipeline/jvm.py; the class-data-sharing archive applies too, built by scripts/install.sh)
+    env.setdefault("PULSAR_REBALANCE_SPARK_JIT", "c1")
     try:
         _run(["airflow", "db", "migrate"], env, state / "logs" / "airflow-db-migrate.log", timeout=600)
         _say(f"airflow metadata migrated ({time.monotonic() - t0:.1f}s)")

@@ -30,10 +30,10 @@ from airflow.providers.apache.spark.hooks import spark_submit as _spark_submit_h
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from pulsar_rebalance.pipeline.context import ENV_SECRETS_FILE, SECRETS_FILE_NAME
+from pulsar_rebalance.pipeline.jvm import QUIET, driver_java_options
 
 SPARK_JOBS_DIR = Path(__file__).resolve().parents[3] / "spark_jobs"
 DEFAULT_WORK_ROOT_ENV = "PULSAR_REBALANCE_WORK_DIR"
-LOG4J2_PROPERTIES = Path(__file__).resolve().parents[1] / "pipeline" / "log4j2.properties"
 
 # The provider imports its Kubernetes client inside ``contextlib.suppress(ImportError, NameError)``
 # without a fallback, so without apache-airflow-providers-cncf-kubernetes the name ``kube_client`` is
@@ -101,16 +101,19 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         kwargs.setdefault("name", f"pulsar-rebalance-{job}")
         kwargs.setdefault("conn_id", "spark_default")
         kwargs.setdefault("spark_binary", str(Path(sys.executable).parent / "spark-submit"))
-        quiet = f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"  # Spark at WARN in task logs
         conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
-                "spark.driver.extraJavaOptions": quiet, "spark.executor.extraJavaOptions": quiet}
+                "spark.executor.extraJavaOptions": QUIET}  # Spark at WARN in task logs
         conf.update(kwargs.pop("conf", None) or {})
+        # the driver's: WARN logging, C1 only and the class-data-sharing archive (pipeline.jvm), resolved at
+        # execute time (the archive may be built after the DAG was parsed); a conf given here wins
+        default_driver_options = "spark.driver.extraJavaOptions" not in conf
         kwargs["conf"] = conf
         kwargs.setdefault("application_args", ["--run-id", "{{ run_id }}"])
         super().__init__(**kwargs)
         self.job = job
         self.pass_params = pass_params
         self.kubernetes_secret = kubernetes_secret
+        self._driver_java_options = default_driver_options
 
     def execute(self, context):
         with self.submission(context):
@@ -150,6 +153,8 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         cluster_mode = deploy_mode == "cluster"
         is_k8s = master.startswith("k8s://")
         conf = dict(self.conf or {})
+        if self._driver_java_options:
+            conf["spark.driver.extraJavaOptions"] = driver_java_options()
         files = [f for f in (self.files or "").split(",") if f]
         original = (self.env_vars, self.conf, self.files)
         with contextlib.ExitStack() as stack:

@@ -3,13 +3,20 @@
 All HTTP happens first and every response is validated before anything is written, so an
 unreachable URL, a broker answering 500 or a malformed load report fails the task with a clear
 error and leaves nothing half-written (the run row is not even created).
+
+At scale the driver holds broker-level data only: ``collect_load`` reads brokers, boundaries, load
+reports and ownership here, and each broker's topic stats inside Spark tasks
+(:class:`TopicStatsFetcher`, validated there with the same rules), written straight to Parquet.
+A broker that does not answer (connect error, timeout, 5xx after the client's retries) is left out
+of the run with a warning that reaches the plan, unless more than ``max_missing_brokers`` of them
+are missing; a broker answering something invalid fails the run, naming it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +29,7 @@ from pulsar_rebalance.core.snapshot import (
     validate_snapshot,
     validate_topic_stats,
 )
-from pulsar_rebalance.errors import MalformedResponseError, PulsarAdminError, ScenarioError
+from pulsar_rebalance.errors import MalformedResponseError, PulsarAdminError, RebalanceError, ScenarioError
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,13 @@ class Snapshot:
     collected_at_ms: int = 0
     parsed: dict[str, LocalBrokerData] = field(default_factory=dict)  # load_reports, validated and parsed once
     check: SnapshotCheck | None = None  # core.snapshot's verdict: warnings for the plan, bundles left out
+    # brokers that did not answer (connect error, timeout, 5xx after the client's retries): broker -> error
+    unanswered: dict[str, str] = field(default_factory=dict)  # no load report: left out of this run
+    without_topic_stats: dict[str, str] = field(default_factory=dict)  # load report, but no topic stats
+
+    def data_quality(self) -> dict[str, Any]:
+        return {"brokers": len(self.brokers), "unansweredBrokers": dict(sorted(self.unanswered.items())),
+                "brokersWithoutTopicStats": dict(sorted(self.without_topic_stats.items()))}
 
     def weighted_usage(self, weights: tuple[float, float, float, float, float]) -> dict[str, float]:
         """Pulsar's weighted max resource usage per broker (a fraction; > 1 when over 100%)."""
@@ -61,9 +75,52 @@ class Snapshot:
     def max_weighted_usage(self, weights: tuple[float, float, float, float, float]) -> float:
         return max(self.weighted_usage(weights).values(), default=0.0)
 
+    def add_topic_fetch(self, outcome: Mapping[str, tuple], *, max_missing_brokers: float) -> int:
+        """Take in what :class:`TopicStatsFetcher` reported per broker (Spark tasks); returns the topic rows written.
 
-def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster: str | None = None) -> Snapshot:
-    """Read brokers, namespaces, bundle boundaries, load reports, topic stats and ownership."""
+        The first broker (in broker-list order) whose answer was invalid raises its error, as the
+        driver-side read would have; brokers whose topic stats did not answer are recorded in
+        ``without_topic_stats`` with a warning for the plan, and fail the run above ``max_missing_brokers``.
+        """
+        order = {b: i for i, b in enumerate(self.brokers)}
+        first_missing: Exception | None = None
+        rows = 0
+        for broker in sorted(outcome, key=lambda b: order.get(b, len(order))):
+            kind, *rest = outcome[broker]
+            if kind == "ok":
+                rows += rest[0]
+                continue
+            exc = rebuild_exception(*rest)
+            if kind == "error":
+                exc.add_note(f"(broker-stats/topics of {broker}, read in a Spark task)")
+                raise exc
+            self.without_topic_stats[broker] = _describe(exc)
+            first_missing = first_missing or exc
+        check_missing_brokers(len(self.brokers), {**self.unanswered, **self.without_topic_stats}, max_missing_brokers,
+                              first_missing)
+        if self.check is not None:
+            self.check.warnings.extend(
+                SnapshotWarning("broker_without_topic_stats",
+                                f"broker {b} did not answer for its topic stats ({err}): its bundles have no topic rows "
+                                "in this run (their load samples come from its load report); a split of one of them "
+                                "has no topic rates to work with", broker=b, field="broker-stats/topics")
+                for b, err in sorted(self.without_topic_stats.items()))
+        return rows
+
+
+def collect_snapshot(
+    client, *, namespaces: Iterable[str] | None = None, cluster: str | None = None, topic_stats: bool = True,
+    max_missing_brokers: float = 0.0,
+) -> Snapshot:
+    """Read brokers, namespaces, bundle boundaries, load reports, topic stats and ownership.
+
+    ``topic_stats=False`` leaves topic rows to :class:`TopicStatsFetcher` (Spark tasks, ``collect_load``)
+    or skips them (the re-read after execution). A broker that does not answer
+    (``PulsarAdminError.retryable``: connect error, timeout, 5xx after the client's retries) is left
+    out with a ``broker_unanswered`` warning, unless more than ``max_missing_brokers`` (a fraction) of
+    the brokers are missing: then the first such error is raised. Any other failure, and any answer
+    the validation layer rejects, raises before anything is written.
+    """
     wanted = set(namespaces or [])
     clusters = client.clusters()
     if not cluster:
@@ -98,8 +155,19 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
     topic_rows: list[dict[str, Any]] = []
     stats_rows: list[dict[str, Any]] = []
     claims: dict[str, list[str]] = {}
+    unanswered: dict[str, str] = {}
+    first_error: PulsarAdminError | None = None
     for broker in brokers:
-        report = client.load_report(broker)
+        try:
+            report = client.load_report(broker)
+            stats = client.topic_stats(broker) if topic_stats else None
+            owned = client.owned_namespaces(cluster, broker)
+        except PulsarAdminError as exc:
+            if not exc.retryable:
+                raise
+            unanswered[broker] = _describe(exc)
+            first_error = first_error or exc
+            continue
         try:
             parsed = LocalBrokerData.from_json(report, f"load-report[{broker}]")
         except ScenarioError as exc:
@@ -109,16 +177,23 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         reports[broker] = report
         parsed_reports[broker] = parsed
         stats_rows.extend(_bundle_stats_rows(broker, parsed, ns_boundaries))
-        topic_rows.extend(topic_rows_from_stats(broker, client.topic_stats(broker), ns_boundaries))
-        owned = client.owned_namespaces(cluster, broker)
+        if stats is not None:
+            topic_rows.extend(topic_rows_from_stats(broker, stats, ns_boundaries))
         if not isinstance(owned, Mapping):
             raise MalformedResponseError(f"ownedNamespaces of {broker} is not a JSON object", url=broker)
         claims[broker] = [b for b in owned if b.rpartition("/")[0] in ns_boundaries]
+    check_missing_brokers(len(brokers), unanswered, max_missing_brokers, first_error)
     # Everything has been read and nothing written: one validation layer (core.snapshot) rejects a
     # snapshot that contradicts itself, and turns what Pulsar can show mid-transition (a bundle
     # claimed twice, split between two reads) into warnings for the plan with the bundle left out.
     check = validate_snapshot(brokers=brokers, boundaries=ns_boundaries, claims=claims, reports=parsed_reports,
                               raw_reports=reports, leader=leader, cluster=cluster)
+    check.warnings.extend(
+        SnapshotWarning("broker_unanswered",
+                        f"broker {b} did not answer ({err}): its load report and owned bundles are missing from this "
+                        "run, so the plan neither moves its bundles nor places any on it", broker=b,
+                        field="broker-stats/load-report")
+        for b, err in sorted(unanswered.items()))
     shedding = pulsar_shedding_warning(client)
     if shedding is not None:
         check.warnings.append(shedding)
@@ -137,6 +212,7 @@ def collect_snapshot(client, *, namespaces: Iterable[str] | None = None, cluster
         collected_at_ms=int(time.time() * 1000),
         parsed=parsed_reports,
         check=check,
+        unanswered=unanswered,
     )
 
 
@@ -163,6 +239,79 @@ def pulsar_shedding_warning(client) -> SnapshotWarning | None:
                            "run allows it (allow_pulsar_shedding); turn it off with pulsar-admin brokers "
                            "update-dynamic-config --config loadBalancerSheddingEnabled --value false",
                            field="loadBalancerSheddingEnabled")
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def check_missing_brokers(
+    total: int, missing: Mapping[str, str], max_fraction: float, error: Exception | None = None
+) -> None:
+    """Raise when more than ``max_fraction`` of ``total`` brokers are missing (``error``, or a summary)."""
+    if len(missing) <= max_fraction * total:
+        return
+    note = (f"{len(missing)} of {total} brokers did not answer ({', '.join(sorted(missing)[:5])}"
+            f"{', ...' if len(missing) > 5 else ''}); at most max_missing_brokers={max_fraction:g} of them may be missing")
+    if error is None:
+        error = PulsarAdminError(f"{note}: {next(iter(sorted(missing.items())))[1]}")
+    else:
+        error.add_note(note)
+    raise error
+
+
+def exception_state(exc: BaseException) -> tuple[type, tuple, dict[str, Any]]:
+    """What a Spark task sends back of an exception (class, args, attributes): rebuilt as it was raised."""
+    return type(exc), exc.args, dict(vars(exc))
+
+
+def rebuild_exception(cls: type, args: tuple, state: Mapping[str, Any]) -> BaseException:
+    exc = cls.__new__(cls)
+    exc.args = args
+    vars(exc).update(state)
+    return exc
+
+
+TOPIC_STATS_CONCURRENCY = 16
+"""At most this many brokers' topic stats are fetched at once (Spark partitions of the broker list)."""
+
+
+@dataclass(frozen=True)
+class TopicStatsFetcher:
+    """Runs inside Spark tasks: ``GET /admin/v2/broker-stats/topics`` of each broker, validated
+    (:func:`topic_rows_from_stats`, the same rules as the driver) and flattened to topic rows.
+
+    Each task builds its own admin client from ``client`` (``PulsarAdminClient.spec()``: URL, TLS,
+    timeout, retries and the credential, which travels inside the serialized task like the data --
+    never on argv, in a Spark property or in a log line, and not in ``repr``). Per broker it reports
+    to ``outcome`` (a Spark accumulator: broker -> ``("ok", rows)``, ``("missing", *exception)`` for
+    a broker that did not answer after the client's retries, or ``("error", *exception)`` for an
+    invalid answer, after which the task stops); the driver turns that into data quality or the error
+    (:meth:`Snapshot.add_topic_fetch`).
+    """
+
+    client: Any  # pulsar_admin.client.ClientSpec
+    namespaces: tuple[str, ...]
+
+    @classmethod
+    def for_client(cls, client, namespaces: Iterable[str]) -> TopicStatsFetcher:
+        return cls(client=client.spec(), namespaces=tuple(sorted(namespaces)))
+
+    def __call__(self, brokers: Iterable[str], outcome) -> Iterator[tuple]:
+        wanted = dict.fromkeys(self.namespaces)
+        with self.client.build() as client:
+            for broker in brokers:
+                try:
+                    rows = topic_rows_from_stats(broker, client.topic_stats(broker), wanted)
+                except RebalanceError as exc:
+                    retryable = isinstance(exc, PulsarAdminError) and exc.retryable
+                    outcome.add({broker: ("missing" if retryable else "error", *exception_state(exc))})
+                    if retryable:
+                        continue
+                    return
+                outcome.add({broker: ("ok", len(rows))})
+                for row in rows:
+                    yield tuple(row[c] for c in TOPIC_COLUMNS)
 
 
 def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[str, Any]) -> list[dict[str, Any]]:

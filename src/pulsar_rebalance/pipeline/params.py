@@ -34,6 +34,7 @@ class RunParams:
     required_approvals: int = 1  # different people who must approve a plan (2 = four eyes)
     rollback_plan: str | None = None  # plan this run rolls back (instead of running the shedder)
     seed: int = 0
+    max_missing_brokers: float = 0.1  # fraction of brokers that may not answer collect_load (else the run fails)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any] | None) -> RunParams:
@@ -63,6 +64,9 @@ class RunParams:
         par = doc.get("max_parallel_unloads", cls.max_parallel_unloads)
         if not isinstance(par, int) or not 1 <= par <= 64:
             raise ConfigError(f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads")
+        missing = doc.get("max_missing_brokers", cls.max_missing_brokers)
+        if isinstance(missing, bool) or not isinstance(missing, (int, float)) or not 0 <= missing < 1:
+            raise ConfigError(f"max_missing_brokers must be a fraction in [0, 1), got {missing!r}", key="max_missing_brokers")
         per_broker = doc.get("max_unloads_per_broker", cls.max_unloads_per_broker)
         _int_in("max_unloads_per_broker", per_broker, 1, 64)
         per_run = doc.get("max_unloads_per_run")
@@ -94,6 +98,7 @@ class RunParams:
             required_approvals=required,
             rollback_plan=_rollback(doc.get("rollback_plan")),
             seed=int(doc.get("seed", 0) or 0),
+            max_missing_brokers=float(missing),
         )
         params.lb_config()  # validate the broker.conf keys and the split algorithm now, not mid-run
         return params

@@ -7,9 +7,12 @@ does its work, and writes its results idempotently (a retried task overwrites, n
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import logging
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 from pulsar_rebalance.errors import ConfigError, SnapshotError, StoreError
@@ -29,14 +32,65 @@ SCENARIO_JSON = "scenario.json"
 DECISION_JSON = "decision.json"
 
 
+def _local(path: str) -> Path | None:
+    """The local filesystem path of a work-dir path (no scheme or ``file:``), or None for any other Spark URL."""
+    if "://" not in path:
+        return Path(path)
+    return Path(path[len("file://"):]) if path.startswith("file://") else None
+
+
 def write_json(spark, path: str, value: Any) -> None:
-    spark.createDataFrame([(json.dumps(value, sort_keys=True),)], "value string").coalesce(1).write.mode(
-        "overwrite"
-    ).text(path)
+    """One JSON document as a Spark text dataset (a directory with a part file and ``_SUCCESS``).
+
+    On a local work dir it is written with plain file I/O in the same layout, so a job that only
+    writes JSON (detect_overload) starts no SparkSession; elsewhere (HDFS, S3, ...) Spark writes it.
+    """
+    text = json.dumps(value, sort_keys=True)
+    local = _local(path)
+    if local is None:
+        spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(path)
+        return
+    tmp = local.with_name(f".{local.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / "part-00000.txt").write_text(text + "\n")
+    (tmp / "_SUCCESS").touch()
+    shutil.rmtree(local, ignore_errors=True)
+    tmp.rename(local)
+
+
+def write_small_parquet(spark, path: str, rows: list[tuple], columns: list[tuple[str, str]]) -> None:
+    """A small Parquet dataset (a plan's actions, their execution states) with ``columns`` as
+    ``(name, "string" | "int")``.
+
+    On a local work dir it is written with pyarrow in Spark's layout (a directory with one part file
+    and ``_SUCCESS``; Spark reads it as ``string``/``int``), so a job with nothing else for Spark
+    (plan_split without splits, execute_unload) starts no SparkSession; elsewhere Spark writes it.
+    """
+    local = _local(path)
+    if local is None:
+        spark.createDataFrame(rows, ", ".join(f"{n} {t}" for n, t in columns)).write.mode("overwrite").parquet(path)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"string": pa.string(), "int": pa.int32()}
+    schema = pa.schema([(n, types[t]) for n, t in columns])
+    table = pa.Table.from_pylist([dict(zip((n for n, _ in columns), r)) for r in rows], schema=schema)
+    tmp = local.with_name(f".{local.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    pq.write_table(table, tmp / "part-00000.snappy.parquet", compression="snappy")
+    (tmp / "_SUCCESS").touch()
+    shutil.rmtree(local, ignore_errors=True)
+    tmp.rename(local)
 
 
 def read_json(spark, path: str) -> Any:
-    return json.loads("".join(r.value for r in spark.read.text(path).collect()))
+    local = _local(path)
+    if local is None:
+        return json.loads("".join(r.value for r in spark.read.text(path).collect()))
+    return json.loads("".join(p.read_text() for p in sorted(local.glob("part-*"))))
 
 
 def _run(session, run_id: str):
@@ -45,24 +99,37 @@ def _run(session, run_id: str):
 
 
 def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engine, client) -> dict[str, Any]:
-    from pulsar_rebalance.pipeline.transforms import BUNDLE_STATS_SCHEMA, TOPICS_SCHEMA
+    """Broker-level data read and validated in the driver; each broker's topic stats fetched and validated
+    in Spark tasks, straight to Parquet (the driver never holds a topic row).
+
+    Whole snapshot or nothing: the Postgres rows are written in one transaction that commits only once
+    both Parquet datasets are there; if anything fails (an invalid answer, too many brokers missing,
+    the database), the Parquet written so far is deleted and no row is committed.
+    """
+    from pulsar_rebalance.pipeline.collect import TOPIC_STATS_CONCURRENCY, TopicStatsFetcher
+    from pulsar_rebalance.pipeline.transforms import BUNDLE_STATS_SCHEMA, fetch_topics, removed_on_failure
 
     params = RunParams.from_json(params_doc)  # bad params fail here, before any write
-    snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster)
+    snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster, topic_stats=False,
+                            max_missing_brokers=params.max_missing_brokers)
     weights = resource_weights(params.lb_config())
-    # Whole snapshot or nothing: the Parquet is written inside the database transaction, which
-    # commits only once it is there (a failed write rolls the rows back; a retry overwrites the files).
-    with session_scope(engine) as s:
-        record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
-        spark.createDataFrame(snap.topic_rows, TOPICS_SCHEMA).write.mode("overwrite").parquet(ctx.path(C.TOPICS))
-        spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
-            ctx.path(C.BUNDLE_STATS)
-        )
+    with removed_on_failure(spark, [ctx.path(C.TOPICS), ctx.path(C.BUNDLE_STATS)], [ctx.work_dir, ctx.work_root]):
+        outcome = fetch_topics(spark, list(snap.load_reports), TopicStatsFetcher.for_client(client, snap.namespaces),
+                               concurrency=TOPIC_STATS_CONCURRENCY, path=ctx.path(C.TOPICS))
+        topics = snap.add_topic_fetch(outcome, max_missing_brokers=params.max_missing_brokers)
+        with session_scope(engine) as s:
+            record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
+            spark.createDataFrame(snap.bundle_stats_rows, BUNDLE_STATS_SCHEMA).write.mode("overwrite").parquet(
+                ctx.path(C.BUNDLE_STATS)
+            )
+    quality = snap.data_quality()
+    if snap.unanswered or snap.without_topic_stats:
+        log.warning("collect_load data quality: %s", quality)
     result = {
         "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
-        "bundles": len(snap.ownership), "topics": len(snap.topic_rows),
+        "bundles": len(snap.ownership), "topics": topics,
         "maxUsage": snap.max_weighted_usage(weights),
-        "warnings": len(snap.check.warnings) if snap.check else 0,
+        "warnings": len(snap.check.warnings) if snap.check else 0, "dataQuality": quality,
     }
     log.info("Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
              result["cluster"], result["brokers"], result["namespaces"], result["bundles"], result["topics"],
@@ -71,22 +138,19 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
 
 
 def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
+    """Broker usage and bundle time averages (bundle-level: Python and Postgres), then every topic mapped onto
+    the live ranges and summed per bundle (topic-level: Spark).
+
+    In that order so that the driver's Python has released the bundle-level data (100,000 bundles at
+    scale) before the Spark session starts: the two never hold their peak memory at the same time.
+    """
     from pulsar_rebalance.pipeline import transforms as T
 
+    t0 = time.perf_counter()
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
+        cfg = params.lb_config()
         reports = repo.broker_reports(s, run_id=ctx.run_id)
-        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
-    cfg = params.lb_config()
-    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries).cache()
-    agg = T.bundle_load(mapped)
-    agg.write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
-    per_bundle = {r.bundle_full: r.asDict() for r in agg.collect()}
-    bad = T.mismatches(mapped)
-    mismatch_count = bad.count()
-    examples = [r.asDict() for r in bad.limit(10).collect()]
-    mapped.unpersist()
-    with session_scope(engine) as s:
         prev = repo.latest_broker_ema(s, cluster_id=run.cluster_id, exclude_run_id=ctx.run_id)
         parsed = parse_reports(reports)
         rows = broker_usage_rows(reports, parsed, prev, cfg)
@@ -94,18 +158,33 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
         averages = update_time_averages(parsed, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
         repo.save_bundle_time_averages(s, cluster_id=run.cluster_id, run_id=ctx.run_id, data=averages)
         repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(parsed, averages))
+    log.info("Broker usage (weighted max, EMA): %s", ", ".join(
+        f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows))
+    log.info("Bundle time averages updated for %d bundles", len(averages))
+    brokers = {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows}
+    bundles = len(averages)
+    del reports, parsed, rows, averages
+    gc.collect()
+
+    t1 = time.perf_counter()
+    with session_scope(engine) as s:
+        boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
+    mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
+    T.bundle_load(mapped).write.mode("overwrite").parquet(ctx.path(C.BUNDLE_LOAD))
+    # the mismatch count comes from the (bundle-level) result just written; topics are re-read only for examples
+    mismatch_count = T.total_mismatches(spark.read.parquet(ctx.path(C.BUNDLE_LOAD)))
+    examples = [r.asDict() for r in T.mismatches(mapped).limit(10).collect()] if mismatch_count else []
+    t2 = time.perf_counter()
+    with session_scope(engine) as s:
         if mismatch_count:
             repo.audit(s, event="topic_bundle_mismatch", actor="compute_usage", run_id=ctx.run_id,
                        details={"count": mismatch_count, "examples": examples})
         repo.set_run_stage(s, run_id=ctx.run_id, stage="compute_usage")
     if mismatch_count:
         log.warning("%d topic(s) reported under a bundle their hash does not fall into, e.g. %s", mismatch_count, examples[:3])
-    log.info("Broker usage (weighted max, EMA): %s", ", ".join(
-        f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows))
-    log.info("Bundle time averages updated for %d bundles", len(averages))
     return {
-        "brokers": {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows},
-        "bundles": len(averages), "topicBundleMismatches": mismatch_count,
+        "brokers": brokers, "bundles": bundles, "topicBundleMismatches": mismatch_count,
+        "seconds": {"state": round(t1 - t0, 3), "topics": round(t2 - t1, 3)},
     }
 
 
@@ -185,19 +264,21 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
     split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
-    if split_bundles:
-        mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
-        for r in T.topics_of_bundles(mapped, split_bundles).collect():
+    t0 = time.perf_counter()
+    if split_bundles:  # topic rows of the (at most loadBalancerMaxNumberOfBundlesToSplitPerCycle) bundles to split
+        for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), split_bundles, boundaries).collect():
             topics_by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
                 "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
             }
+    topics_s = time.perf_counter() - t0
     draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
                        ownership=ownership, snapshot_check=snapshot_check)
-    return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
+    return _store_plan(spark, ctx, engine, run, params, draft, decision, now, topics_s=topics_s)
 
 
-def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now) -> dict[str, Any]:
+def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now, *,
+                topics_s: float = 0.0) -> dict[str, Any]:
     cfg = params.lb_config()
     with session_scope(engine) as s:
         expired = repo.expire_due_plans(s, now=now, cluster_id=run.cluster_id)  # TTLs end even without a gate
@@ -217,13 +298,13 @@ def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft,
     _log_plan(plan_id, draft, expired=expired, superseded=superseded)
     rows = [(plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.source_broker, a.destination_broker or "",
              json.dumps(a.boundaries), a.reason) for a in draft.actions]
-    spark.createDataFrame(
-        rows, "plan_id string, seq int, kind string, namespace string, bundle string, source string, "
-              "destination string, boundaries string, reason string",
-    ).write.mode("overwrite").parquet(ctx.path(C.ACTIONS))
+    write_small_parquet(spark, ctx.path(C.ACTIONS), rows, [
+        ("plan_id", "string"), ("seq", "int"), ("kind", "string"), ("namespace", "string"), ("bundle", "string"),
+        ("source", "string"), ("destination", "string"), ("boundaries", "string"), ("reason", "string")])
     return {"plan_id": plan_id, "status": "empty" if draft.empty else "pending", "actions": len(draft.actions),
             "summary": {k: draft.summary[k] for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore",
-                                                        "maxUsageAfterPredicted", "notes")}}
+                                                        "maxUsageAfterPredicted", "notes")},
+            "seconds": {"topics": round(topics_s, 3)}}
 
 
 def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str]) -> None:
@@ -263,7 +344,7 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
         # reports, read one after the other): the snapshot validation rejects that, so read again.
         for attempt in range(3):
             try:
-                snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster)
+                snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster, topic_stats=False)
                 break
             except SnapshotError as exc:
                 if attempt == 2:
@@ -291,10 +372,9 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
                       ctx.run_id, exc)
             states = []
         if states and spark is not None:
-            spark.createDataFrame(
-                states, "plan_id string, seq int, kind string, namespace string, bundle string, state string, "
-                        "attempts int, error string",
-            ).write.mode("overwrite").parquet(ctx.path(C.EXECUTION))
+            write_small_parquet(spark, ctx.path(C.EXECUTION), states, [
+                ("plan_id", "string"), ("seq", "int"), ("kind", "string"), ("namespace", "string"),
+                ("bundle", "string"), ("state", "string"), ("attempts", "int"), ("error", "string")])
     return report.to_json()
 
 

@@ -35,6 +35,7 @@ import logging
 import ssl
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -61,6 +62,31 @@ _BODY_EXCERPT = 300
 _REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 _LOAD_REPORT_USAGE_KEYS = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
 _LOAD_REPORT_NUMBER_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """What :meth:`PulsarAdminClient.from_url` was given, picklable, to build the same client elsewhere
+    (in a Spark task). ``authorization`` is the ``Authorization`` header (token or Basic credentials):
+    it is left out of ``repr`` and never logged; TLS file paths must exist where it is built."""
+
+    url: str
+    tls_verify: bool | str = True
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    timeout: float = 10.0
+    retries: int = 2
+    backoff_s: float = 0.2
+    authorization: str | None = field(default=None, repr=False)
+
+    def build(self) -> PulsarAdminClient:
+        client = PulsarAdminClient.from_url(self.url, tls_verify=self.tls_verify, tls_cert_file=self.tls_cert_file,
+                                            tls_key_file=self.tls_key_file, timeout=self.timeout,
+                                            retries=self.retries, backoff_s=self.backoff_s)
+        if self.authorization:
+            client._http.headers["Authorization"] = self.authorization
+        client._spec = self
+        return client
 
 
 class PulsarAdminClient:
@@ -140,7 +166,21 @@ class PulsarAdminClient:
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
         )
-        return cls(http, retries=retries, backoff_s=backoff_s)
+        client = cls(http, retries=retries, backoff_s=backoff_s)
+        client._spec = ClientSpec(url=url, tls_verify=tls_verify, tls_cert_file=tls_cert_file, tls_key_file=tls_key_file,
+                                  timeout=timeout, retries=retries, backoff_s=backoff_s,
+                                  authorization=headers.get("Authorization"))
+        return client
+
+    _spec: ClientSpec | None = None
+
+    def spec(self) -> ClientSpec:
+        """How to build another client like this one (a Spark task builds its own): URL, TLS, timeout,
+        retries and the credential (as its ``Authorization`` header, kept out of ``repr``)."""
+        if self._spec is not None:
+            return self._spec
+        return ClientSpec(url=self.base_url, retries=self._retries, backoff_s=self._backoff_s,
+                          authorization=self._http.headers.get("Authorization"))
 
     def close(self) -> None:
         self._http.close()

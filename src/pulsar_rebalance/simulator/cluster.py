@@ -233,6 +233,71 @@ class BrokerSpec:
     direct_memory_mb: float = 4096.0
 
 
+def system_usage(spec: BrokerSpec, *, msg_rate: float, thr_in: float, thr_out: float, topics: int) -> dict[str, dict[str, float]]:
+    """SystemResourceUsage per the module-docstring model (cpu in core-%, Kbit/s, MiB)."""
+    throughput = thr_in + thr_out
+    nic_limit_kbps = float(spec.nic_speed_mbps) * 1024  # LinuxBrokerHostUsageImpl: Mbit/s * 1024
+    return {
+        "cpu": {
+            "usage": CPU_BASE_PCT + CPU_PCT_PER_MSG * msg_rate + CPU_PCT_PER_BYTE * throughput,
+            "limit": float(spec.cores * 100),
+        },
+        "memory": {
+            "usage": HEAP_BASE_MB + HEAP_MB_PER_TOPIC * topics + HEAP_MB_PER_MSG * msg_rate,
+            "limit": float(spec.heap_mb),
+        },
+        "directMemory": {
+            "usage": DIRECT_BASE_MB + DIRECT_BUFFERED_SECONDS * throughput / MIB,
+            "limit": float(spec.direct_memory_mb),
+        },
+        "bandwidthIn": {"usage": thr_in * 8 / 1024, "limit": nic_limit_kbps},
+        "bandwidthOut": {"usage": thr_out * 8 / 1024, "limit": nic_limit_kbps},
+    }
+
+
+def load_report_json(
+    spec: BrokerSpec, bundle_stats: Mapping[str, Mapping[str, Any]], *, previous_bundles: set[str], now_ms: int
+) -> dict[str, Any]:
+    """``GET /admin/v2/broker-stats/load-report``: LocalBrokerData JSON of a broker with these bundle stats."""
+    broker_id = spec.broker_id
+    rate_in = sum(s["msgRateIn"] for s in bundle_stats.values())
+    rate_out = sum(s["msgRateOut"] for s in bundle_stats.values())
+    thr_in = sum(s["msgThroughputIn"] for s in bundle_stats.values())
+    thr_out = sum(s["msgThroughputOut"] for s in bundle_stats.values())
+    num_topics = sum(int(s["topics"]) for s in bundle_stats.values())
+    usage = system_usage(spec, msg_rate=rate_in + rate_out, thr_in=thr_in, thr_out=thr_out, topics=num_topics)
+    bundles = set(bundle_stats)
+    max_usage = max(_percent_usage(u["usage"], u["limit"]) for u in usage.values()) / 100
+    return {
+        "webServiceUrl": f"http://{broker_id}",
+        "webServiceUrlTls": None,
+        "pulsarServiceUrl": f"pulsar://{broker_id}",
+        "pulsarServiceUrlTls": None,
+        "persistentTopicsEnabled": True,
+        "nonPersistentTopicsEnabled": True,
+        **usage,
+        "msgThroughputIn": thr_in,
+        "msgThroughputOut": thr_out,
+        "msgRateIn": rate_in,
+        "msgRateOut": rate_out,
+        "lastUpdate": now_ms,
+        "lastStats": {b: dict(st) for b, st in bundle_stats.items()},
+        "numTopics": num_topics,
+        "numBundles": len(bundle_stats),
+        "numConsumers": sum(int(s["consumerCount"]) for s in bundle_stats.values()),
+        "numProducers": sum(int(s["producerCount"]) for s in bundle_stats.values()),
+        "bundles": sorted(bundles),
+        "lastBundleGains": sorted(bundles - previous_bundles),
+        "lastBundleLosses": sorted(previous_bundles - bundles),
+        "brokerVersionString": BROKER_VERSION_STRING,
+        "protocols": {},
+        "advertisedListeners": {},
+        "loadReportType": "LocalBrokerData",
+        "maxResourceUsage": max_usage,
+        "bundleStats": {b: dict(st) for b, st in bundle_stats.items()},
+    }
+
+
 # --------------------------------------------------------------------------- the state
 
 
@@ -400,46 +465,10 @@ class ClusterState:
         with self._lock:
             spec = self._require_broker(broker_id)
             bundle_stats = self._bundle_stats_of(broker_id)
-            rate_in = sum(s["msgRateIn"] for s in bundle_stats.values())
-            rate_out = sum(s["msgRateOut"] for s in bundle_stats.values())
-            thr_in = sum(s["msgThroughputIn"] for s in bundle_stats.values())
-            thr_out = sum(s["msgThroughputOut"] for s in bundle_stats.values())
-            num_topics = sum(int(s["topics"]) for s in bundle_stats.values())
-            usage = self._system_usage(
-                spec, msg_rate=rate_in + rate_out, thr_in=thr_in, thr_out=thr_out, topics=num_topics
-            )
             bundles = set(bundle_stats)
             previous = self._last_reported.get(broker_id, set())
             self._last_reported[broker_id] = bundles
-            max_usage = max(_percent_usage(u["usage"], u["limit"]) for u in usage.values()) / 100
-            return {
-                "webServiceUrl": f"http://{broker_id}",
-                "webServiceUrlTls": None,
-                "pulsarServiceUrl": f"pulsar://{broker_id}",
-                "pulsarServiceUrlTls": None,
-                "persistentTopicsEnabled": True,
-                "nonPersistentTopicsEnabled": True,
-                **usage,
-                "msgThroughputIn": thr_in,
-                "msgThroughputOut": thr_out,
-                "msgRateIn": rate_in,
-                "msgRateOut": rate_out,
-                "lastUpdate": int(time.time() * 1000),
-                "lastStats": bundle_stats,
-                "numTopics": num_topics,
-                "numBundles": len(bundle_stats),
-                "numConsumers": sum(int(s["consumerCount"]) for s in bundle_stats.values()),
-                "numProducers": sum(int(s["producerCount"]) for s in bundle_stats.values()),
-                "bundles": sorted(bundles),
-                "lastBundleGains": sorted(bundles - previous),
-                "lastBundleLosses": sorted(previous - bundles),
-                "brokerVersionString": BROKER_VERSION_STRING,
-                "protocols": {},
-                "advertisedListeners": {},
-                "loadReportType": "LocalBrokerData",
-                "maxResourceUsage": max_usage,
-                "bundleStats": copy.deepcopy(bundle_stats),
-            }
+            return load_report_json(spec, bundle_stats, previous_bundles=previous, now_ms=int(time.time() * 1000))
 
     def topic_stats(self, broker_id: str) -> dict[str, Any]:
         """``GET /admin/v2/broker-stats/topics`` of ``broker_id``.
@@ -753,30 +782,6 @@ class ClusterState:
                 "cacheSize": int(thr_in),  # ~one second of ingest held in the managed-ledger cache
             }
         return stats
-
-    @staticmethod
-    def _system_usage(
-        spec: BrokerSpec, *, msg_rate: float, thr_in: float, thr_out: float, topics: int
-    ) -> dict[str, dict[str, float]]:
-        """SystemResourceUsage per the module-docstring model (cpu in core-%, Kbit/s, MiB)."""
-        throughput = thr_in + thr_out
-        nic_limit_kbps = float(spec.nic_speed_mbps) * 1024  # LinuxBrokerHostUsageImpl: Mbit/s * 1024
-        return {
-            "cpu": {
-                "usage": CPU_BASE_PCT + CPU_PCT_PER_MSG * msg_rate + CPU_PCT_PER_BYTE * throughput,
-                "limit": float(spec.cores * 100),
-            },
-            "memory": {
-                "usage": HEAP_BASE_MB + HEAP_MB_PER_TOPIC * topics + HEAP_MB_PER_MSG * msg_rate,
-                "limit": float(spec.heap_mb),
-            },
-            "directMemory": {
-                "usage": DIRECT_BASE_MB + DIRECT_BUFFERED_SECONDS * throughput / MIB,
-                "limit": float(spec.direct_memory_mb),
-            },
-            "bandwidthIn": {"usage": thr_in * 8 / 1024, "limit": nic_limit_kbps},
-            "bandwidthOut": {"usage": thr_out * 8 / 1024, "limit": nic_limit_kbps},
-        }
 
     def _place(self, bundle: str, *, previous_owner: str | None) -> str:
         affinity = self._affinity.pop(bundle, None)

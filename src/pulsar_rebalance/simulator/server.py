@@ -150,8 +150,8 @@ class SimulatedPulsar:
         self._servers: dict[str, _BrokerServer] = {}
         self._threads: list[threading.Thread] = []
         self._faults: dict[str, _BrokerFaults] = {}
-        # [method | None, path substring, value, times | None, kind]; kind "error" / "error-after" (value =
-        # status) or "latency" (value = seconds)
+        # [method | None, path substring, value, times | None, kind, broker | None]; kind "error" /
+        # "error-after" (value = status) or "latency" (value = seconds)
         self._request_faults: list[list] = []
         self._answers: list[tuple[str | None, str, Any]] = []  # (broker | None, exact GET path, answer)
         self._faults_lock = threading.Lock()
@@ -283,6 +283,7 @@ class SimulatedPulsar:
         path_contains: str = "",
         times: int | None = None,
         after_effect: bool = False,
+        broker: str | int | None = None,
     ) -> None:
         """Make every broker answer matching requests (method and a path substring, e.g. one bundle's
         ``/unload``) with ``status``: ``times`` requests, or until cleared. Targets one admin operation
@@ -290,12 +291,13 @@ class SimulatedPulsar:
 
         ``after_effect=True``: the request is carried out first and only its answer is replaced by the
         error (a broker that applied an unload but failed while answering); only requests that would
-        have succeeded count towards ``times``."""
+        have succeeded count towards ``times``. ``broker``: only requests to that broker (default: any)."""
         if not 400 <= status <= 599:
             raise ValueError(f"status must be an HTTP error code, got {status}")
         with self._faults_lock:
             self._request_faults.append(
-                [method.upper() if method else None, path_contains, status, times, "error-after" if after_effect else "error"]
+                [method.upper() if method else None, path_contains, status, times, "error-after" if after_effect else "error",
+                 None if broker is None else self._resolve(broker)]
             )
 
     def inject_request_latency(
@@ -307,7 +309,7 @@ class SimulatedPulsar:
         if seconds < 0:
             raise ValueError(f"latency must be >= 0, got {seconds}")
         with self._faults_lock:
-            self._request_faults.append([method.upper() if method else None, path_contains, seconds, times, "latency"])
+            self._request_faults.append([method.upper() if method else None, path_contains, seconds, times, "latency", None])
 
     def inject_malformed_load_report(self, broker: str | int, enabled: bool = True) -> None:
         """Make ``broker``'s load report a truncated (invalid) JSON document with status 200."""
@@ -400,8 +402,9 @@ class SimulatedPulsar:
     def _take_request_fault(self, req: _Request, kind: str) -> Any:
         with self._faults_lock:
             for fault in self._request_faults:
-                method, needle, value, times, fault_kind = fault
-                if fault_kind == kind and (method is None or method == req.method) and needle in req.path:
+                method, needle, value, times, fault_kind, broker = fault
+                if (fault_kind == kind and (method is None or method == req.method) and needle in req.path
+                        and broker in (None, req.broker_id)):
                     if times is not None:
                         fault[3] = times - 1
                         if fault[3] <= 0:

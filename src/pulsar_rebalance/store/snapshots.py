@@ -166,7 +166,7 @@ def save_bundle_time_averages(
             )
         )
     if values:
-        stmt = pg_insert(BundleTimeAverage).values(values)
+        stmt = pg_insert(BundleTimeAverage.__table__)
         stmt = stmt.on_conflict_do_update(
             index_elements=[BundleTimeAverage.cluster_id, BundleTimeAverage.bundle],
             set_={
@@ -175,7 +175,7 @@ def save_bundle_time_averages(
                 "updated_at": func.now(),
             },
         )
-        s.execute(stmt)
+        _insert_many(s, stmt, values)
 
 
 def load_strategy_state(s: Session, *, cluster_id: int, name: str) -> dict[str, Any] | None:
@@ -253,12 +253,24 @@ def _upsert_run_rows(
         return
     if s.get(Run, run_id) is None:
         raise UnknownRunError(f"unknown run {run_id!r}; call start_run first")
-    stmt = pg_insert(model).values([{"run_id": run_id, **v} for v in values])
+    stmt = pg_insert(model.__table__)
     columns = [c for c in values[0] if c not in pk]
     stmt = stmt.on_conflict_do_update(
         index_elements=["run_id", *pk], set_={c: getattr(stmt.excluded, c) for c in columns}
     )
-    s.execute(stmt)
+    _insert_many(s, stmt, [{"run_id": run_id, **v} for v in values])
+
+
+def _insert_many(s: Session, stmt, rows: list[dict[str, Any]]) -> None:
+    """Run an ``INSERT ... ON CONFLICT DO UPDATE`` for many rows as multi-row statements of 1,000 rows.
+
+    One statement holding every row (100,000 bundles at scale) is slow to build and holds the whole
+    SQL text in memory; a plain executemany sends one row per round trip. SQLAlchemy batches
+    (``insertmanyvalues``) an ON CONFLICT insert only when it has a RETURNING clause, hence the
+    (ignored) one. Rows must be unique on the conflict key (every caller validates that).
+    """
+    table = stmt.table
+    s.execute(stmt.returning(*table.primary_key.columns), rows).close()
 
 
 def broker_reports(s: Session, *, run_id: str) -> dict[str, dict[str, Any]]:
