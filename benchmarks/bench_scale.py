@@ -452,7 +452,7 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
         "core, so wall times are upper bounds. Each job's own numbers are in the per-job table.", "",
         "What is measured: see the module docstring of `benchmarks/bench_scale.py`. Every Spark job is a real "
         f"`spark-submit --master local[N] --driver-memory {args.driver_memory}` with the DAG operator's settings "
-        f"(driver options `{driver_java_options().replace(str(ROOT) + '/', '')}`); "
+        f"(driver options `{_generic(driver_java_options())}`); "
         "*wall* includes the JVM start. *Driver peak* is the peak RSS of the driver's whole process tree (the "
         "Spark JVM, which in local mode also runs the executor's tasks, plus the Python driver; the two parts "
         "peak at different moments, so their peaks do not add up). *Heap peak* / *exec mem* are Spark's own "
@@ -475,6 +475,15 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
                    f"x{wall / base_wall:.2f} time for x{r['topics'] / base_topics:.0f} topics | "
                    f"{max(m.driver_peak_mb for m in jobs):,.0f} | {max(m.heap_peak_mb or 0 for m in jobs):,.0f} | "
                    f"{_plan(r['jobs']['plan_split'])} |")
+    for cores in sorted({r["cores"] for r in results}, reverse=True):
+        pts = [(r["topics"], sum(r["jobs"][j].wall_s for j in PIPELINE)) for r in results if r["cores"] == cores]
+        if len(pts) < 2:
+            continue
+        fixed, per_topic = _linear_fit(pts)
+        worst = max(abs(w - (fixed + per_topic * t)) / w for t, w in pts)
+        out += ["", f"local[{cores}]: wall = {fixed:.1f} s + {per_topic * 1e6:.2f} s per million topics (least squares "
+                f"over the sizes above; every size within {100 * worst:.0f} % of it): a fixed cost (three JVM "
+                "starts, a session, the bundle-level work of the smallest cluster) plus time linear in the topics."]
     by = {(r["topics"], r["cores"]): r for r in results}
     pairs = [(t, by[(t, 1)], by[(t, 2)]) for t, c in sorted(by) if c == 2 and (t, 1) in by]
     if pairs:
@@ -518,6 +527,23 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
                    f"{'' if s2 is None else f'{s2:.1f}'} | {'' if s2 is None else f'{s2 / pandas_s:.2f}'} | "
                    f"{'' if s1 is None else f'{s1:.1f}'} | {'' if s1 is None else f'{s1 / pandas_s:.2f}'} |")
     return "\n".join(out) + "\n"
+
+
+def _linear_fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least-squares ``wall = a + b * topics``."""
+    n = len(points)
+    mx = sum(t for t, _ in points) / n
+    my = sum(w for _, w in points) / n
+    b = sum((t - mx) * (w - my) for t, w in points) / sum((t - mx) ** 2 for t, _ in points)
+    return my - b * mx, b
+
+
+def _generic(options: str) -> str:
+    """The driver options without this machine's paths."""
+    from pulsar_rebalance.pipeline.jvm import cds_archive
+
+    archive = cds_archive()
+    return options.replace(str(ROOT) + "/", "").replace(f"={archive}", "=<archive>" if archive else "")
 
 
 def _spark_topics(row: dict[str, Any]) -> float:

@@ -207,10 +207,9 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
     if params.shedding_strategy in PLANNERS:  # the planner splits on topic rates: its candidates' topics
         from pulsar_rebalance.pipeline import transforms as T
 
-        wanted = split_candidates(reports)
-        mapped = T.with_live_bundle(spark.read.parquet(ctx.path(C.TOPICS)), boundaries)
+        wanted = [b for b in split_candidates(reports) if b in live]  # a transitional answer's bundle is left out
         bundle_topics = {}
-        for r in T.topics_of_bundles(mapped, wanted).collect():
+        for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), wanted, boundaries).collect():
             bundle_topics.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
                 "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
                 "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
