@@ -81,7 +81,10 @@ with DAG(
     compute_usage = PulsarSparkJobOperator(task_id="compute_usage", job="compute_usage")
     detect_overload = PulsarSparkJobOperator(task_id="detect_overload", job="detect_overload")
     plan_split = PulsarSparkJobOperator(task_id="plan_split", job="plan_split")
-    await_approval = PlanApprovalGate(task_id="await_approval", retries=0)
+    # one retry: Airflow 3.3 can fail a HITL task whose answer arrives while it is still parking (the
+    # executor reports the parking process as finished after the answer re-queued it); the retry reads the
+    # decision back from the stored plan, so nothing is asked or decided twice
+    await_approval = PlanApprovalGate(task_id="await_approval", retries=1, retry_delay=pendulum.duration(seconds=5))
     execute_unload = PulsarSparkJobOperator(task_id="execute_unload", job="execute_unload")
 
     collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> execute_unload

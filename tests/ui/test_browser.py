@@ -185,6 +185,8 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
         states = tis()
         failed = [t for t, s in states.items() if s in ("failed", "upstream_failed")]
         assert not failed, f"{failed} failed: {states}\n{airflow_stack.log('scheduler')[-4000:]}"
+        if states.get("await_approval") != "awaiting_input":  # parked, not just the request written
+            return None
         pending = httpx.get(f"{run_api}/hitlDetails", params={"response_received": False}, headers=admin, timeout=30)
         return pending.json()["hitl_details"] if pending.status_code == 200 else None
 
@@ -222,9 +224,25 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     browser.execute_script("arguments[0].scrollIntoView({block: 'end'});", approve)
     browser.save_screenshot(str(IMG / "gate.png"))
     browser.set_window_size(1440, 1000)
-    approve.click()
 
-    _until(lambda: tis().get("execute_unload") in ("running", "success"), 300, "execute_unload to start", poll=2)
+    def answered() -> bool:
+        detail = httpx.get(hitl, headers=admin, timeout=30)
+        return detail.status_code == 200 and bool(detail.json().get("response_received"))
+
+    approve.click()
+    try:  # a click made while the page still moves can be lost: click again once, bounded
+        _until(answered, 60, "Airflow to store the answer", poll=2)
+    except AssertionError:
+        again = WebDriverWait(browser, 30).until(
+            EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid='hitl-option-Approve']")))
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", again)
+        again.click()
+        _until(answered, 120, "Airflow to store the answer", poll=2)
+
+    try:
+        _until(lambda: tis().get("execute_unload") in ("running", "success"), 300, "execute_unload to start", poll=2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {tis()}\n{airflow_stack.log('scheduler')[-3000:]}") from exc
     run = _until(lambda: (r := httpx.get(run_api, headers=admin, timeout=30).json())["state"] in ("success", "failed") and r,
                  600, "the run to finish", poll=3)
     assert run["state"] == "success", tis()
