@@ -66,8 +66,12 @@ def verdict(by_strategy: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "within_5pct": final <= ideal * 1.05,
         # per seed: within 5 % of the ideal, or at a floor above that (granularity: what cannot be split)
         "seeds_within": sum(r["final_max"] <= r["ideal"] * 1.05 for r in p),
-        "seeds_at_floor": sum(r["final_max"] > r["ideal"] * 1.05 and r["floor"] > r["ideal"] * 1.05
-                              and r["final_max"] <= r["floor"] + 0.01 for r in p),
+        "seeds_at_floor": sum(
+            r["final_max"] > r["ideal"] * 1.05
+            and r["floor"] > r["ideal"] * 1.05
+            and r["final_max"] <= r["floor"] + 0.01
+            for r in p
+        ),
         "ping_pong": sum(r["ping_pong"] for r in p),
         "churn": sum(r["churn"] for r in p),
         "final": final,
@@ -84,8 +88,13 @@ def plot(name: str, series: dict[str, list[float]], ideal: list[float], out: Pat
 
     fig, ax = plt.subplots(figsize=(8, 4.2), dpi=100)
     for strategy, ys in series.items():
-        ax.plot(range(len(ys)), ys, label=strategy, linewidth=2.4 if strategy == PLANNER else 1.2,
-                color="black" if strategy == PLANNER else None)
+        ax.plot(
+            range(len(ys)),
+            ys,
+            label=strategy,
+            linewidth=2.4 if strategy == PLANNER else 1.2,
+            color="black" if strategy == PLANNER else None,
+        )
     ax.plot(range(len(ideal)), ideal, "--", color="grey", label="ideal (load / capacity)")
     ax.set_xlabel("cycle (minutes)")
     ax.set_ylabel("worst broker usage (capacity-normalised)")
@@ -140,8 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         return 0
     (out_dir / "balance.json").write_text(
-        json.dumps({"seeds": args.seeds, "large_seeds": args.large_seeds, "elapsed_s": round(elapsed), "results": results},
-                   indent=1, sort_keys=True), encoding="utf-8")
+        json.dumps(
+            {"seeds": args.seeds, "large_seeds": args.large_seeds, "elapsed_s": round(elapsed), "results": results},
+            indent=1,
+            sort_keys=True,
+        ),
+        encoding="utf-8",
+    )
     if PLANNER not in args.strategies:
         return 0
     write_report(results, args, elapsed, out_dir)
@@ -149,10 +163,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COLUMNS = [
-    ("final_max", "final max", "{:.3f}"), ("worst_max", "worst max", "{:.3f}"), ("final_spread", "spread", "{:.3f}"),
-    ("gap", "gap to ideal", "{:+.3f}"), ("floor", "floor", "{:.3f}"), ("moves", "moves", "{:.1f}"), ("splits", "splits", "{:.1f}"),
-    ("moves_to_steady", "moves to steady", "{:.1f}"), ("churn", "churn (last third)", "{:.1f}"),
-    ("ping_pong", "ping-pong", "{:.1f}"), ("clients_disconnected", "clients disconnected", "{:.0f}"),
+    ("final_max", "final max", "{:.3f}"),
+    ("worst_max", "worst max", "{:.3f}"),
+    ("final_spread", "spread", "{:.3f}"),
+    ("gap", "gap to ideal", "{:+.3f}"),
+    ("floor", "floor", "{:.3f}"),
+    ("moves", "moves", "{:.1f}"),
+    ("splits", "splits", "{:.1f}"),
+    ("moves_to_steady", "moves to steady", "{:.1f}"),
+    ("churn", "churn (last third)", "{:.1f}"),
+    ("ping_pong", "ping-pong", "{:.1f}"),
+    ("clients_disconnected", "clients disconnected", "{:.0f}"),
     ("warnings", "warnings", "{:.1f}"),
 ]
 
@@ -200,25 +221,46 @@ def notes(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
             if v["nobody_moves"]:
                 why.append("lower than all: nothing to do, every strategy (the planner too) makes no move")
             elif v["tied_or_lower"] and v["at_floor"]:
-                why.append(f"lower than all: the planner ends at the floor ({v['floor']:.3f}: the hottest topic alone on a "
-                           f"broker), which {v['closest']} reaches too; no plan can go below it")
+                why.append(
+                    f"lower than all: the planner ends at the floor ({v['floor']:.3f}: the hottest topic alone on a "
+                    f"broker), which {v['closest']} reaches too; no plan can go below it"
+                )
             else:
-                why.append(f"lower than all: {v['closest']} ends at {v['closest_final']:.3f}, the planner at {v['final']:.3f}")
+                why.append(
+                    f"lower than all: {v['closest']} ends at {v['closest_final']:.3f}, the planner at {v['final']:.3f}"
+                )
         if not v["moves_ok"]:
-            idle = (f"; it makes no move at all in {v['closest_idle_seeds']} of {v['seeds']} seeds, where ending lower than it "
-                    "takes at least one move" if v["closest_idle_seeds"] else "")
+            idle = (
+                f"; it makes no move at all in {v['closest_idle_seeds']} of {v['seeds']} seeds, where ending lower than it "
+                "takes at least one move"
+                if v["closest_idle_seeds"]
+                else ""
+            )
             per_seed = ", ".join(
                 f"seed {c['seed']}: {c['moves']} moves to {c['final_max']:.3f} vs {p['moves']} to {p['final_max']:.3f}"
-                for c, p in zip(by[v["closest"]], by[PLANNER]))
-            why.append(f"moves: {v['closest']} (closest to ideal, {v['closest_final']:.3f}) makes {v['closest_moves']:.1f} moves "
-                       f"on average, the planner {v['moves']:.1f} to end at {v['final']:.3f}{idle} ({per_seed})")
+                for c, p in zip(by[v["closest"]], by[PLANNER])
+            )
+            why.append(
+                f"moves: {v['closest']} (closest to ideal, {v['closest_final']:.3f}) makes {v['closest_moves']:.1f} moves "
+                f"on average, the planner {v['moves']:.1f} to end at {v['final']:.3f}{idle} ({per_seed})"
+            )
         if v["seeds_within"] < v["seeds"]:
-            detail = ", ".join(f"seed {r['seed']}: {r['final_max']:.3f} vs ideal {r['ideal']:.3f}, floor {r['floor']:.3f}"
-                               for r in by[PLANNER] if r["final_max"] > r["ideal"] * 1.05)
+            detail = ", ".join(
+                f"seed {r['seed']}: {r['final_max']:.3f} vs ideal {r['ideal']:.3f}, floor {r['floor']:.3f}"
+                for r in by[PLANNER]
+                if r["final_max"] > r["ideal"] * 1.05
+            )
             bound = v["seeds_within"] + v["seeds_at_floor"] == v["seeds"]
-            why.append(("within 5 % where granularity allows: where not within, the planner is at a floor above it (what "
-                        "cannot be split: the hottest topic, or a bundle of a namespace at loadBalancerNamespaceMaximumBundles, "
-                        "alone on a broker)" if bound else "within 5 %: not met") + f" ({detail})")
+            why.append(
+                (
+                    "within 5 % where granularity allows: where not within, the planner is at a floor above it (what "
+                    "cannot be split: the hottest topic, or a bundle of a namespace at loadBalancerNamespaceMaximumBundles, "
+                    "alone on a broker)"
+                    if bound
+                    else "within 5 %: not met"
+                )
+                + f" ({detail})"
+            )
         if v["ping_pong"] or v["churn"]:
             why.append(f"ping-pong {v['ping_pong']}, churn {v['churn']}")
         if why:
@@ -241,7 +283,9 @@ def update_readme(lines: list[str], path: Path) -> bool:
     return True
 
 
-def write_report(results: dict[str, dict[str, list[dict[str, Any]]]], args: argparse.Namespace, elapsed: float, out_dir: Path) -> None:
+def write_report(
+    results: dict[str, dict[str, list[dict[str, Any]]]], args: argparse.Namespace, elapsed: float, out_dir: Path
+) -> None:
     machine = f"{os.cpu_count()} CPUs (nproc), Python {platform.python_version()}, {platform.platform()}"
     cmd = " ".join([".venv/bin/python benchmarks/bench_balance.py", *sys.argv[1:]])
     lines = [
@@ -269,7 +313,7 @@ def write_report(results: dict[str, dict[str, list[dict[str, Any]]]], args: argp
         "(no plan can go below it). Pulsar's strategies run at the load manager's level (`executed`: what",
         "`doLoadShedding` does with the strategy's selection, destinations from `selectBroker`).",
         "",
-        "Where a \"done when\" item does not hold, and why:",
+        'Where a "done when" item does not hold, and why:',
         "",
         *(notes(results) or ["* every item holds on every scenario."]),
         "",

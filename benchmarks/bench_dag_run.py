@@ -52,8 +52,12 @@ def task_durations(state: Path) -> dict[str, float]:
     try:
         engine = sa.create_engine(pg.url_for("airflow"), poolclass=sa.pool.NullPool)
         with engine.connect() as c:
-            rows = c.execute(sa.text("SELECT task_id, start_date, end_date FROM task_instance "
-                                     "WHERE dag_id = 'pulsar_rebalance' AND start_date IS NOT NULL AND end_date IS NOT NULL"))
+            rows = c.execute(
+                sa.text(
+                    "SELECT task_id, start_date, end_date FROM task_instance "
+                    "WHERE dag_id = 'pulsar_rebalance' AND start_date IS NOT NULL AND end_date IS NOT NULL"
+                )
+            )
             return {r.task_id: round((r.end_date - r.start_date).total_seconds(), 1) for r in rows}
     finally:
         pg.stop()
@@ -61,16 +65,29 @@ def task_durations(state: Path) -> dict[str, float]:
 
 def one_run(src: Path) -> dict:
     state = Path(tempfile.mkdtemp(prefix="bench-dag-", dir="/tmp"))
-    env = {k: v for k, v in os.environ.items()  # no connection or database of the caller's; PULSAR_REBALANCE_SPARK_CDS stays
-           if not k.startswith(("AIRFLOW", "PULSAR_ADMIN", "PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL"))}
-    env.update({"PYTHONPATH": str(src / "src"), "AUTO_APPROVE": "1",
-                "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")})
+    env = {
+        k: v
+        for k, v in os.environ.items()  # no connection or database of the caller's; PULSAR_REBALANCE_SPARK_CDS stays
+        if not k.startswith(("AIRFLOW", "PULSAR_ADMIN", "PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL"))
+    }
+    env.update(
+        {
+            "PYTHONPATH": str(src / "src"),
+            "AUTO_APPROVE": "1",
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+        }
+    )
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "demo", "--auto-approve",
-                               "--state-dir", str(state)], env=env, cwd=src, capture_output=True, text=True,
-                              timeout=3600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pulsar_rebalance.cli", "demo", "--auto-approve", "--state-dir", str(state)],
+            env=env,
+            cwd=src,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         wall = time.perf_counter() - t0
         said = [m.groups() for m in map(_SAY.match, proc.stderr.splitlines()) if m]
         if proc.returncode != 0 or not proc.stdout.strip():
@@ -78,10 +95,17 @@ def one_run(src: Path) -> dict:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         start = next(_seconds(t) for t, msg in said if msg.startswith("running DAG"))
         end = _seconds(said[-1][0])  # the demo's last line comes right after `airflow dags test` exits (the chart)
-        return {"src": str(src), "demo_wall_s": round(wall, 1), "dag_run_s": (end - start) % 86400,
-                "tasks": task_durations(state), "status": result["status"],
-                "unloads": result["unloads_executed"], "splits": result["splits_executed"],
-                "load_avg_before": round(load_before, 2), "load_avg_after": round(os.getloadavg()[0], 2)}
+        return {
+            "src": str(src),
+            "demo_wall_s": round(wall, 1),
+            "dag_run_s": (end - start) % 86400,
+            "tasks": task_durations(state),
+            "status": result["status"],
+            "unloads": result["unloads_executed"],
+            "splits": result["splits_executed"],
+            "load_avg_before": round(load_before, 2),
+            "load_avg_after": round(os.getloadavg()[0], 2),
+        }
     finally:
         shutil.rmtree(state, ignore_errors=True)
 

@@ -68,14 +68,28 @@ def generate(*, brokers: int, bundles: int, seed: int, shedding: str = "Threshol
             thr = rng.uniform(0.05, 2.0) * MB
             rate = thr / 1000.0
             last_stats[name] = {
-                "msgRateIn": rate, "msgThroughputIn": thr, "msgRateOut": rate * 2, "msgThroughputOut": thr * 2,
-                "consumerCount": rng.randint(0, 20), "producerCount": rng.randint(1, 10),
-                "topics": rng.randint(1, 40), "cacheSize": 0,
+                "msgRateIn": rate,
+                "msgThroughputIn": thr,
+                "msgRateOut": rate * 2,
+                "msgThroughputOut": thr * 2,
+                "consumerCount": rng.randint(0, 20),
+                "producerCount": rng.randint(1, 10),
+                "topics": rng.randint(1, 40),
+                "cacheSize": 0,
             }
-            short = {"maxSamples": 10, "numSamples": 10, "msgThroughputIn": thr, "msgThroughputOut": thr * 2,
-                     "msgRateIn": rate, "msgRateOut": rate * 2}
-            bundle_data[name] = {"shortTermData": short, "longTermData": {**short, "maxSamples": 1000, "numSamples": 1000},
-                                 "topics": last_stats[name]["topics"]}
+            short = {
+                "maxSamples": 10,
+                "numSamples": 10,
+                "msgThroughputIn": thr,
+                "msgThroughputOut": thr * 2,
+                "msgRateIn": rate,
+                "msgRateOut": rate * 2,
+            }
+            bundle_data[name] = {
+                "shortTermData": short,
+                "longTermData": {**short, "maxSamples": 1000, "numSamples": 1000},
+                "topics": last_stats[name]["topics"],
+            }
         cpu = rng.uniform(20, 60) if rng.random() > 0.1 else rng.uniform(75, 99)
         # same draw order as before (memory, directMemory, bandwidthIn, bandwidthOut): same scenario
         mem, direct = rng.uniform(2000, 7000), rng.uniform(100, 3000)
@@ -129,14 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=1000)
     parser.add_argument("--bundles", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--shedding", default="ThresholdShedder", help="strategy to run (GlobalPlanner writes decide-GlobalPlanner.md)")
+    parser.add_argument(
+        "--shedding", default="ThresholdShedder", help="strategy to run (GlobalPlanner writes decide-GlobalPlanner.md)"
+    )
     parser.add_argument("--no-write", action="store_true", help="do not write docs/benchmarks/decide.md")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
     from pulsar_rebalance.core.contract_decide import parse_scenario, run_scenario
 
-    doc, t_gen = _timed(lambda: generate(brokers=args.brokers, bundles=args.bundles, seed=args.seed, shedding=args.shedding))
+    doc, t_gen = _timed(
+        lambda: generate(brokers=args.brokers, bundles=args.bundles, seed=args.seed, shedding=args.shedding)
+    )
     text = json.dumps(doc)
     del doc
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
@@ -150,7 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         cycle = result["cycles"][0]
 
         # the console script's code, from this checkout (the installed entry point may be another one)
-        cmd = [sys.executable, "-c", "import sys; from pulsar_rebalance.cli import main; sys.exit(main())", "decide", path, "--compact"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "import sys; from pulsar_rebalance.cli import main; sys.exit(main())",
+            "decide",
+            path,
+            "--compact",
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, env=env)
@@ -169,12 +194,20 @@ def main(argv: list[str] | None = None) -> int:
         ("scenario size", f"{len(text) / MB:.1f} MiB JSON ({args.brokers} brokers, {args.bundles} bundles)"),
         ("json.loads", f"{t_load:.2f} s"),
         ("parse_scenario (validation)", f"{t_parse:.2f} s"),
-        ("run_scenario (shed + split + place)" if args.shedding != "GlobalPlanner" else "run_scenario (whole-cluster plan)", f"{t_run:.2f} s"),
+        (
+            "run_scenario (shed + split + place)"
+            if args.shedding != "GlobalPlanner"
+            else "run_scenario (whole-cluster plan)",
+            f"{t_run:.2f} s",
+        ),
         ("json.dumps (result)", f"{t_dump:.2f} s"),
         ("run_scenario CPU time (this process only)", f"{_CPU.get('run_scenario', float('nan')):.2f} s"),
         ("in-process total", f"{in_process:.2f} s"),
         ("CLI `pulsar-rebalance decide FILE` (whole process)", f"{t_cli:.2f} s"),
-        ("decision", f"{cycle['label']}/{cycle['reason']}: {len(cycle['unloads'])} unloads, {len(cycle['splits'])} splits"),
+        (
+            "decision",
+            f"{cycle['label']}/{cycle['reason']}: {len(cycle['unloads'])} unloads, {len(cycle['splits'])} splits",
+        ),
         ("CLI output == in-process output", str(same)),
     ]
     width = max(len(r[0]) for r in rows)
@@ -214,7 +247,12 @@ def main(argv: list[str] | None = None) -> int:
             f"Target: the whole CLI process under 10 s -> {'met' if t_cli < 10 else 'NOT met'} ({t_cli:.2f} s).",
             "",
         ]
-        out = ROOT / "docs" / "benchmarks" / ("decide.md" if args.shedding == "ThresholdShedder" else f"decide-{args.shedding}.md")
+        out = (
+            ROOT
+            / "docs"
+            / "benchmarks"
+            / ("decide.md" if args.shedding == "ThresholdShedder" else f"decide-{args.shedding}.md")
+        )
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("\n".join(lines), encoding="utf-8")
         print(f"wrote {out.relative_to(ROOT)}")

@@ -97,8 +97,10 @@ class Size:
 
     @property
     def label(self) -> str:
-        return (f"{self.brokers} brokers / {self.namespaces} ns / {self.topics_per_namespace} topics per ns / "
-                f"{self.bundles_per_namespace} bundles per ns")
+        return (
+            f"{self.brokers} brokers / {self.namespaces} ns / {self.topics_per_namespace} topics per ns / "
+            f"{self.bundles_per_namespace} bundles per ns"
+        )
 
     def capacity_scale(self) -> float:
         """Factor on every broker capacity so average usage stays near the default cluster's.
@@ -156,7 +158,7 @@ def _quietly(fn: Callable[[], object], what: str) -> None:
     """Run a cleanup step; log (never raise) its failure so the original error stays visible."""
     try:
         fn()
-    except Exception as exc:  # noqa: BLE001 - cleanup of anything
+    except Exception as exc:
         log(f"{what} failed: {type(exc).__name__}: {exc}")
 
 
@@ -169,7 +171,9 @@ def start_postgres(stack: contextlib.ExitStack, root: Path):
     from pulsar_rebalance.store.embedded import EmbeddedPostgres
 
     pg = EmbeddedPostgres(root / "pg")
-    stack.callback(_quietly, pg.stop, "stopping Postgres")  # registered before start(): stop() is safe on a server that never started
+    stack.callback(
+        _quietly, pg.stop, "stopping Postgres"
+    )  # registered before start(): stop() is safe on a server that never started
     pg.start()
     return pg
 
@@ -199,7 +203,7 @@ def stop_spark(spark) -> None:
     try:
         spark.stop()
         return
-    except Exception as exc:  # noqa: BLE001 - py4j raises several unrelated types here
+    except Exception as exc:
         log(f"spark.stop() failed ({type(exc).__name__}: {exc}); terminating the Spark JVM")
     gateway = getattr(spark.sparkContext, "_gateway", None)
     proc = getattr(gateway, "proc", None)  # the spark-submit launcher this process started
@@ -228,9 +232,16 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
         names = size.namespace_names()
         f = size.capacity_scale() if scale_capacity else 1.0
         state = generate_cluster(
-            cores=max(1, round(8 * f)), nic_speed_mbps=1000.0 * f, heap_mb=4096.0 * f, direct_memory_mb=4096.0 * f,
-            seed=seed, brokers=size.brokers, namespaces=names, hot_namespace=names[-1],
-            topics_per_namespace=size.topics_per_namespace, bundles_per_namespace=size.bundles_per_namespace,
+            cores=max(1, round(8 * f)),
+            nic_speed_mbps=1000.0 * f,
+            heap_mb=4096.0 * f,
+            direct_memory_mb=4096.0 * f,
+            seed=seed,
+            brokers=size.brokers,
+            namespaces=names,
+            hot_namespace=names[-1],
+            topics_per_namespace=size.topics_per_namespace,
+            bundles_per_namespace=size.bundles_per_namespace,
             port_base=0,
         )
         sim = SimulatedPulsar(state, ephemeral=True)
@@ -247,13 +258,17 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
 
         ctx = JobContext(f"bench__{uuid.uuid4().hex[:8]}", str(root / "work"))
         collected, result.stage_s["collect_load"] = timed(
-            "collect_load", lambda: stages.stage_collect(spark, ctx, params_doc={}, engine=engine, client=client))
+            "collect_load", lambda: stages.stage_collect(spark, ctx, params_doc={}, engine=engine, client=client)
+        )
         _, result.stage_s["compute_usage"] = timed(
-            "compute_usage", lambda: stages.stage_compute_usage(spark, ctx, engine=engine))
+            "compute_usage", lambda: stages.stage_compute_usage(spark, ctx, engine=engine)
+        )
         detected, result.stage_s["detect_overload"] = timed(
-            "detect_overload", lambda: stages.stage_detect(spark, ctx, engine=engine))
+            "detect_overload", lambda: stages.stage_detect(spark, ctx, engine=engine)
+        )
         planned, result.stage_s["plan_split"] = timed(
-            "plan_split", lambda: stages.stage_plan(spark, ctx, engine=engine))
+            "plan_split", lambda: stages.stage_plan(spark, ctx, engine=engine)
+        )
         result.brokers, result.namespaces = collected["brokers"], collected["namespaces"]
         result.bundles, result.topics = collected["bundles"], collected["topics"]
         result.detect_label = f"{detected['label']}: {detected['reason']}"
@@ -261,7 +276,9 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
         result.planned_unloads = int(summary.get("numBundleUnloads", 0))
         result.planned_splits = int(summary.get("numBundleSplits", 0))
         if planned["status"] != "pending":
-            raise RuntimeError(f"{size.label}: the plan is {planned['status']!r}, nothing to approve/execute: {detected}")
+            raise RuntimeError(
+                f"{size.label}: the plan is {planned['status']!r}, nothing to approve/execute: {detected}"
+            )
 
         def approve() -> None:
             previous = os.environ.get("PULSAR_REBALANCE_DATABASE_URL")
@@ -276,12 +293,15 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
 
         _, result.approve_s = timed("approve", approve)
         result.report, result.stage_s["execute_unload"] = timed(
-            "execute_unload", lambda: stages.stage_execute(spark, ctx, engine=engine, client=client))
+            "execute_unload", lambda: stages.stage_execute(spark, ctx, engine=engine, client=client)
+        )
         if result.report.get("status") != "executed":
             raise RuntimeError(f"{size.label}: execution ended {result.report.get('status')!r}: {result.report}")
-        log(f"  {'stages total':<16} {result.stages_total_s:8.2f} s  ({result.bundles} bundles, {result.topics} topics, "
+        log(
+            f"  {'stages total':<16} {result.stages_total_s:8.2f} s  ({result.bundles} bundles, {result.topics} topics, "
             f"{result.planned_unloads} unloads, {result.planned_splits} splits, max usage "
-            f"{_pct(result.report.get('max_usage_before'))} -> {_pct(result.report.get('max_usage_after'))})")
+            f"{_pct(result.report.get('max_usage_before'))} -> {_pct(result.report.get('max_usage_after'))})"
+        )
     return result
 
 
@@ -306,14 +326,23 @@ def measure_submit(root: Path, name: str, repeats: int, *, with_imports: bool) -
     app = root / f"{name}.py"
     app.write_text(SUBMIT_APP.format(imports=PACKAGE_IMPORTS if with_imports else ""))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    cmd = [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-           "--conf", f"spark.local.dir={root / 'spark-local'}", str(app)]
+    cmd = [
+        str(spark_submit),
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        f"spark.local.dir={root / 'spark-local'}",
+        str(app),
+    ]
     runs = []
     for i in range(repeats):
         start = time.perf_counter()
         # own process group: on a timeout or a signal the JVM and the Python driver it started both go
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         try:
             out, err = proc.communicate(timeout=300)
         finally:
@@ -327,8 +356,11 @@ def measure_submit(root: Path, name: str, repeats: int, *, with_imports: bool) -
         if line is None:
             raise RuntimeError(f"{app} printed no PHASES line; stdout:\n{out[-2000:]}")
         run = SubmitRun(seconds, json.loads(line.removeprefix("PHASES ")))
-        log(f"  spark-submit {name} #{i + 1}: {seconds:.2f} s (launcher {run.launcher_s:.2f}, "
-            + ", ".join(f"{k} {v:.2f}" for k, v in run.phases.items()) + ")")
+        log(
+            f"  spark-submit {name} #{i + 1}: {seconds:.2f} s (launcher {run.launcher_s:.2f}, "
+            + ", ".join(f"{k} {v:.2f}" for k, v in run.phases.items())
+            + ")"
+        )
         runs.append(run)
     return runs
 
@@ -351,18 +383,24 @@ def machine() -> dict[str, str]:
     }
 
 
-def render(results: list[Result], submit: dict[str, list[SubmitRun]], info: dict[str, str], args: argparse.Namespace,
-           total_s: float) -> str:
+def render(
+    results: list[Result],
+    submit: dict[str, list[SubmitRun]],
+    info: dict[str, str],
+    args: argparse.Namespace,
+    total_s: float,
+) -> str:
     submit_med = statistics.median(r.total_s for r in submit["trivial"])
     lines = [
         "# Benchmark: the rebalancing pipeline (five DAG stages)",
         "",
-        f"Command: `.venv/bin/python benchmarks/bench_pipeline.py"
+        "Command: `.venv/bin/python benchmarks/bench_pipeline.py"
         + (f" --sizes {args.sizes}" if args.sizes != DEFAULT_SIZES else "")
         + (f" --seed {args.seed}" if args.seed != 1 else "")
         + (f" --submit-repeats {args.submit_repeats}" if args.submit_repeats != 3 else "")
         + ("" if args.cold_repeat else " --no-cold-repeat")
-        + ("" if args.scale_capacity else " --no-scale-capacity") + "`",
+        + ("" if args.scale_capacity else " --no-scale-capacity")
+        + "`",
         "",
         f"Machine: {info['nproc']} CPUs (nproc), Python {info['python']}, {info['java']}, "
         f"PySpark {info['pyspark']}, {info['platform']}. Benchmark wall time: {total_s:.0f} s.",
@@ -430,13 +468,15 @@ def render(results: list[Result], submit: dict[str, list[SubmitRun]], info: dict
         "",
         "`spark-submit --master local[2] --conf spark.ui.enabled=false app.py` (the venv's spark-submit), "
         "wall time of the whole process, median of the runs; the phases are timed inside the app (medians), "
-        "\"launcher\" is the rest (launcher script, JVM start, Python driver start, py4j handshake, exit):",
+        '"launcher" is the rest (launcher script, JVM start, Python driver start, py4j handshake, exit):',
         "",
         "| app | runs (s) | median (s) | launcher | imports | session start | first job | stop |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    labels = {"trivial": "trivial (session, `spark.range(1).count()`, stop)",
-              "imports": "same + `import pulsar_rebalance.pipeline.stages, .transforms`"}
+    labels = {
+        "trivial": "trivial (session, `spark.range(1).count()`, stop)",
+        "imports": "same + `import pulsar_rebalance.pipeline.stages, .transforms`",
+    }
     for key, runs in submit.items():
         med = {k: statistics.median(r.phases[k] for r in runs) for k in ("imports", "session", "first_job", "stop")}
         lines.append(
@@ -463,8 +503,10 @@ def dominance(results: list[Result], submit_med: float, imports: list[float]) ->
     elif crossover is small:
         text = "Even at the smallest size the stages outweigh Spark's fixed cost: "
     else:
-        text = (f"Below {crossover.bundles} bundles / {crossover.topics} topics (the first size measured where the "
-                f"stages outgrow the start-ups) the estimated run is dominated by Spark's fixed cost, not by work: ")
+        text = (
+            f"Below {crossover.bundles} bundles / {crossover.topics} topics (the first size measured where the "
+            f"stages outgrow the start-ups) the estimated run is dominated by Spark's fixed cost, not by work: "
+        )
     text += (
         f"at the smallest size the five spark-submit start-ups ({fixed:.1f} s) are {share_small:.0%} of the "
         f"estimated run while the stages take {small.stages_total_s:.1f} s. "
@@ -497,27 +539,47 @@ def dominance(results: list[Result], submit_med: float, imports: list[float]) ->
             f"{statistics.median(imports) - submit_med:+.1f} s (see the phases above; this machine is shared, so "
             f"differences under ~1 s are noise). "
         )
-    text += ("Airflow's own scheduling latency between tasks and the human approval wait come on top and are not "
-             "measured here.")
+    text += (
+        "Airflow's own scheduling latency between tasks and the human approval wait come on top and are not "
+        "measured here."
+    )
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default=DEFAULT_SIZES,
-                        help="comma-separated brokers:namespaces:topics_per_namespace:bundles_per_namespace "
-                             f"(default {DEFAULT_SIZES})")
+    parser.add_argument(
+        "--sizes",
+        default=DEFAULT_SIZES,
+        help=f"comma-separated brokers:namespaces:topics_per_namespace:bundles_per_namespace (default {DEFAULT_SIZES})",
+    )
     parser.add_argument("--seed", type=int, default=1, help="generate_cluster seed (default 1)")
-    parser.add_argument("--submit-repeats", type=int, default=3,
-                        help="spark-submit runs of each trivial app; the median is used (default 3)")
-    parser.add_argument("--no-cold-repeat", dest="cold_repeat", action="store_false",
-                        help="do not re-run the first size warm (by default the first, cold-JVM run is kept "
-                             "as its own row and the size is run again)")
-    parser.add_argument("--no-scale-capacity", dest="scale_capacity", action="store_false",
-                        help="keep generate_cluster's default broker capacity at every size (large sizes then "
-                             "read as many times overloaded)")
-    parser.add_argument("--no-import-variant", dest="import_variant", action="store_false",
-                        help="skip the spark-submit variant that imports pulsar_rebalance")
+    parser.add_argument(
+        "--submit-repeats",
+        type=int,
+        default=3,
+        help="spark-submit runs of each trivial app; the median is used (default 3)",
+    )
+    parser.add_argument(
+        "--no-cold-repeat",
+        dest="cold_repeat",
+        action="store_false",
+        help="do not re-run the first size warm (by default the first, cold-JVM run is kept "
+        "as its own row and the size is run again)",
+    )
+    parser.add_argument(
+        "--no-scale-capacity",
+        dest="scale_capacity",
+        action="store_false",
+        help="keep generate_cluster's default broker capacity at every size (large sizes then "
+        "read as many times overloaded)",
+    )
+    parser.add_argument(
+        "--no-import-variant",
+        dest="import_variant",
+        action="store_false",
+        help="skip the spark-submit variant that imports pulsar_rebalance",
+    )
     parser.add_argument("--no-write", action="store_true", help=f"do not write {DOC.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     try:
@@ -548,8 +610,9 @@ def main(argv: list[str] | None = None) -> int:
             plan = [sizes[0], *sizes] if args.cold_repeat else list(sizes)
             for i, size in enumerate(plan):
                 note = "cold JVM, first in the session" if args.cold_repeat and i == 0 else ""
-                results.append(run_size(spark, pg, root, size, seed=args.seed, scale_capacity=args.scale_capacity,
-                                        note=note))
+                results.append(
+                    run_size(spark, pg, root, size, seed=args.seed, scale_capacity=args.scale_capacity, note=note)
+                )
         # measured after Spark and Postgres stopped, so the start-ups do not compete with them for the cores
         log("spark-submit fixed cost")
         submit["trivial"] = measure_submit(root, "trivial", args.submit_repeats, with_imports=False)

@@ -148,7 +148,9 @@ def executor_metrics(event_dir: Path) -> tuple[float | None, float | None]:
     return heap, execution
 
 
-def run_measured(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[subprocess.CompletedProcess, TreeSampler, float]:
+def run_measured(
+    cmd: list[str], env: dict[str, str], timeout_s: float
+) -> tuple[subprocess.CompletedProcess, TreeSampler, float]:
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
@@ -167,20 +169,41 @@ def run_measured(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple
     return done, sampler, wall
 
 
-def spark_job(job: str, args: list[str], *, cores: int, env: dict[str, str], root: Path, driver_memory: str) -> Measured:
+def spark_job(
+    job: str, args: list[str], *, cores: int, env: dict[str, str], root: Path, driver_memory: str
+) -> Measured:
     events = root / "events" / f"{job}-{uuid.uuid4().hex[:6]}"
     events.mkdir(parents=True)
     from pulsar_rebalance.pipeline.jvm import driver_java_options
 
     cmd = [
-        str(Path(sys.executable).parent / "spark-submit"), "--master", f"local[{cores}]", "--driver-memory", driver_memory,
-        "--conf", "spark.ui.enabled=false", "--conf", "spark.ui.showConsoleProgress=false",
-        "--conf", "spark.sql.shuffle.partitions=4", "--conf", f"spark.local.dir={root / 'spark-local'}",
-        "--conf", f"spark.driver.extraJavaOptions={driver_java_options()}",
-        "--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.compress=false",
-        "--conf", f"spark.eventLog.dir=file://{events}",
-        "--conf", "spark.eventLog.logStageExecutorMetrics=true", "--conf", "spark.executor.metrics.pollingInterval=200",
-        str(ROOT / "spark_jobs" / f"{job}.py"), *args,
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master",
+        f"local[{cores}]",
+        "--driver-memory",
+        driver_memory,
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=4",
+        "--conf",
+        f"spark.local.dir={root / 'spark-local'}",
+        "--conf",
+        f"spark.driver.extraJavaOptions={driver_java_options()}",
+        "--conf",
+        "spark.eventLog.enabled=true",
+        "--conf",
+        "spark.eventLog.compress=false",
+        "--conf",
+        f"spark.eventLog.dir=file://{events}",
+        "--conf",
+        "spark.eventLog.logStageExecutorMetrics=true",
+        "--conf",
+        "spark.executor.metrics.pollingInterval=200",
+        str(ROOT / "spark_jobs" / f"{job}.py"),
+        *args,
     ]
     done, sampler, wall = run_measured(cmd, env, timeout_s=3600)
     if done.returncode != 0:
@@ -188,11 +211,22 @@ def spark_job(job: str, args: list[str], *, cores: int, env: dict[str, str], roo
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith(f"RESULT {job} "))
     heap, execution = executor_metrics(events)
     mb, peak = 2**20, sampler.peak
-    return Measured(wall, peak["total"] / mb, peak["jvm"] / mb, peak["py"] / mb, peak["workers"] / mb, heap, execution,
-                    json.loads(line.split(" ", 2)[2]), os.getloadavg()[0], sampler.load_max)
+    return Measured(
+        wall,
+        peak["total"] / mb,
+        peak["jvm"] / mb,
+        peak["py"] / mb,
+        peak["workers"] / mb,
+        heap,
+        execution,
+        json.loads(line.split(" ", 2)[2]),
+        os.getloadavg()[0],
+        sampler.load_max,
+    )
 
 
 # ----------------------------------------------------------------------------------- pandas baseline
+
 
 def baseline_worker(work_dir: str, db_url: str, run_id: str, split_bundles: list[str]) -> dict[str, Any]:
     """The topic-level computations of compute_usage + plan_split, single process, pandas + numpy."""
@@ -224,12 +258,21 @@ def baseline_worker(work_dir: str, db_url: str, run_id: str, split_bundles: list
         bundle[idx] = np.where(i >= 0, names[np.maximum(i, 0)], None)
     df["bundle"] = bundle
     df["mismatch"] = (df["bundle"].isna() | (df["bundle"] != df["reported_bundle"])).astype(np.int64)
-    agg = df.groupby(["namespace", "bundle"], dropna=False).agg(
-        topics=("topic", "nunique"), msg_rate_in=("msg_rate_in", "sum"), msg_rate_out=("msg_rate_out", "sum"),
-        msg_throughput_in=("msg_throughput_in", "sum"), msg_throughput_out=("msg_throughput_out", "sum"),
-        producer_count=("producer_count", "sum"), consumer_count=("consumer_count", "sum"),
-        mismatched_topics=("mismatch", "sum"), brokers=("broker", lambda b: sorted(set(b))),
-    ).reset_index()
+    agg = (
+        df.groupby(["namespace", "bundle"], dropna=False)
+        .agg(
+            topics=("topic", "nunique"),
+            msg_rate_in=("msg_rate_in", "sum"),
+            msg_rate_out=("msg_rate_out", "sum"),
+            msg_throughput_in=("msg_throughput_in", "sum"),
+            msg_throughput_out=("msg_throughput_out", "sum"),
+            producer_count=("producer_count", "sum"),
+            consumer_count=("consumer_count", "sum"),
+            mismatched_topics=("mismatch", "sum"),
+            brokers=("broker", lambda b: sorted(set(b))),
+        )
+        .reset_index()
+    )
     agg["bundle_full"] = agg["namespace"] + "/" + agg["bundle"].fillna("")
     out = Path(work_dir) / "baseline" / "bundle_load.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -241,30 +284,57 @@ def baseline_worker(work_dir: str, db_url: str, run_id: str, split_bundles: list
     by_bundle: dict[str, dict[str, dict[str, float]]] = {}
     for r in split_topics.itertuples():
         by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
-            "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
-            "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out}
+            "msgRateIn": r.msg_rate_in,
+            "msgRateOut": r.msg_rate_out,
+            "msgThroughputIn": r.msg_throughput_in,
+            "msgThroughputOut": r.msg_throughput_out,
+        }
     t_plan = time.perf_counter()
-    return {"read_s": t_read - t0, "usage_topics_s": t_usage - t0, "plan_topics_s": t_plan - t_usage,
-            "bundles": len(agg), "mismatches": mismatches, "split_topics": sum(len(v) for v in by_bundle.values())}
+    return {
+        "read_s": t_read - t0,
+        "usage_topics_s": t_usage - t0,
+        "plan_topics_s": t_plan - t_usage,
+        "bundles": len(agg),
+        "mismatches": mismatches,
+        "split_topics": sum(len(v) for v in by_bundle.values()),
+    }
 
 
 def run_baseline(work_dir: Path, db_url: str, run_id: str, split_bundles: list[str], env: dict[str, str]) -> Measured:
-    cmd = [sys.executable, __file__, "--baseline-worker", json.dumps(
-        {"work_dir": str(work_dir), "run_id": run_id, "split_bundles": split_bundles})]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--baseline-worker",
+        json.dumps({"work_dir": str(work_dir), "run_id": run_id, "split_bundles": split_bundles}),
+    ]
     done, sampler, wall = run_measured(cmd, env, timeout_s=3600)
     if done.returncode != 0:
         raise RuntimeError(f"baseline failed:\n{done.stderr[-4000:]}")
     mb = 2**20
-    return Measured(wall, sampler.peak["total"] / mb, 0.0, sampler.peak["py"] / mb, 0.0,
-                    result=json.loads(done.stdout.splitlines()[-1]), load_avg=os.getloadavg()[0], load_max=sampler.load_max)
+    return Measured(
+        wall,
+        sampler.peak["total"] / mb,
+        0.0,
+        sampler.peak["py"] / mb,
+        0.0,
+        result=json.loads(done.stdout.splitlines()[-1]),
+        load_avg=os.getloadavg()[0],
+        load_max=sampler.load_max,
+    )
 
 
 # ----------------------------------------------------------------------------------- driver
 
+
 def job_env(url: str) -> dict[str, str]:
-    return {**os.environ, "PULSAR_REBALANCE_DATABASE_URL": url, "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    return {
+        **os.environ,
+        "PULSAR_REBALANCE_DATABASE_URL": url,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
+    }
 
 
 def clone_database(pg, template: str, name: str) -> str:
@@ -294,8 +364,10 @@ def set_run_params(url: str, run_id: str, doc: dict[str, Any]) -> None:
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
         with engine.begin() as c:
-            c.execute(sa.text("UPDATE runs SET params = CAST(:p AS jsonb) WHERE run_id = :r"),
-                      {"p": json.dumps(RunParams.from_json(doc).to_json()), "r": run_id})
+            c.execute(
+                sa.text("UPDATE runs SET params = CAST(:p AS jsonb) WHERE run_id = :r"),
+                {"p": json.dumps(RunParams.from_json(doc).to_json()), "r": run_id},
+            )
     finally:
         engine.dispose()
 
@@ -303,8 +375,12 @@ def set_run_params(url: str, run_id: str, doc: dict[str, Any]) -> None:
 def spec_for(topics: int):
     from pulsar_rebalance.pipeline.synthetic import SyntheticSpec
 
-    return SyntheticSpec(brokers=max(2, topics // 10_000), namespaces=max(1, topics // 50_000),
-                         bundles=max(2, topics // 100), topics=topics)
+    return SyntheticSpec(
+        brokers=max(2, topics // 10_000),
+        namespaces=max(1, topics // 50_000),
+        bundles=max(2, topics // 100),
+        topics=topics,
+    )
 
 
 def machine() -> dict[str, str]:
@@ -312,11 +388,23 @@ def machine() -> dict[str, str]:
     import pyspark
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True)
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), "unknown")
-    return {"nproc": str(os.cpu_count()), "cpu": cpu, "memory": f"{psutil.virtual_memory().total / 2**30:.1f} GiB",
-            "python": platform.python_version(), "java": (java.stderr or java.stdout).splitlines()[0].strip(),
-            "pyspark": pyspark.__version__, "platform": platform.platform()}
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown",
+    )
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": f"{psutil.virtual_memory().total / 2**30:.1f} GiB",
+        "python": platform.python_version(),
+        "java": (java.stderr or java.stdout).splitlines()[0].strip(),
+        "pyspark": pyspark.__version__,
+        "platform": platform.platform(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,14 +413,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", default="2,1", help="comma-separated local[N] core counts")
     ap.add_argument("--driver-memory", default="1g")
     ap.add_argument("--no-write", action="store_true", help=f"do not write {DOC.relative_to(ROOT)}")
-    ap.add_argument("--cache", help="keep the embedded Postgres and the generated snapshots in this directory and "
-                                    "reuse them (a 10M-topic snapshot is generated once)")
+    ap.add_argument(
+        "--cache",
+        help="keep the embedded Postgres and the generated snapshots in this directory and "
+        "reuse them (a 10M-topic snapshot is generated once)",
+    )
     ap.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.baseline_worker:
         a = json.loads(args.baseline_worker)
-        print(json.dumps(baseline_worker(a["work_dir"], os.environ["PULSAR_REBALANCE_DATABASE_URL"], a["run_id"],
-                                         a["split_bundles"])))
+        print(
+            json.dumps(
+                baseline_worker(
+                    a["work_dir"], os.environ["PULSAR_REBALANCE_DATABASE_URL"], a["run_id"], a["split_bundles"]
+                )
+            )
+        )
         return 0
 
     from pulsar_rebalance.store.embedded import EmbeddedPostgres
@@ -370,13 +466,30 @@ def main(argv: list[str] | None = None) -> int:
                 migrate(gen_url)
                 dispose_engines(gen_url)
                 generated = spark_job(
-                    "synthetic_snapshot", common + ["--work-dir", str(gen_work), "--brokers", str(spec.brokers),
-                                                    "--namespaces", str(spec.namespaces), "--bundles", str(spec.bundles),
-                                                    "--topics", str(topics)],
-                    cores=cores_list[0], env=job_env(gen_url), root=root, driver_memory=args.driver_memory)
+                    "synthetic_snapshot",
+                    common
+                    + [
+                        "--work-dir",
+                        str(gen_work),
+                        "--brokers",
+                        str(spec.brokers),
+                        "--namespaces",
+                        str(spec.namespaces),
+                        "--bundles",
+                        str(spec.bundles),
+                        "--topics",
+                        str(topics),
+                    ],
+                    cores=cores_list[0],
+                    env=job_env(gen_url),
+                    root=root,
+                    driver_memory=args.driver_memory,
+                )
                 dispose_engines(gen_url)
                 marker.write_text(json.dumps(dataclasses.asdict(generated)))
-                log(f"  {'synthetic_snapshot':<20} {generated.wall_s:7.1f} s  driver peak {generated.driver_peak_mb:6.0f} MiB")
+                log(
+                    f"  {'synthetic_snapshot':<20} {generated.wall_s:7.1f} s  driver peak {generated.driver_peak_mb:6.0f} MiB"
+                )
             for cores in cores_list:
                 # the same collected snapshot for every core count: a template copy of the database, hard links of the files
                 pg.drop_database(f"scale_{topics}_{cores}")
@@ -386,18 +499,31 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(work, ignore_errors=True)
                 subprocess.run(["cp", "-al", str(gen_work), str(work)], check=True)
                 env = job_env(url)
-                row: dict[str, Any] = {"topics": topics, "cores": cores, "spec": spec,
-                                       "jobs": {"synthetic_snapshot": generated}}
+                row: dict[str, Any] = {
+                    "topics": topics,
+                    "cores": cores,
+                    "spec": spec,
+                    "jobs": {"synthetic_snapshot": generated},
+                }
                 log(f"  local[{cores}]")
                 for job in PIPELINE:
-                    m = spark_job(job, common + ["--work-dir", str(work)], cores=cores, env=env, root=root,
-                                  driver_memory=args.driver_memory)
+                    m = spark_job(
+                        job,
+                        common + ["--work-dir", str(work)],
+                        cores=cores,
+                        env=env,
+                        root=root,
+                        driver_memory=args.driver_memory,
+                    )
                     row["jobs"][job] = m
-                    log(f"    {job:<18} {m.wall_s:7.1f} s  driver peak {m.driver_peak_mb:6.0f} MiB  "
-                        f"heap peak {m.heap_peak_mb or 0:6.0f} MiB  load max {m.load_max:.1f}  {m.result.get('seconds', '')}")
+                    log(
+                        f"    {job:<18} {m.wall_s:7.1f} s  driver peak {m.driver_peak_mb:6.0f} MiB  "
+                        f"heap peak {m.heap_peak_mb or 0:6.0f} MiB  load max {m.load_max:.1f}  {m.result.get('seconds', '')}"
+                    )
                 if cores == cores_list[0]:
-                    decision = json.loads("".join(
-                        p.read_text() for p in sorted((work / run_id / "decision.json").glob("part-*"))))
+                    decision = json.loads(
+                        "".join(p.read_text() for p in sorted((work / run_id / "decision.json").glob("part-*")))
+                    )
                     splits = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
                     m = run_baseline(work, url, run_id, splits, env)
                     row["baseline"] = m
@@ -434,22 +560,29 @@ def _plan(m: Measured) -> str:
 def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, args: argparse.Namespace) -> str:
     from pulsar_rebalance.pipeline.jvm import driver_java_options
 
-    cmd = "`PULSAR_REBALANCE_SPARK_CDS=... .venv/bin/python benchmarks/bench_scale.py" + (
-        f" --topics {args.topics}" if args.topics != "100000,1000000,10000000" else "") + (
-        f" --cores {args.cores}" if args.cores != "2,1" else "") + (
-        f" --driver-memory {args.driver_memory}" if args.driver_memory != "1g" else "") + (
-        " --cache DIR" if args.cache else "") + "`"
+    cmd = (
+        "`PULSAR_REBALANCE_SPARK_CDS=... .venv/bin/python benchmarks/bench_scale.py"
+        + (f" --topics {args.topics}" if args.topics != "100000,1000000,10000000" else "")
+        + (f" --cores {args.cores}" if args.cores != "2,1" else "")
+        + (f" --driver-memory {args.driver_memory}" if args.driver_memory != "1g" else "")
+        + (" --cache DIR" if args.cache else "")
+        + "`"
+    )
     loads = [m.load_max for r in results for m in [*(r["jobs"][j] for j in PIPELINE), r.get("baseline")] if m]
     ends = [m.load_avg for r in results for m in [*(r["jobs"][j] for j in PIPELINE), r.get("baseline")] if m]
     out = [
-        "# Benchmark: the pipeline at scale (100k to 10M topics)", "",
+        "# Benchmark: the pipeline at scale (100k to 10M topics)",
+        "",
         f"Command: {cmd} (the class-data-sharing archive of `pipeline/jvm.py` built; `--cache` reuses each "
-        "generated snapshot, so a 10M-topic snapshot is generated once).", "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + f". Benchmark wall time: {total_s:.0f} s.", "",
+        "generated snapshot, so a 10M-topic snapshot is generated once).",
+        "",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + f". Benchmark wall time: {total_s:.0f} s.",
+        "",
         "Load: the machine is shared with two other engineers' test runs (2 cores). The 1-minute load average "
         f"sampled while the measured jobs ran was at most {max(loads, default=0):.1f} "
         f"(at their ends: {min(ends, default=0):.1f} to {max(ends, default=0):.1f}); above 2 a job waited for a "
-        "core, so wall times are upper bounds. Each job's own numbers are in the per-job table.", "",
+        "core, so wall times are upper bounds. Each job's own numbers are in the per-job table.",
+        "",
         "What is measured: see the module docstring of `benchmarks/bench_scale.py`. Every Spark job is a real "
         f"`spark-submit --master local[N] --driver-memory {args.driver_memory}` with the DAG operator's settings "
         f"(driver options `{_generic(driver_java_options())}`); "
@@ -458,8 +591,10 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
         "peak at different moments, so their peaks do not add up). *Heap peak* / *exec mem* are Spark's own "
         "executor metrics (JVM heap used, on-heap execution memory); 0 = the job started no SparkSession. "
         "The cluster scales with the topics: one broker per 10,000 topics, one namespace per 50,000, one bundle "
-        "per 100 (Zipf exponent 0.8); the run's params: `" + json.dumps(RUN_PARAMS) + "`.", "",
-        "## Pipeline from collected data to stored plan (compute_usage + detect_overload + plan_split)", "",
+        "per 100 (Zipf exponent 0.8); the run's params: `" + json.dumps(RUN_PARAMS) + "`.",
+        "",
+        "## Pipeline from collected data to stored plan (compute_usage + detect_overload + plan_split)",
+        "",
         "| topics | brokers / ns / bundles | cores | wall (s) | topics/s | s per 1M topics | vs smallest | "
         "max driver peak (MiB) | max heap peak (MiB) | plan |",
         "|---:|---|---:|---:|---:|---:|---|---:|---:|---|",
@@ -470,51 +605,75 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
         wall = sum(m.wall_s for m in jobs)
         base_topics, base_wall = first.setdefault(r["cores"], (r["topics"], wall))
         s = r["spec"]
-        out.append(f"| {r['topics']:,} | {s.brokers:,} / {s.namespaces} / {s.bundles:,} | {r['cores']} | {wall:.1f} | "
-                   f"{r['topics'] / wall:,.0f} | {wall / r['topics'] * 1e6:.1f} | "
-                   f"x{wall / base_wall:.2f} time for x{r['topics'] / base_topics:.0f} topics | "
-                   f"{max(m.driver_peak_mb for m in jobs):,.0f} | {max(m.heap_peak_mb or 0 for m in jobs):,.0f} | "
-                   f"{_plan(r['jobs']['plan_split'])} |")
+        out.append(
+            f"| {r['topics']:,} | {s.brokers:,} / {s.namespaces} / {s.bundles:,} | {r['cores']} | {wall:.1f} | "
+            f"{r['topics'] / wall:,.0f} | {wall / r['topics'] * 1e6:.1f} | "
+            f"x{wall / base_wall:.2f} time for x{r['topics'] / base_topics:.0f} topics | "
+            f"{max(m.driver_peak_mb for m in jobs):,.0f} | {max(m.heap_peak_mb or 0 for m in jobs):,.0f} | "
+            f"{_plan(r['jobs']['plan_split'])} |"
+        )
     for cores in sorted({r["cores"] for r in results}, reverse=True):
         pts = [(r["topics"], sum(r["jobs"][j].wall_s for j in PIPELINE)) for r in results if r["cores"] == cores]
         if len(pts) < 2:
             continue
         fixed, per_topic = _linear_fit(pts)
         worst = max(abs(w - (fixed + per_topic * t)) / w for t, w in pts)
-        out += ["", f"local[{cores}]: wall = {fixed:.1f} s + {per_topic * 1e6:.2f} s per million topics (least squares "
-                f"over the sizes above; every size within {100 * worst:.0f} % of it): a fixed cost (three JVM "
-                "starts, a session, the bundle-level work of the smallest cluster) plus time linear in the topics."]
+        out += [
+            "",
+            f"local[{cores}]: wall = {fixed:.1f} s + {per_topic * 1e6:.2f} s per million topics (least squares "
+            f"over the sizes above; every size within {100 * worst:.0f} % of it): a fixed cost (three JVM "
+            "starts, a session, the bundle-level work of the smallest cluster) plus time linear in the topics.",
+        ]
     by = {(r["topics"], r["cores"]): r for r in results}
     pairs = [(t, by[(t, 1)], by[(t, 2)]) for t, c in sorted(by) if c == 2 and (t, 1) in by]
     if pairs:
-        out += ["", "## Spark on 1 vs 2 local cores", "",
-                "| topics | pipeline local[1] (s) | pipeline local[2] (s) | local[1] / local[2] | topic-level local[1] (s) "
-                "| topic-level local[2] (s) | local[1] / local[2] |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            "",
+            "## Spark on 1 vs 2 local cores",
+            "",
+            "| topics | pipeline local[1] (s) | pipeline local[2] (s) | local[1] / local[2] | topic-level local[1] (s) "
+            "| topic-level local[2] (s) | local[1] / local[2] |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for t, one, two in pairs:
             w1, w2 = (sum(x["jobs"][j].wall_s for j in PIPELINE) for x in (one, two))
             s1, s2 = _spark_topics(one), _spark_topics(two)
             out.append(f"| {t:,} | {w1:.1f} | {w2:.1f} | {w1 / w2:.2f} | {s1:.1f} | {s2:.1f} | {s1 / s2:.2f} |")
-    out += ["", "## Each Spark job", "",
-            "| topics | cores | job | wall (s) | topics/s | driver peak (MiB) | of which JVM / Python | heap peak (MiB) "
-            "| exec mem peak (MiB) | in-job seconds | load avg at end / max |",
-            "|---:|---:|---|---:|---:|---:|---|---:|---:|---|---|"]
+    out += [
+        "",
+        "## Each Spark job",
+        "",
+        "| topics | cores | job | wall (s) | topics/s | driver peak (MiB) | of which JVM / Python | heap peak (MiB) "
+        "| exec mem peak (MiB) | in-job seconds | load avg at end / max |",
+        "|---:|---:|---|---:|---:|---:|---|---:|---:|---|---|",
+    ]
     for r in results:
         for job in JOBS:
             m = r["jobs"][job]
-            secs = m.result.get("seconds") or {k: m.result[k] for k in ("generateSeconds", "recordSeconds") if k in m.result}
+            secs = m.result.get("seconds") or {
+                k: m.result[k] for k in ("generateSeconds", "recordSeconds") if k in m.result
+            }
             reused = " (generated once, reused)" if m.result.get("reused") else ""
-            out.append(f"| {r['topics']:,} | {r['cores']} | {job}{reused} | {m.wall_s:.1f} | {r['topics'] / m.wall_s:,.0f} | "
-                       f"{m.driver_peak_mb:,.0f} | {m.jvm_peak_mb:,.0f} / {m.python_driver_peak_mb:,.0f} | "
-                       f"{m.heap_peak_mb or 0:,.0f} | {m.execution_peak_mb or 0:,.0f} | {json.dumps(secs) if secs else ''} | "
-                       f"{m.load_avg:.1f} / {m.load_max:.1f} |")
-    out += ["", "## Side by side: Spark vs a single-process pandas baseline", "",
-            "The baseline does, in one Python process, the topic-level part of compute_usage (read, crc32, range "
-            "lookup, per-bundle aggregation, mismatches, write) and of plan_split (topics of the bundles to split). "
-            "Spark's numbers for the same part are the `seconds.topics` each job reports (inside the running job, "
-            "JVM start excluded); the bundle- and broker-level work (Postgres, the decision core) is the same Python "
-            "code whatever computes the topic level (compute_usage's `seconds.state`, detect_overload).", "",
-            "| topics | pandas topic-level (s) | pandas peak RSS (MiB) | Spark topic-level local[2] (s) | Spark / pandas "
-            "| Spark topic-level local[1] (s) | Spark local[1] / pandas |", "|---:|---:|---:|---:|---:|---:|---:|"]
+            out.append(
+                f"| {r['topics']:,} | {r['cores']} | {job}{reused} | {m.wall_s:.1f} | {r['topics'] / m.wall_s:,.0f} | "
+                f"{m.driver_peak_mb:,.0f} | {m.jvm_peak_mb:,.0f} / {m.python_driver_peak_mb:,.0f} | "
+                f"{m.heap_peak_mb or 0:,.0f} | {m.execution_peak_mb or 0:,.0f} | {json.dumps(secs) if secs else ''} | "
+                f"{m.load_avg:.1f} / {m.load_max:.1f} |"
+            )
+    out += [
+        "",
+        "## Side by side: Spark vs a single-process pandas baseline",
+        "",
+        "The baseline does, in one Python process, the topic-level part of compute_usage (read, crc32, range "
+        "lookup, per-bundle aggregation, mismatches, write) and of plan_split (topics of the bundles to split). "
+        "Spark's numbers for the same part are the `seconds.topics` each job reports (inside the running job, "
+        "JVM start excluded); the bundle- and broker-level work (Postgres, the decision core) is the same Python "
+        "code whatever computes the topic level (compute_usage's `seconds.state`, detect_overload).",
+        "",
+        "| topics | pandas topic-level (s) | pandas peak RSS (MiB) | Spark topic-level local[2] (s) | Spark / pandas "
+        "| Spark topic-level local[1] (s) | Spark local[1] / pandas |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
         if "baseline" not in r:
             continue
@@ -523,9 +682,11 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
         two, one = by.get((r["topics"], 2)), by.get((r["topics"], 1))
         s2 = _spark_topics(two) if two else None
         s1 = _spark_topics(one) if one else None
-        out.append(f"| {r['topics']:,} | {pandas_s:.1f} | {b.driver_peak_mb:,.0f} | "
-                   f"{'' if s2 is None else f'{s2:.1f}'} | {'' if s2 is None else f'{s2 / pandas_s:.2f}'} | "
-                   f"{'' if s1 is None else f'{s1:.1f}'} | {'' if s1 is None else f'{s1 / pandas_s:.2f}'} |")
+        out.append(
+            f"| {r['topics']:,} | {pandas_s:.1f} | {b.driver_peak_mb:,.0f} | "
+            f"{'' if s2 is None else f'{s2:.1f}'} | {'' if s2 is None else f'{s2 / pandas_s:.2f}'} | "
+            f"{'' if s1 is None else f'{s1:.1f}'} | {'' if s1 is None else f'{s1 / pandas_s:.2f}'} |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -547,7 +708,9 @@ def _generic(options: str) -> str:
 
 
 def _spark_topics(row: dict[str, Any]) -> float:
-    return row["jobs"]["compute_usage"].result["seconds"]["topics"] + row["jobs"]["plan_split"].result["seconds"]["topics"]
+    return (
+        row["jobs"]["compute_usage"].result["seconds"]["topics"] + row["jobs"]["plan_split"].result["seconds"]["topics"]
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,13 @@ from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
 from pulsar_rebalance.pipeline.params import PLACEMENTS, SHEDDERS, RunParams
 
-SPLIT_ALGORITHMS = [None, "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide",
-                    "flow_or_qps_equally_divide"]
+SPLIT_ALGORITHMS = [
+    None,
+    "range_equally_divide",
+    "topic_count_equally_divide",
+    "specified_positions_divide",
+    "flow_or_qps_equally_divide",
+]
 
 with DAG(
     dag_id="pulsar_rebalance",
@@ -36,45 +41,86 @@ with DAG(
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=20)},
     params={
-        "namespaces": Param([], type="array", items={"type": "string"},
-                            description="tenant/namespace list; empty = every namespace"),
-        "shedding_strategy": Param(RunParams.shedding_strategy, enum=list(SHEDDERS),
-                                   description="loadBalancerLoadSheddingStrategy (Pulsar's), or GlobalPlanner (whole-cluster plan)"),
-        "placement_strategy": Param(RunParams.placement_strategy, enum=list(PLACEMENTS),
-                                    description="loadBalancerLoadPlacementStrategy"),
-        "split_algorithm": Param(None, type=["null", "string"], enum=SPLIT_ALGORITHMS,
-                                 description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default"),
+        "namespaces": Param(
+            [], type="array", items={"type": "string"}, description="tenant/namespace list; empty = every namespace"
+        ),
+        "shedding_strategy": Param(
+            RunParams.shedding_strategy,
+            enum=list(SHEDDERS),
+            description="loadBalancerLoadSheddingStrategy (Pulsar's), or GlobalPlanner (whole-cluster plan)",
+        ),
+        "placement_strategy": Param(
+            RunParams.placement_strategy, enum=list(PLACEMENTS), description="loadBalancerLoadPlacementStrategy"
+        ),
+        "split_algorithm": Param(
+            None,
+            type=["null", "string"],
+            enum=SPLIT_ALGORITHMS,
+            description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default",
+        ),
         "dry_run": Param(False, type="boolean", description="plan and approve, but call no admin API"),
         "config": Param({}, type="object", description="broker.conf overrides, Pulsar key names verbatim"),
-        "approval_timeout_minutes": Param(60, type="number", exclusiveMinimum=0,
-                                          description="the plan expires (no change) if not decided in time"),
+        "approval_timeout_minutes": Param(
+            60, type="number", exclusiveMinimum=0, description="the plan expires (no change) if not decided in time"
+        ),
         "max_parallel_unloads": Param(4, type="integer", minimum=1, maximum=64),
-        "max_unloads_per_broker": Param(2, type="integer", minimum=1, maximum=64,
-                                        description="at most this many concurrent unloads from or to one broker"),
-        "max_unloads_per_run": Param(None, type=["null", "integer"], minimum=1,
-                                     description="stop after this many unloads (the rest skipped); null = all"),
-        "unload_pacing_seconds": Param(0, type="number", minimum=0, maximum=600,
-                                       description="pause between two moves"),
-        "drift_tolerance": Param(0.5, type="number", minimum=0,
-                                 description="skip an unload whose bundle's message rate changed by more than this "
-                                             "fraction since planning"),
-        "allow_pulsar_shedding": Param(False, type="boolean",
-                                       description="execute even if Pulsar's own loadBalancerSheddingEnabled is on "
-                                                   "(the two balancers would fight)"),
-        "auto_approve_max_unloads": Param(None, type=["null", "integer"], minimum=1,
-                                          description="auto-approve plans of at most this many unloads and no "
-                                                      "split (recorded as approved by the policy); null = off"),
-        "required_approvals": Param(1, type="integer", minimum=1, maximum=5,
-                                    description="how many different people must approve the plan (2 = a second "
-                                                "approver); the gate opens again after each approval"),
-        "rollback_plan": Param(None, type=["null", "string"],
-                               description="a plan id: plan to return its completed unloads to their previous "
-                                           "owners (needs approval like any plan) instead of running the shedder"),
+        "max_unloads_per_broker": Param(
+            2,
+            type="integer",
+            minimum=1,
+            maximum=64,
+            description="at most this many concurrent unloads from or to one broker",
+        ),
+        "max_unloads_per_run": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="stop after this many unloads (the rest skipped); null = all",
+        ),
+        "unload_pacing_seconds": Param(0, type="number", minimum=0, maximum=600, description="pause between two moves"),
+        "drift_tolerance": Param(
+            0.5,
+            type="number",
+            minimum=0,
+            description="skip an unload whose bundle's message rate changed by more than this fraction since planning",
+        ),
+        "allow_pulsar_shedding": Param(
+            False,
+            type="boolean",
+            description="execute even if Pulsar's own loadBalancerSheddingEnabled is on "
+            "(the two balancers would fight)",
+        ),
+        "auto_approve_max_unloads": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="auto-approve plans of at most this many unloads and no "
+            "split (recorded as approved by the policy); null = off",
+        ),
+        "required_approvals": Param(
+            1,
+            type="integer",
+            minimum=1,
+            maximum=5,
+            description="how many different people must approve the plan (2 = a second "
+            "approver); the gate opens again after each approval",
+        ),
+        "rollback_plan": Param(
+            None,
+            type=["null", "string"],
+            description="a plan id: plan to return its completed unloads to their previous "
+            "owners (needs approval like any plan) instead of running the shedder",
+        ),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
         "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
-        "max_missing_brokers": Param(0.1, type="number", minimum=0, exclusiveMaximum=1,
-                                     description="fraction of brokers that may not answer collect_load (recorded, "
-                                                 "left out of the run); more fails the run"),
+        "max_missing_brokers": Param(
+            0.1,
+            type="number",
+            minimum=0,
+            exclusiveMaximum=1,
+            description="fraction of brokers that may not answer collect_load (recorded, "
+            "left out of the run); more fails the run",
+        ),
     },
 ) as dag:
     collect_load = PulsarSparkJobOperator(task_id="collect_load", job="collect_load", pass_params=True)

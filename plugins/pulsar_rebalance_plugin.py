@@ -15,10 +15,12 @@ from pulsar_rebalance.orchestration.ui.app import URL_PREFIX, create_app
 class PulsarRebalancePlugin(AirflowPlugin):
     name = "pulsar_rebalance"
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "pulsar-rebalance plans"}]
-    external_views = [{
-        "name": "Rebalance plans",
-        "href": URL_PREFIX.lstrip("/") + "/",
-        "url_route": "pulsar-rebalance",
-        "destination": "nav",
-        "category": "browse",
-    }]
+    external_views = [
+        {
+            "name": "Rebalance plans",
+            "href": URL_PREFIX.lstrip("/") + "/",
+            "url_route": "pulsar-rebalance",
+            "destination": "nav",
+            "category": "browse",
+        }
+    ]

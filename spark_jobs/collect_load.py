@@ -16,8 +16,11 @@ def main(argv=None) -> int:
     spark = _job.session(f"collect_load {args.run_id}")
     try:
         result = stage_collect(
-            spark, JobContext(args.run_id, args.work_dir), params_doc=json.loads(args.params_json),
-            engine=make_engine(database_url()), client=admin_client_from_env(),
+            spark,
+            JobContext(args.run_id, args.work_dir),
+            params_doc=json.loads(args.params_json),
+            engine=make_engine(database_url()),
+            client=admin_client_from_env(),
         )
     finally:
         spark.stop()

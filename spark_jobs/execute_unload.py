@@ -21,7 +21,12 @@ def main(argv=None) -> int:
     else:
         spark = _job.session(f"execute_unload {args.run_id}")
     try:
-        result = stage_execute(spark, JobContext(args.run_id, args.work_dir), engine=make_engine(database_url()), client=admin_client_from_env())
+        result = stage_execute(
+            spark,
+            JobContext(args.run_id, args.work_dir),
+            engine=make_engine(database_url()),
+            client=admin_client_from_env(),
+        )
     finally:
         if spark is not None:
             spark.stop()

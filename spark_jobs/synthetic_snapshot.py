@@ -24,8 +24,13 @@ def main(argv=None) -> int:
     spec = SyntheticSpec.from_args(args)
     spark = _job.session(f"synthetic_snapshot {args.run_id}")
     try:
-        result = generate_snapshot(spark, JobContext(args.run_id, args.work_dir), spec=spec,
-                                   engine=make_engine(database_url()), params_doc=json.loads(args.params_json))
+        result = generate_snapshot(
+            spark,
+            JobContext(args.run_id, args.work_dir),
+            spec=spec,
+            engine=make_engine(database_url()),
+            params_doc=json.loads(args.params_json),
+        )
     finally:
         spark.stop()
     _job.emit("synthetic_snapshot", result)

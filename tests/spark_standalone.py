@@ -21,16 +21,29 @@ _REGISTERED = "Successfully registered with master"
 
 
 class StandaloneCluster:
-    def __init__(self, root: Path, *, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g",
-                 env: dict[str, str] | None = None, start_timeout_s: float = 180.0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        workers: int = 2,
+        worker_cores: int = 1,
+        worker_memory: str = "1g",
+        env: dict[str, str] | None = None,
+        start_timeout_s: float = 180.0,
+    ) -> None:
         self.root = root
         self.workers = workers
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
-        self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-                    "SPARK_LOG_DIR": str(root / "logs"),
-                    # no fixed ports: the master's REST submission server would take 6066
-                    "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false", **(env or {})}
+        self.env = {
+            **os.environ,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOG_DIR": str(root / "logs"),
+            # no fixed ports: the master's REST submission server would take 6066
+            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+            **(env or {}),
+        }
         self.start_timeout_s = start_timeout_s
         self.procs: list[subprocess.Popen] = []
         self.master_url = ""
@@ -40,8 +53,11 @@ class StandaloneCluster:
         log = self.root / f"{name}.log"
         spark_class = str(Path(sys.executable).parent / "spark-class")
         with open(log, "wb") as out:
-            self.procs.append(subprocess.Popen([spark_class, *args], env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                               start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    [spark_class, *args], env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            )
         return log
 
     def _wait_for(self, log: Path, what: str, pattern: re.Pattern[str] | str, deadline: float) -> str:
@@ -53,24 +69,49 @@ class StandaloneCluster:
             if any(p.poll() is not None for p in self.procs):
                 raise RuntimeError(f"a Spark daemon exited while waiting for {what}:\n{text[-3000:]}")
             time.sleep(0.2)  # polling the log for a condition, bounded by the deadline
-        raise TimeoutError(f"no {what} within {self.start_timeout_s:.0f} s; log {log}:\n{log.read_text(errors='replace')[-3000:]}")
+        raise TimeoutError(
+            f"no {what} within {self.start_timeout_s:.0f} s; log {log}:\n{log.read_text(errors='replace')[-3000:]}"
+        )
 
     def __enter__(self) -> StandaloneCluster:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.start_timeout_s
         try:
-            log = self._spawn("master", "org.apache.spark.deploy.master.Master",
-                              "--host", "127.0.0.1", "--port", "0", "--webui-port", "0")
+            log = self._spawn(
+                "master",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--webui-port",
+                "0",
+            )
             self.master_url = self._wait_for(log, "master URL", _MASTER_URL, deadline)
             self.ui_url = f"http://127.0.0.1:{self._wait_for(log, 'master web UI', _MASTER_UI, deadline)}"
             logs = []
             for i in range(self.workers):
                 work = self.root / f"worker-{i}"
                 work.mkdir(exist_ok=True)
-                logs.append(self._spawn(f"worker-{i}", "org.apache.spark.deploy.worker.Worker",
-                                        "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
-                                        "--cores", str(self.worker_cores), "--memory", self.worker_memory,
-                                        "--work-dir", str(work), self.master_url))
+                logs.append(
+                    self._spawn(
+                        f"worker-{i}",
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        "0",
+                        "--webui-port",
+                        "0",
+                        "--cores",
+                        str(self.worker_cores),
+                        "--memory",
+                        self.worker_memory,
+                        "--work-dir",
+                        str(work),
+                        self.master_url,
+                    )
+                )
             for log in logs:
                 self._wait_for(log, "worker registration", _REGISTERED, deadline)
         except BaseException:

@@ -27,7 +27,9 @@ def test_spark_submit_is_next_to_the_interpreter():
 
 
 def test_console_script_help_lists_every_command():
-    out = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "--help"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     for cmd in ("decide", "split", "bundles", "plans", "history", "simulator", "demo", "standalone", "db"):
         assert cmd in out.stdout
@@ -36,8 +38,17 @@ def test_console_script_help_lists_every_command():
 def test_docker_compose_has_the_full_stack_and_no_inline_secrets():
     doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = doc["services"]
-    for name in ("postgres", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer",
-                 "spark-master", "spark-worker", "simulator", "pulsar"):
+    for name in (
+        "postgres",
+        "airflow-apiserver",
+        "airflow-scheduler",
+        "airflow-dag-processor",
+        "airflow-triggerer",
+        "spark-master",
+        "spark-worker",
+        "simulator",
+        "pulsar",
+    ):
         assert name in services, name
     assert services["pulsar"]["image"].startswith("apachepulsar/pulsar")
     assert "airflow triggerer" in services["airflow-triggerer"]["command"]

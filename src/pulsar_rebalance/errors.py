@@ -1,27 +1,27 @@
 """Exception tree. Choose the class by what the caller can do about it.
 
-    RebalanceError
-    ├── ConfigError                 bad/unknown broker.conf key or strategy name (fails at load time)
-    ├── ScenarioError               invalid JSON input to the decision core; names the offending field
-    │   └── SnapshotError           a cluster snapshot that contradicts itself or Pulsar's Java types;
-    │                               names broker, bundle, topic and field (core/snapshot.py)
-    ├── PlanError
-    │   ├── UnknownPlanError        no plan with that id
-    │   ├── PlanAlreadyDecidedError approving/rejecting a plan that is no longer pending
-    │   └── PlanExpiredError        the plan's approval window has passed
-    ├── ExecutionError
-    │   ├── ExecutionInProgressError another execution holds the lock
-    │   └── InvalidTransitionError  action state machine misuse (a bug)
-    ├── PulsarAdminError            mirrors PulsarAdminException: status_code, url, body
-    │   ├── NotAuthorizedError      401/403
-    │   ├── NotFoundError           404
-    │   ├── ConflictError           409
-    │   ├── PreconditionFailedError 412
-    │   ├── ServerSideError         5xx (retryable)
-    │   ├── AdminConnectError       cannot reach the admin URL (retryable)
-    │   ├── AdminTimeoutError       request timed out (retryable)
-    │   └── MalformedResponseError  the body is not the JSON shape Pulsar returns
-    └── StoreError                  database unreachable or schema not migrated
+RebalanceError
+├── ConfigError                 bad/unknown broker.conf key or strategy name (fails at load time)
+├── ScenarioError               invalid JSON input to the decision core; names the offending field
+│   └── SnapshotError           a cluster snapshot that contradicts itself or Pulsar's Java types;
+│                               names broker, bundle, topic and field (core/snapshot.py)
+├── PlanError
+│   ├── UnknownPlanError        no plan with that id
+│   ├── PlanAlreadyDecidedError approving/rejecting a plan that is no longer pending
+│   └── PlanExpiredError        the plan's approval window has passed
+├── ExecutionError
+│   ├── ExecutionInProgressError another execution holds the lock
+│   └── InvalidTransitionError  action state machine misuse (a bug)
+├── PulsarAdminError            mirrors PulsarAdminException: status_code, url, body
+│   ├── NotAuthorizedError      401/403
+│   ├── NotFoundError           404
+│   ├── ConflictError           409
+│   ├── PreconditionFailedError 412
+│   ├── ServerSideError         5xx (retryable)
+│   ├── AdminConnectError       cannot reach the admin URL (retryable)
+│   ├── AdminTimeoutError       request timed out (retryable)
+│   └── MalformedResponseError  the body is not the JSON shape Pulsar returns
+└── StoreError                  database unreachable or schema not migrated
 """
 
 from __future__ import annotations
@@ -53,11 +53,19 @@ class SnapshotError(ScenarioError):
     """
 
     def __init__(
-        self, message: str, *, broker: str | None = None, bundle: str | None = None, topic: str | None = None,
+        self,
+        message: str,
+        *,
+        broker: str | None = None,
+        bundle: str | None = None,
+        topic: str | None = None,
         field: str | None = None,
     ) -> None:
-        named = [f"{k} {v}" for k, v in (("broker", broker), ("bundle", bundle), ("topic", topic), ("field", field))
-                 if v is not None and str(v) not in message]
+        named = [
+            f"{k} {v}"
+            for k, v in (("broker", broker), ("bundle", bundle), ("topic", topic), ("field", field))
+            if v is not None and str(v) not in message
+        ]
         super().__init__(field or "snapshot", message + (f" [{', '.join(named)}]" if named else ""))
         self.broker = broker
         self.bundle = bundle
@@ -127,7 +135,9 @@ class PulsarAdminError(RebalanceError):
 
     retryable = False
 
-    def __init__(self, message: str, *, status_code: int | None = None, url: str | None = None, body: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, url: str | None = None, body: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.url = url

@@ -17,4 +17,4 @@ def redact_userinfo(url: str) -> str:
     if match is None:
         return url
     user = match["userinfo"].split(":", 1)[0]
-    return f"{match['scheme']}{user + ':' if user else ''}***@{url[match.end():]}"
+    return f"{match['scheme']}{user + ':' if user else ''}***@{url[match.end() :]}"

@@ -86,8 +86,9 @@ def run_in_process(argv: list[str], stdin: str = "") -> Outcome:
 
 
 def run_subprocess(argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None) -> Outcome:
-    proc = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", *argv], input=stdin, capture_output=True,
-                          timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", *argv], input=stdin, capture_output=True, timeout=120, env=env
+    )
     return Outcome(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
 
 
@@ -146,21 +147,61 @@ def render(value: Any) -> str:
 
 
 HOSTILE_NUMBERS = [
-    0, -0.0, -1, 1, 5e-324, 1e-45, 1.4e-45, 3.4e38, 3.5e38, 1e308, -1e308, 1.7976931348623157e308,
-    2**31, 2**31 - 1, 2**63 - 1, 2**63, -(2**63) - 1, 10**30, 0.5, 3.0, 1e-300, 123456789.123,
+    0,
+    -0.0,
+    -1,
+    1,
+    5e-324,
+    1e-45,
+    1.4e-45,
+    3.4e38,
+    3.5e38,
+    1e308,
+    -1e308,
+    1.7976931348623157e308,
+    2**31,
+    2**31 - 1,
+    2**63 - 1,
+    2**63,
+    -(2**63) - 1,
+    10**30,
+    0.5,
+    3.0,
+    1e-300,
+    123456789.123,
 ]
 RAW_TOKENS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1" + "0" * 5000, "1e-400", "01", "+1", ".5", "0x10"]
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.sampled_from(HOSTILE_NUMBERS), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=12), st.sampled_from(["", "0x00000000", "0xffffffff", "0x100000000", "t/ns/0x00000000_0xffffffff",
-                                           "ThresholdShedder", "range_equally_divide", "persistent://t/ns/x", "-1"]),
+    st.none(),
+    st.booleans(),
+    st.sampled_from(HOSTILE_NUMBERS),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "",
+            "0x00000000",
+            "0xffffffff",
+            "0x100000000",
+            "t/ns/0x00000000_0xffffffff",
+            "ThresholdShedder",
+            "range_equally_divide",
+            "persistent://t/ns/x",
+            "-1",
+        ]
+    ),
 )
 JSON_VALUES = st.recursive(
-    SCALARS, lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=8), kids, max_size=3)),
+    SCALARS,
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=8), kids, max_size=3)),
     max_leaves=8,
 )
-HOSTILE = st.one_of(JSON_VALUES, st.sampled_from(RAW_TOKENS).map(Raw),
-                    st.sampled_from([10, 200, 3000, 100_000]).map(lambda d: Raw("[" * d + "]" * d)))
+HOSTILE = st.one_of(
+    JSON_VALUES,
+    st.sampled_from(RAW_TOKENS).map(Raw),
+    st.sampled_from([10, 200, 3000, 100_000]).map(lambda d: Raw("[" * d + "]" * d)),
+)
 
 
 def _positions(doc: Any, out: list[tuple[Any, Any]] | None = None) -> list[tuple[Any, Any]]:
@@ -223,24 +264,46 @@ def _rng(i: int, n: int = 8) -> str:
 
 
 def _stats(thr: float) -> dict[str, Any]:
-    return {"msgRateIn": 100.0, "msgThroughputIn": thr, "msgRateOut": 100.0, "msgThroughputOut": 0.0,
-            "consumerCount": 1, "producerCount": 1, "topics": 3, "cacheSize": 0}
+    return {
+        "msgRateIn": 100.0,
+        "msgThroughputIn": thr,
+        "msgRateOut": 100.0,
+        "msgThroughputOut": 0.0,
+        "consumerCount": 1,
+        "producerCount": 1,
+        "topics": 3,
+        "cacheSize": 0,
+    }
 
 
 def _report(cpu: float, bundles: dict[str, float]) -> dict[str, Any]:
-    return {"cpu": {"usage": cpu, "limit": 100.0}, "memory": {"usage": 1024.0, "limit": 4096.0},
-            "bandwidthIn": {"usage": 0.0, "limit": 100.0}, "bandwidthOut": {"usage": 0.0, "limit": 100.0},
-            "lastUpdate": NOW, "lastStats": {b: _stats(t) for b, t in bundles.items()}}
+    return {
+        "cpu": {"usage": cpu, "limit": 100.0},
+        "memory": {"usage": 1024.0, "limit": 4096.0},
+        "bandwidthIn": {"usage": 0.0, "limit": 100.0},
+        "bandwidthOut": {"usage": 0.0, "limit": 100.0},
+        "lastUpdate": NOW,
+        "lastStats": {b: _stats(t) for b, t in bundles.items()},
+    }
 
 
 def _cycle() -> dict[str, Any]:
     b1 = {f"t/ns/{_rng(i)}": (i + 1) * 10 * MB for i in range(3)}
     b2 = {f"t/ns/{_rng(i)}": 5 * MB for i in range(3, 6)}
     b3 = {f"t/ns/{_rng(i)}": 5 * MB for i in range(6, 8)}
-    avg = {"maxSamples": 10, "numSamples": 10, "msgThroughputIn": 10 * MB, "msgThroughputOut": 0.0, "msgRateIn": 100, "msgRateOut": 100}
+    avg = {
+        "maxSamples": 10,
+        "numSamples": 10,
+        "msgThroughputIn": 10 * MB,
+        "msgThroughputOut": 0.0,
+        "msgRateIn": 100,
+        "msgRateOut": 100,
+    }
     return {
         "brokers": {"b1:8080": _report(80, b1), "b2:8080": _report(10, b2), "b3:8080": _report(15, b3)},
-        "bundleData": {f"t/ns/{_rng(0)}": {"shortTermData": avg, "longTermData": {**avg, "maxSamples": 1000}, "topics": 3}},
+        "bundleData": {
+            f"t/ns/{_rng(0)}": {"shortTermData": avg, "longTermData": {**avg, "maxSamples": 1000}, "topics": 3}
+        },
         "nowMs": NOW,
     }
 
@@ -255,8 +318,13 @@ def _first_cycle() -> dict[str, Any]:
 DECIDE_BASES = [
     {"shedding": "ThresholdShedder", "cycles": [_cycle()]},
     {"shedding": "ThresholdShedder", "cycles": [_first_cycle()]},
-    {"shedding": "OverloadShedder", "assignDestinations": True, "seed": 7,
-     "config": {"loadBalancerBrokerOverloadedThresholdPercentage": 50}, "cycles": [_cycle(), _cycle()]},
+    {
+        "shedding": "OverloadShedder",
+        "assignDestinations": True,
+        "seed": 7,
+        "config": {"loadBalancerBrokerOverloadedThresholdPercentage": 50},
+        "cycles": [_cycle(), _cycle()],
+    },
     {"shedding": "UniformLoadShedder", "cycles": [_cycle()]},
     {"shedding": "AvgShedder", "cycles": [_cycle()]},
     {"shedding": "TransferShedder", "cycles": [_cycle()]},
@@ -264,14 +332,30 @@ DECIDE_BASES = [
 ]
 SPLIT_BASES = [
     {"algorithm": "range_equally_divide", "bundle": "public/default/0x00000000_0xffffffff"},
-    {"algorithm": "topic_count_equally_divide", "bundle": "public/default/0x00000000_0xffffffff",
-     "topics": ["persistent://public/default/a", "persistent://public/default/b", "persistent://public/default/c"]},
-    {"algorithm": "specified_positions_divide", "bundle": "public/default/0x00000000_0x80000000",
-     "positions": ["0x10000000", 536870912]},
-    {"algorithm": "flow_or_qps_equally_divide", "bundle": "public/default/0x00000000_0xffffffff",
-     "topics": {f"persistent://public/default/t{i}": {"msgRateIn": 100 * i, "msgRateOut": 0, "msgThroughputIn": i * MB,
-                                                       "msgThroughputOut": 0} for i in range(1, 5)},
-     "config": {"loadBalancerNamespaceBundleMaxMsgRate": 150, "loadBalancerNamespaceBundleMaxBandwidthMbytes": 100}},
+    {
+        "algorithm": "topic_count_equally_divide",
+        "bundle": "public/default/0x00000000_0xffffffff",
+        "topics": ["persistent://public/default/a", "persistent://public/default/b", "persistent://public/default/c"],
+    },
+    {
+        "algorithm": "specified_positions_divide",
+        "bundle": "public/default/0x00000000_0x80000000",
+        "positions": ["0x10000000", 536870912],
+    },
+    {
+        "algorithm": "flow_or_qps_equally_divide",
+        "bundle": "public/default/0x00000000_0xffffffff",
+        "topics": {
+            f"persistent://public/default/t{i}": {
+                "msgRateIn": 100 * i,
+                "msgRateOut": 0,
+                "msgThroughputIn": i * MB,
+                "msgThroughputOut": 0,
+            }
+            for i in range(1, 5)
+        },
+        "config": {"loadBalancerNamespaceBundleMaxMsgRate": 150, "loadBalancerNamespaceBundleMaxBandwidthMbytes": 100},
+    },
 ]
 BUNDLES_BASES = [
     {"numBundles": 4, "topics": ["persistent://public/default/my-topic", "persistent://public/default/test"]},
@@ -293,8 +377,13 @@ def test_the_starting_documents_are_valid(doc: dict[str, Any]) -> None:
 def _fuzz_contract(command: str, bases: list[dict[str, Any]], examples: int) -> dict[int, int]:
     codes: dict[int, int] = {}
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(text=st.one_of(mutated_text(bases), mutated_text(bases), mutated_text(bases), ANY_TEXT))
     def check(text: str) -> None:
         outcome = run_in_process([command, "-", "--compact"], text)
@@ -338,19 +427,42 @@ def _decide_with(mutate: Callable[[dict[str, Any]], Any]) -> str:
     [
         pytest.param("[" * 100_000 + "]" * 100_000, "nests too deeply", id="deeply-nested"),
         pytest.param('{"shedding": "ThresholdShedder", "cycles": [{}]}', "cycles[0].brokers", id="empty-cycle"),
-        pytest.param(_decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(usage=1e308)),
-                     "cycles[0].brokers.b1:8080.cpu: load report of broker b1:8080: cpu usage 1e+308", id="usage-1e308"),
-        pytest.param(_decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(limit=5e-324)),
-                     "not a finite float percentage", id="limit-5e-324"),
-        pytest.param(_decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(limit=Raw("Infinity"))),
-                     "Infinity is not valid JSON", id="infinity"),
-        pytest.param(_decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(usage=Raw("NaN"))),
-                     "NaN is not valid JSON", id="nan"),
-        pytest.param(_decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(usage=Raw("1e400"))),
-                     "1e400 is out of the range of a double", id="1e400"),
-        pytest.param(_decide_with(lambda d: d["cycles"][0].update(
-            brokers=Pairs([*d["cycles"][0]["brokers"].items(), ("b1:8080", d["cycles"][0]["brokers"]["b2:8080"])]))),
-            "cycles[0].brokers: key 'b1:8080' is given twice", id="broker-twice"),
+        pytest.param(
+            _decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(usage=1e308)),
+            "cycles[0].brokers.b1:8080.cpu: load report of broker b1:8080: cpu usage 1e+308",
+            id="usage-1e308",
+        ),
+        pytest.param(
+            _decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(limit=5e-324)),
+            "not a finite float percentage",
+            id="limit-5e-324",
+        ),
+        pytest.param(
+            _decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(limit=Raw("Infinity"))),
+            "Infinity is not valid JSON",
+            id="infinity",
+        ),
+        pytest.param(
+            _decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(usage=Raw("NaN"))),
+            "NaN is not valid JSON",
+            id="nan",
+        ),
+        pytest.param(
+            _decide_with(lambda d: d["cycles"][0]["brokers"]["b1:8080"]["cpu"].update(usage=Raw("1e400"))),
+            "1e400 is out of the range of a double",
+            id="1e400",
+        ),
+        pytest.param(
+            _decide_with(
+                lambda d: d["cycles"][0].update(
+                    brokers=Pairs(
+                        [*d["cycles"][0]["brokers"].items(), ("b1:8080", d["cycles"][0]["brokers"]["b2:8080"])]
+                    )
+                )
+            ),
+            "cycles[0].brokers: key 'b1:8080' is given twice",
+            id="broker-twice",
+        ),
     ],
 )
 def test_issue_cases_exit_2_naming_the_problem(text: str, fragment: str) -> None:
@@ -403,12 +515,28 @@ def plans_db(pg_server, tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
         repo.start_run(s, run_id="run-1", cluster_id=cid, params={}, work_dir="/tmp/w")
         plan_id = repo.create_plan(
-            s, run_id="run-1", cluster_id=cid, status="pending", expires_at=datetime.now(UTC) + timedelta(days=1),
-            dry_run=False, strategies={"shedding": "ThresholdShedder"}, config={},
-            summary={"maxUsageBefore": 0.9, "brokers": {"b1:8080": {"before": {"usage": 0.9, "bundles": 2},
-                                                                     "after": {"usage": 0.5, "bundles": 1}}}},
-            decision={}, actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000",
-                                   "source_broker": "b1:8080", "destination_broker": "b2:8080", "reason": "b1 overloaded"}],
+            s,
+            run_id="run-1",
+            cluster_id=cid,
+            status="pending",
+            expires_at=datetime.now(UTC) + timedelta(days=1),
+            dry_run=False,
+            strategies={"shedding": "ThresholdShedder"},
+            config={},
+            summary={
+                "maxUsageBefore": 0.9,
+                "brokers": {"b1:8080": {"before": {"usage": 0.9, "bundles": 2}, "after": {"usage": 0.5, "bundles": 1}}},
+            },
+            decision={},
+            actions=[
+                {
+                    "kind": "unload",
+                    "bundle": "public/default/0x00000000_0x40000000",
+                    "source_broker": "b1:8080",
+                    "destination_broker": "b2:8080",
+                    "reason": "b1 overloaded",
+                }
+            ],
         )
     saved_admin = os.environ.get("PULSAR_ADMIN_URL")
     os.environ["PULSAR_ADMIN_URL"] = f"http://127.0.0.1:{_closed_port()}"  # plans resume: an unreachable cluster
@@ -421,8 +549,28 @@ def plans_db(pg_server, tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
 
 
 ARG_TEXT = st.one_of(
-    st.text(max_size=16), st.sampled_from(["", "-", "--", "-1", "0", "10" * 20, "..", "/", "a/../..", "x\x00y", "\udcff",
-                                           "1e3", " 5", "pending", "approved", "2026-11-22T02:00:00", "2026-13-45"]),
+    st.text(max_size=16),
+    st.sampled_from(
+        [
+            "",
+            "-",
+            "--",
+            "-1",
+            "0",
+            "10" * 20,
+            "..",
+            "/",
+            "a/../..",
+            "x\x00y",
+            "\udcff",
+            "1e3",
+            " 5",
+            "pending",
+            "approved",
+            "2026-11-22T02:00:00",
+            "2026-13-45",
+        ]
+    ),
     st.integers().map(str),
 )
 
@@ -430,11 +578,16 @@ ARG_TEXT = st.one_of(
 @st.composite
 def plans_argv(draw: st.DrawFn, plan_id: str, plot_dir: Path) -> list[str]:
     ident = draw(st.one_of(st.just(plan_id), ARG_TEXT))
-    kind = draw(st.sampled_from(["list", "show", "approve", "reject", "stop", "abort", "resume", "history", "plans-bad"]))
+    kind = draw(
+        st.sampled_from(["list", "show", "approve", "reject", "stop", "abort", "resume", "history", "plans-bad"])
+    )
     if kind == "list":
         argv = ["plans", "list"]
         if draw(st.booleans()):
-            argv += ["--limit", draw(st.one_of(ARG_TEXT, st.sampled_from([str(10**30), "-1", "0", "1", "1000000", "1000001"])))]
+            argv += [
+                "--limit",
+                draw(st.one_of(ARG_TEXT, st.sampled_from([str(10**30), "-1", "0", "1", "1000000", "1000001"]))),
+            ]
         if draw(st.booleans()):
             argv += ["--status", draw(st.one_of(ARG_TEXT, st.sampled_from(["pending", "executed", "approved"])))]
         return argv
@@ -444,8 +597,12 @@ def plans_argv(draw: st.DrawFn, plan_id: str, plot_dir: Path) -> list[str]:
             argv.append("--json")
         if draw(st.integers(0, 3)) == 0:
             # always inside plot_dir (the test must not write elsewhere): no absolute paths, no ".."
-            name = draw(st.one_of(st.sampled_from(["", "x.exe", "p.png", "p.svg", "d/", "d/e/", ".", "noext", "p.PNG"]),
-                                  st.text(max_size=12).map(lambda t: t.replace("/", "_").replace("..", "__"))))
+            name = draw(
+                st.one_of(
+                    st.sampled_from(["", "x.exe", "p.png", "p.svg", "d/", "d/e/", ".", "noext", "p.PNG"]),
+                    st.text(max_size=12).map(lambda t: t.replace("/", "_").replace("..", "__")),
+                )
+            )
             argv += ["--plot", str(plot_dir / name) if name else name]
         return argv
     if kind in ("approve", "reject", "stop", "abort", "resume"):
@@ -472,8 +629,12 @@ def test_plans_and_history_never_crash(plans_db, examples: int) -> None:
     _, plan_id, plot_dir = plans_db
     codes: dict[int, int] = {}
 
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(argv=plans_argv(plan_id, plot_dir))
     def check(argv: list[str]) -> None:
         outcome = run_in_process(argv)
@@ -526,11 +687,27 @@ def test_plans_edges_exit_2_naming_the_problem(plans_db, argv: list[str], fragme
 # ---------------------------------------------------------------------------------------------
 @st.composite
 def broken_database_urls(draw: st.DrawFn, closed_port: int) -> str:
-    scheme = draw(st.sampled_from(["postgresql", "postgres", "postgresql+psycopg2", "mysql", "http", "", "postgresql:"]))
+    scheme = draw(
+        st.sampled_from(["postgresql", "postgres", "postgresql+psycopg2", "mysql", "http", "", "postgresql:"])
+    )
     user = draw(st.sampled_from(["", "u@", "u:s3cret@", "u:s3cr:et@", ":s3cret@", "u:s3cret@@"]))
-    host = draw(st.sampled_from([f"127.0.0.1:{closed_port}", "127.0.0.1:notaport", "127.0.0.1:99999", "[::1", "[::1]:1",
-                                 "", "127.0.0.1:-5", "/tmp/nowhere"]))
-    db = draw(st.sampled_from(["/db", "", "/", "/db?host=/nonexistent", "/db?sslmode=bogus", "/db?connect_timeout=x", "/%zz"]))
+    host = draw(
+        st.sampled_from(
+            [
+                f"127.0.0.1:{closed_port}",
+                "127.0.0.1:notaport",
+                "127.0.0.1:99999",
+                "[::1",
+                "[::1]:1",
+                "",
+                "127.0.0.1:-5",
+                "/tmp/nowhere",
+            ]
+        )
+    )
+    db = draw(
+        st.sampled_from(["/db", "", "/", "/db?host=/nonexistent", "/db?sslmode=bogus", "/db?connect_timeout=x", "/%zz"])
+    )
     return f"{scheme}://{user}{host}{db}" if scheme else f"{user}{host}{db}"
 
 
@@ -546,8 +723,12 @@ def test_bad_or_unreachable_database_exits_1_with_one_line_and_no_password() -> 
     seen: set[str] = set()
 
     @settings(max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(url=broken_database_urls(_closed_port()),
-           argv=st.sampled_from([["plans", "list"], ["plans", "show", "p-1"], ["plans", "approve", "p-1"], ["history", "b"]]))
+    @given(
+        url=broken_database_urls(_closed_port()),
+        argv=st.sampled_from(
+            [["plans", "list"], ["plans", "show", "p-1"], ["plans", "approve", "p-1"], ["history", "b"]]
+        ),
+    )
     def check(url: str, argv: list[str]) -> None:
         os.environ["PULSAR_REBALANCE_DATABASE_URL"] = url
         outcome = run_in_process(argv)
@@ -572,8 +753,10 @@ def test_an_unexpected_exception_is_one_line_and_the_traceback_is_one_env_var_aw
     monkeypatch.setattr(core_commands, "_split", broken)
     outcome = run_in_process(["split", "-"], "{}")
     assert outcome.code == 1 and "Traceback" not in outcome.stderr
-    assert outcome.stderr.strip() == ("pulsar-rebalance split: error: internal error: ZeroDivisionError: integer division "
-                                      "or modulo by zero (set PULSAR_REBALANCE_DEBUG=1 for the traceback, and please report it)")
+    assert outcome.stderr.strip() == (
+        "pulsar-rebalance split: error: internal error: ZeroDivisionError: integer division "
+        "or modulo by zero (set PULSAR_REBALANCE_DEBUG=1 for the traceback, and please report it)"
+    )
     monkeypatch.setenv("PULSAR_REBALANCE_DEBUG", "1")
     debug = run_in_process(["split", "-"], "{}")
     assert debug.code == 1 and "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
@@ -609,7 +792,9 @@ def test_real_processes(argv: list[str], stdin: bytes, code: int, fragment: str)
         ({"PULSAR_ADMIN_URL": "http://u:s3cret@127.0.0.1:1", "PULSAR_ADMIN_TOKEN": "t"}, "give one of them"),
     ],
 )
-def test_a_misconfigured_admin_environment_is_exit_1_without_secrets(plans_db, monkeypatch, admin_env, fragment) -> None:
+def test_a_misconfigured_admin_environment_is_exit_1_without_secrets(
+    plans_db, monkeypatch, admin_env, fragment
+) -> None:
     _, plan_id, _ = plans_db
     for name in ("PULSAR_ADMIN_URL", "PULSAR_ADMIN_TOKEN", "PULSAR_ADMIN_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)

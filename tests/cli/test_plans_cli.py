@@ -20,10 +20,25 @@ def pending_plan(db_url, request):
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
         repo.start_run(s, run_id="run-1", cluster_id=cid, params={}, work_dir="/tmp/w")
         plan_id = repo.create_plan(
-            s, run_id="run-1", cluster_id=cid, status="pending", expires_at=datetime.now(UTC) + timedelta(hours=1),
-            dry_run=False, strategies={"shedding": "ThresholdShedder"}, config={}, summary={"maxUsageBefore": 0.9},
-            decision={}, actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000",
-                                   "source_broker": "b1:8080", "destination_broker": "b2:8080", "reason": "b1 overloaded"}],
+            s,
+            run_id="run-1",
+            cluster_id=cid,
+            status="pending",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies={"shedding": "ThresholdShedder"},
+            config={},
+            summary={"maxUsageBefore": 0.9},
+            decision={},
+            actions=[
+                {
+                    "kind": "unload",
+                    "bundle": "public/default/0x00000000_0x40000000",
+                    "source_broker": "b1:8080",
+                    "destination_broker": "b2:8080",
+                    "reason": "b1 overloaded",
+                }
+            ],
             required_approvals=request.param,
         )
     return db_url, plan_id
@@ -31,8 +46,9 @@ def pending_plan(db_url, request):
 
 def cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url)
-    return subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_approve_records_who_when_and_comment(pending_plan):
@@ -83,8 +99,13 @@ def test_unknown_plan_id_is_a_clear_error(pending_plan):
 
 def test_missing_database_url_says_what_to_set(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL")}
-    out = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "plans", "list"], capture_output=True,
-                         text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "plans", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode != 0 and "PULSAR_REBALANCE_DATABASE_URL" in out.stderr
 
 

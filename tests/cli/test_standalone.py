@@ -53,7 +53,11 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pulsar_rebalance.cli", "standalone", "--state-dir", str(state), "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
     )
     lines = []
     ready = None
@@ -82,7 +86,7 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 0
-        for name, pid in ready["pids"].items():  # each component ran in its own process group: all gone
+        for _name, pid in ready["pids"].items():  # each component ran in its own process group: all gone
             with pytest.raises(ProcessLookupError):
                 os.killpg(pid, 0)
         with pytest.raises(ProcessLookupError):  # nothing of our own process group is left behind

@@ -183,9 +183,7 @@ def test_split_full_range_in_two_three_levels() -> None:
         "0x7fffffff_0xbfffffff",
         "0xbfffffff_0xffffffff",
     ]
-    level3 = [
-        c.name for parent in (BundleRange.parse(n, "b") for n in level2) for c in split_range(parent)
-    ]
+    level3 = [c.name for parent in (BundleRange.parse(n, "b") for n in level2) for c in split_range(parent)]
     assert [n.split("_")[1] for n in level3[::2]] == ["0x1fffffff", "0x5fffffff", "0x9fffffff", "0xdfffffff"]
 
 

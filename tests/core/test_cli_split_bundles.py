@@ -20,9 +20,7 @@ CLI = Path(sys.executable).with_name("pulsar-rebalance")
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     assert CLI.exists(), f"console script missing: {CLI}"
-    return subprocess.run(
-        [str(CLI), *args], input=stdin, capture_output=True, text=True, timeout=120, check=False
-    )
+    return subprocess.run([str(CLI), *args], input=stdin, capture_output=True, text=True, timeout=120, check=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,7 +48,9 @@ def test_cli_split_seed_flow_or_qps_case1() -> None:
 def test_cli_bundles_from_file(tmp_path: Path) -> None:
     scenario = tmp_path / "ns.json"
     scenario.write_text(
-        json.dumps({"numBundles": 4, "topics": ["persistent://public/default/my-topic", "persistent://public/default/test"]})
+        json.dumps(
+            {"numBundles": 4, "topics": ["persistent://public/default/my-topic", "persistent://public/default/test"]}
+        )
     )
     proc = run_cli("bundles", str(scenario), "--compact")
     assert proc.returncode == 0, proc.stderr
@@ -69,7 +69,11 @@ def test_cli_bundles_from_file(tmp_path: Path) -> None:
     [
         ("split", '{"bundle": "0x00000000_0xffffffff",\n  "topics": [}', "<stdin>: invalid JSON at line 2 column"),
         ("decide", "{not json", "<stdin>: invalid JSON at line 1 column 2"),
-        ("bundles", '{"boundaries": ["0x00000000", "0x80000000", "0x40000000"]}', "boundaries[2]: boundaries must be strictly increasing"),
+        (
+            "bundles",
+            '{"boundaries": ["0x00000000", "0x80000000", "0x40000000"]}',
+            "boundaries[2]: boundaries must be strictly increasing",
+        ),
         (
             "split",
             '{"algorithm": "flow_or_qps_equally_divide", "bundle": "0x00000000_0xffffffff", '
@@ -82,9 +86,17 @@ def test_cli_bundles_from_file(tmp_path: Path) -> None:
             '"topics": {"persistent://a/b/c": {"msgRateIn": -1, "msgRateOut": 0, "msgThroughputIn": 0, "msgThroughputOut": 0}}}',
             "topics.persistent://a/b/c.msgRateIn: must not be negative",
         ),
-        ("split", '{"algorithm": "hash_divide", "bundle": "0x00000000_0xffffffff"}', "algorithm: unknown split algorithm 'hash_divide'"),
+        (
+            "split",
+            '{"algorithm": "hash_divide", "bundle": "0x00000000_0xffffffff"}',
+            "algorithm: unknown split algorithm 'hash_divide'",
+        ),
         ("split", '{"bundle": "0x00000000-0xffffffff"}', "bundle: invalid bundle range"),
-        ("split", '{"bundle": "0x00000000_0xffffffff", "config": {"loadBalancerFoo": 1}}', "config.loadBalancerFoo: unknown load-balancer config key"),
+        (
+            "split",
+            '{"bundle": "0x00000000_0xffffffff", "config": {"loadBalancerFoo": 1}}',
+            "config.loadBalancerFoo: unknown load-balancer config key",
+        ),
         ("split", "[1, 2]", "the scenario must be a JSON object"),
     ],
 )
@@ -116,7 +128,13 @@ def _error(fn: Any, doc: dict[str, Any]) -> ScenarioError:
 
 
 def test_no_split_keeps_the_bundle_and_says_why() -> None:
-    out = split_scenario({"algorithm": "topic_count_equally_divide", "bundle": "t/ns/0x00000000_0xffffffff", "topics": ["persistent://t/ns/only"]})
+    out = split_scenario(
+        {
+            "algorithm": "topic_count_equally_divide",
+            "bundle": "t/ns/0x00000000_0xffffffff",
+            "topics": ["persistent://t/ns/only"],
+        }
+    )
     assert out == {
         "algorithm": "topic_count_equally_divide",
         "bundle": "t/ns/0x00000000_0xffffffff",
@@ -131,10 +149,22 @@ def test_boundaries_pulsar_rejects_are_reported_not_applied() -> None:
     # two topics at 0xfffffffe and 0xffffffff: flow_or_qps emits 0xfffffffe + 0 + 1 = 0xffffffff, the
     # bundle's own upper bound; Pulsar's factory rejects it (IllegalArgumentException) and nothing splits.
     topics = {
-        forge_topic("persistent://t/ns/a-", 0xFFFFFFFE): {"msgRateIn": 40000, "msgRateOut": 0, "msgThroughputIn": 0, "msgThroughputOut": 0},
-        forge_topic("persistent://t/ns/b-", 0xFFFFFFFF): {"msgRateIn": 40000, "msgRateOut": 0, "msgThroughputIn": 0, "msgThroughputOut": 0},
+        forge_topic("persistent://t/ns/a-", 0xFFFFFFFE): {
+            "msgRateIn": 40000,
+            "msgRateOut": 0,
+            "msgThroughputIn": 0,
+            "msgThroughputOut": 0,
+        },
+        forge_topic("persistent://t/ns/b-", 0xFFFFFFFF): {
+            "msgRateIn": 40000,
+            "msgRateOut": 0,
+            "msgThroughputIn": 0,
+            "msgThroughputOut": 0,
+        },
     }
-    out = split_scenario({"algorithm": "flow_or_qps_equally_divide", "bundle": "0xc0000000_0xffffffff", "topics": topics})
+    out = split_scenario(
+        {"algorithm": "flow_or_qps_equally_divide", "bundle": "0xc0000000_0xffffffff", "topics": topics}
+    )
     assert out["boundaries"] == ["0xffffffff"]
     assert out["split"] is False
     assert out["children"] == ["0xc0000000_0xffffffff"]
@@ -163,26 +193,74 @@ def test_positions_accept_ints_and_hex_strings() -> None:
         ({"bundle": "tenant/0x00000000_0xzz"}, "bundle", "cannot parse"),
         ({"bundle": "0x00000000_0xffffffff", "algorithm": 7}, "algorithm", "unknown split algorithm"),
         (
-            {"bundle": "0x00000000_0xffffffff", "algorithm": "flow_or_qps_equally_divide", "config": {"supportedNamespaceBundleSplitAlgorithms": ["range_equally_divide"]}},
+            {
+                "bundle": "0x00000000_0xffffffff",
+                "algorithm": "flow_or_qps_equally_divide",
+                "config": {"supportedNamespaceBundleSplitAlgorithms": ["range_equally_divide"]},
+            },
             "algorithm",
             "not in supportedNamespaceBundleSplitAlgorithms",
         ),
         ({"bundle": "0x00000000_0xffffffff", "positions": [1]}, "positions", "only used by specified_positions_divide"),
-        ({"bundle": "0x00000000_0xffffffff", "algorithm": "specified_positions_divide", "topics": ["persistent://t/n/a", "persistent://t/n/b"]}, "positions", "can't be empty"),
-        ({"bundle": "0x00000000_0xffffffff", "algorithm": "specified_positions_divide", "positions": ["0xg"]}, "positions[0]", "cannot parse"),
-        ({"bundle": "0x00000000_0xffffffff", "algorithm": "topic_count_equally_divide", "topics": ["my-topic"]}, "topics[0]", "not a full topic name"),
-        ({"bundle": "0x00000000_0xffffffff", "topics": ["persistent://t/n/a", "persistent://t/n/a"]}, "topics[1]", "duplicate"),
-        ({"bundle": "t/ns/0x00000000_0xffffffff", "topics": ["persistent://t/other/a"]}, "topics[0]", "namespace 't/other'"),
-        # persistent://public/default/test hashes to 0xaa2e30f5, outside the first half
-        ({"bundle": "0x00000000_0x80000000", "topics": ["persistent://public/default/test"]}, "topics[0]", "outside bundle"),
-        ({"bundle": "0x00000000_0xffffffff", "algorithm": "flow_or_qps_equally_divide", "topics": ["persistent://t/n/a", "persistent://t/n/b"]}, "topics", "needs per-topic rates"),
         (
-            {"bundle": "0x00000000_0xffffffff", "algorithm": "flow_or_qps_equally_divide", "topics": {"persistent://t/n/a": {"msgRateIn": 1, "msgRateOut": 1, "msgThroughputIn": 1}}},
+            {
+                "bundle": "0x00000000_0xffffffff",
+                "algorithm": "specified_positions_divide",
+                "topics": ["persistent://t/n/a", "persistent://t/n/b"],
+            },
+            "positions",
+            "can't be empty",
+        ),
+        (
+            {"bundle": "0x00000000_0xffffffff", "algorithm": "specified_positions_divide", "positions": ["0xg"]},
+            "positions[0]",
+            "cannot parse",
+        ),
+        (
+            {"bundle": "0x00000000_0xffffffff", "algorithm": "topic_count_equally_divide", "topics": ["my-topic"]},
+            "topics[0]",
+            "not a full topic name",
+        ),
+        (
+            {"bundle": "0x00000000_0xffffffff", "topics": ["persistent://t/n/a", "persistent://t/n/a"]},
+            "topics[1]",
+            "duplicate",
+        ),
+        (
+            {"bundle": "t/ns/0x00000000_0xffffffff", "topics": ["persistent://t/other/a"]},
+            "topics[0]",
+            "namespace 't/other'",
+        ),
+        # persistent://public/default/test hashes to 0xaa2e30f5, outside the first half
+        (
+            {"bundle": "0x00000000_0x80000000", "topics": ["persistent://public/default/test"]},
+            "topics[0]",
+            "outside bundle",
+        ),
+        (
+            {
+                "bundle": "0x00000000_0xffffffff",
+                "algorithm": "flow_or_qps_equally_divide",
+                "topics": ["persistent://t/n/a", "persistent://t/n/b"],
+            },
+            "topics",
+            "needs per-topic rates",
+        ),
+        (
+            {
+                "bundle": "0x00000000_0xffffffff",
+                "algorithm": "flow_or_qps_equally_divide",
+                "topics": {"persistent://t/n/a": {"msgRateIn": 1, "msgRateOut": 1, "msgThroughputIn": 1}},
+            },
             "topics.persistent://t/n/a.msgThroughputOut",
             "missing",
         ),
         ({"bundle": "0x00000000_0xffffffff", "topics": "persistent://t/n/a"}, "topics", "expected an object"),
-        ({"bundle": "0x00000000_0xffffffff", "config": {"loadBalancerNamespaceBundleMaxMsgRate": "high"}}, "config.loadBalancerNamespaceBundleMaxMsgRate", "valid integer"),
+        (
+            {"bundle": "0x00000000_0xffffffff", "config": {"loadBalancerNamespaceBundleMaxMsgRate": "high"}},
+            "config.loadBalancerNamespaceBundleMaxMsgRate",
+            "valid integer",
+        ),
     ],
 )
 def test_split_errors_name_the_field(doc: dict[str, Any], field: str, fragment: str) -> None:
@@ -193,7 +271,9 @@ def test_split_errors_name_the_field(doc: dict[str, Any], field: str, fragment: 
 
 def test_bundles_with_boundaries_and_hash_edge() -> None:
     edge = forge_topic("persistent://public/default/edge-", 0xFFFFFFFF)
-    out = bundles_scenario({"boundaries": ["0x00000000", "0x80000000", "0xffffffff"], "numBundles": 2, "topics": [edge]})
+    out = bundles_scenario(
+        {"boundaries": ["0x00000000", "0x80000000", "0xffffffff"], "numBundles": 2, "topics": [edge]}
+    )
     assert out["bundles"] == ["0x00000000_0x80000000", "0x80000000_0xffffffff"]
     # Pulsar throws IndexOutOfBoundsException for a hash equal to 0xffffffff; we use the closed last bundle
     assert out["topics"] == {edge: "0x80000000_0xffffffff"}
@@ -209,7 +289,11 @@ def test_bundles_with_boundaries_and_hash_edge() -> None:
         ({"numBundles": "4"}, "numBundles", "expected an integer"),
         ({"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 2}, "numBundles", "does not match"),
         ({"boundaries": ["0x00000000", "0x00000000"]}, "boundaries[1]", "strictly increasing"),
-        ({"boundaries": ["0x80000000", "0xffffffff"], "topics": ["persistent://public/default/my-topic"]}, "topics[0]", "below the first boundary"),
+        (
+            {"boundaries": ["0x80000000", "0xffffffff"], "topics": ["persistent://public/default/my-topic"]},
+            "topics[0]",
+            "below the first boundary",
+        ),
         ({"numBundles": 4, "topics": ["public/default/my-topic"]}, "topics[0]", "not a full topic name"),
         ({"numBundles": 4, "topics": "persistent://a/b/c"}, "topics", "expected an array"),
         ({"numBundles": 4, "bundles": []}, "bundles", "unknown field"),

@@ -148,14 +148,42 @@ def test_load_manager_fqcn_normalises() -> None:
 @pytest.mark.parametrize(
     ("mapping", "key", "fragment"),
     [
-        ({"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.Nope"}, "loadBalancerLoadSheddingStrategy", "unknown shedding strategy"),
+        (
+            {"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.Nope"},
+            "loadBalancerLoadSheddingStrategy",
+            "unknown shedding strategy",
+        ),
         # a real class in the wrong package is not accepted either
-        ({"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.TransferShedder"}, "loadBalancerLoadSheddingStrategy", "unknown shedding strategy"),
-        ({"loadBalancerLoadPlacementStrategy": "RoundRobinBrokerSelector"}, "loadBalancerLoadPlacementStrategy", "unknown placement strategy"),
-        ({"loadManagerClassName": "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl"}, "loadManagerClassName", "unknown load manager"),
-        ({"defaultNamespaceBundleSplitAlgorithm": "hash_divide"}, "defaultNamespaceBundleSplitAlgorithm", "unknown split algorithm"),
-        ({"supportedNamespaceBundleSplitAlgorithms": ["range_equally_divide", "x"]}, "supportedNamespaceBundleSplitAlgorithms", "unknown split algorithm 'x'"),
-        ({"loadBalancerCPUResourceWieght": 1.0}, "loadBalancerCPUResourceWieght", "did you mean 'loadBalancerCPUResourceWeight'"),
+        (
+            {"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.TransferShedder"},
+            "loadBalancerLoadSheddingStrategy",
+            "unknown shedding strategy",
+        ),
+        (
+            {"loadBalancerLoadPlacementStrategy": "RoundRobinBrokerSelector"},
+            "loadBalancerLoadPlacementStrategy",
+            "unknown placement strategy",
+        ),
+        (
+            {"loadManagerClassName": "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl"},
+            "loadManagerClassName",
+            "unknown load manager",
+        ),
+        (
+            {"defaultNamespaceBundleSplitAlgorithm": "hash_divide"},
+            "defaultNamespaceBundleSplitAlgorithm",
+            "unknown split algorithm",
+        ),
+        (
+            {"supportedNamespaceBundleSplitAlgorithms": ["range_equally_divide", "x"]},
+            "supportedNamespaceBundleSplitAlgorithms",
+            "unknown split algorithm 'x'",
+        ),
+        (
+            {"loadBalancerCPUResourceWieght": 1.0},
+            "loadBalancerCPUResourceWieght",
+            "did you mean 'loadBalancerCPUResourceWeight'",
+        ),
         ({"loadBalancerCPUResourceWeight": "abc"}, "loadBalancerCPUResourceWeight", "valid number"),
         ({"loadBalancerNamespaceBundleMaxTopics": "1000"}, "loadBalancerNamespaceBundleMaxTopics", "valid integer"),
         ({"loadBalancerNamespaceBundleMaxTopics": 1000.5}, "loadBalancerNamespaceBundleMaxTopics", "valid integer"),
@@ -163,8 +191,16 @@ def test_load_manager_fqcn_normalises() -> None:
         ({"loadBalancerEnabled": "true"}, "loadBalancerEnabled", "valid boolean"),
         ({"loadBalancerEnabled": 1}, "loadBalancerEnabled", "valid boolean"),
         ({"loadBalancerHistoryResourcePercentage": float("nan")}, "loadBalancerHistoryResourcePercentage", "finite"),
-        ({"loadBalancerHistoryResourcePercentage": 1.5}, "loadBalancerHistoryResourcePercentage", "less than or equal to 1"),
-        ({"loadBalancerBrokerOverloadedThresholdPercentage": 101}, "loadBalancerBrokerOverloadedThresholdPercentage", "less than or equal to 100"),
+        (
+            {"loadBalancerHistoryResourcePercentage": 1.5},
+            "loadBalancerHistoryResourcePercentage",
+            "less than or equal to 1",
+        ),
+        (
+            {"loadBalancerBrokerOverloadedThresholdPercentage": 101},
+            "loadBalancerBrokerOverloadedThresholdPercentage",
+            "less than or equal to 100",
+        ),
         ({"loadBalancerCPUResourceWeight": -0.5}, "loadBalancerCPUResourceWeight", "greater than or equal to 0"),
         ({"maxUnloadBundleNumPerShedding": -2}, "maxUnloadBundleNumPerShedding", "greater than or equal to -1"),
         ({"load_balancer_cpu_resource_weight": -1}, "load_balancer_cpu_resource_weight", "greater than or equal to 0"),
@@ -178,7 +214,9 @@ def test_invalid_values_are_config_errors_naming_the_key(mapping: dict, key: str
 
 
 def test_ints_are_accepted_for_float_keys_and_snake_names_work() -> None:
-    cfg = LoadBalancerConfig.from_mapping({"loadBalancerCPUResourceWeight": 2, "load_balancer_history_resource_percentage": 1})
+    cfg = LoadBalancerConfig.from_mapping(
+        {"loadBalancerCPUResourceWeight": 2, "load_balancer_history_resource_percentage": 1}
+    )
     assert cfg.load_balancer_cpu_resource_weight == 2.0
     assert isinstance(cfg.load_balancer_cpu_resource_weight, float)
     assert cfg.load_balancer_history_resource_percentage == 1.0
@@ -186,7 +224,9 @@ def test_ints_are_accepted_for_float_keys_and_snake_names_work() -> None:
 
 def test_same_key_twice_is_rejected() -> None:
     with pytest.raises(ConfigError) as info:
-        LoadBalancerConfig.from_mapping({"loadBalancerCPUResourceWeight": 1.0, "load_balancer_cpu_resource_weight": 2.0})
+        LoadBalancerConfig.from_mapping(
+            {"loadBalancerCPUResourceWeight": 1.0, "load_balancer_cpu_resource_weight": 2.0}
+        )
     assert info.value.key == "loadBalancerCPUResourceWeight"
 
 
@@ -236,7 +276,9 @@ def test_bandwidth_weight_getter_rule(new: float, old: float, expected: float) -
 
 def test_config_is_frozen_and_hash_is_canonical() -> None:
     a = LoadBalancerConfig()
-    b = LoadBalancerConfig.from_mapping({"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.AvgShedder"})
+    b = LoadBalancerConfig.from_mapping(
+        {"loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.AvgShedder"}
+    )
     assert a.config_hash() == b.config_hash()  # FQCN and short name are the same config
     assert len(a.config_hash()) == 64
     c = a.with_overrides({"loadBalancerBrokerThresholdShedderPercentage": 20})
@@ -250,7 +292,10 @@ def test_config_is_frozen_and_hash_is_canonical() -> None:
 
 def test_round_trip_through_pulsar_dict() -> None:
     cfg = LoadBalancerConfig.from_mapping(
-        {"loadBalancerLoadPlacementStrategy": "LeastResourceUsageWithWeight", "loadBalancerOverrideBrokerNicSpeedGbps": 10}
+        {
+            "loadBalancerLoadPlacementStrategy": "LeastResourceUsageWithWeight",
+            "loadBalancerOverrideBrokerNicSpeedGbps": 10,
+        }
     )
     again = LoadBalancerConfig.from_mapping(cfg.to_pulsar_dict())
     assert again == cfg

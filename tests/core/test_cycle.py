@@ -11,7 +11,14 @@ import pytest
 
 from pulsar_rebalance.core import cycle as cycle_module
 from pulsar_rebalance.core.contract_decide import decide_scenario, parse_scenario
-from pulsar_rebalance.core.cycle import CycleInput, CycleResult, CycleSettings, run_cycle, seeded_random, with_random_position
+from pulsar_rebalance.core.cycle import (
+    CycleInput,
+    CycleResult,
+    CycleSettings,
+    run_cycle,
+    seeded_random,
+    with_random_position,
+)
 from pulsar_rebalance.core.decision import Unload
 from pulsar_rebalance.core.strategies import names
 from pulsar_rebalance.pipeline import detect
@@ -23,9 +30,13 @@ SHEDDERS = names("shedding")
 def _doc(shedding: str, cycles: int = 2) -> dict:
     second = copy.deepcopy(cluster())
     second["nowMs"] = NOW + 60_000
-    return {"shedding": shedding, "assignDestinations": True, "seed": 3,
-            "config": {"loadBalancerBrokerThresholdShedderPercentage": 5},
-            "cycles": [cluster(), second][:cycles]}
+    return {
+        "shedding": shedding,
+        "assignDestinations": True,
+        "seed": 3,
+        "config": {"loadBalancerBrokerThresholdShedderPercentage": 5},
+        "cycles": [cluster(), second][:cycles],
+    }
 
 
 @pytest.mark.parametrize("shedding", SHEDDERS)

@@ -28,19 +28,39 @@ def rng(i: int, n: int = 16) -> str:
 
 
 def stats(thr: float, *, rate: float = 100.0, topics: int = 3) -> dict[str, Any]:
-    return {"msgRateIn": rate, "msgThroughputIn": thr, "msgRateOut": rate, "msgThroughputOut": 0.0,
-            "consumerCount": 1, "producerCount": 1, "topics": topics, "cacheSize": 0}
+    return {
+        "msgRateIn": rate,
+        "msgThroughputIn": thr,
+        "msgRateOut": rate,
+        "msgThroughputOut": 0.0,
+        "consumerCount": 1,
+        "producerCount": 1,
+        "topics": topics,
+        "cacheSize": 0,
+    }
 
 
 def report(cpu: float, bundles: dict[str, float], *, last_update: int = NOW, topics: int = 3) -> dict[str, Any]:
     """A LocalBrokerData as GET /admin/v2/broker-stats/load-report returns it (rates derived from lastStats)."""
-    return {"cpu": {"usage": cpu, "limit": 100.0}, "memory": {"usage": 1024.0, "limit": 4096.0},
-            "bandwidthIn": {"usage": 0.0, "limit": 100.0}, "bandwidthOut": {"usage": 0.0, "limit": 100.0},
-            "lastUpdate": last_update, "lastStats": {b: stats(t, topics=topics) for b, t in bundles.items()}}
+    return {
+        "cpu": {"usage": cpu, "limit": 100.0},
+        "memory": {"usage": 1024.0, "limit": 4096.0},
+        "bandwidthIn": {"usage": 0.0, "limit": 100.0},
+        "bandwidthOut": {"usage": 0.0, "limit": 100.0},
+        "lastUpdate": last_update,
+        "lastStats": {b: stats(t, topics=topics) for b, t in bundles.items()},
+    }
 
 
 def bundle_data(thr: float, *, rate: float = 100.0) -> dict[str, Any]:
-    avg = {"maxSamples": 10, "numSamples": 10, "msgThroughputIn": thr, "msgThroughputOut": 0.0, "msgRateIn": rate, "msgRateOut": rate}
+    avg = {
+        "maxSamples": 10,
+        "numSamples": 10,
+        "msgThroughputIn": thr,
+        "msgThroughputOut": 0.0,
+        "msgRateIn": rate,
+        "msgRateOut": rate,
+    }
     return {"shortTermData": avg, "longTermData": {**avg, "maxSamples": 1000}, "topics": 3}
 
 
@@ -67,11 +87,17 @@ def test_output_shape_and_state_round_trip() -> None:
     cycle = out["cycles"][0]
     assert set(cycle) >= {"label", "reason", "detail", "unloads", "splits", "placements", "stats"}
     assert (cycle["label"], cycle["reason"]) == ("Success", "Overloaded")
-    assert cycle["unloads"] == [{
-        "broker": "broker-1", "bundle": f"t/ns/{rng(3)}", "destination": None,
-        "reason": cycle["unloads"][0]["reason"],
-    }]
-    assert cycle["unloads"][0]["reason"].startswith("Overloaded: broker-1 usage 0.4000 >= avg 0.2000 + threshold 0.1000")
+    assert cycle["unloads"] == [
+        {
+            "broker": "broker-1",
+            "bundle": f"t/ns/{rng(3)}",
+            "destination": None,
+            "reason": cycle["unloads"][0]["reason"],
+        }
+    ]
+    assert cycle["unloads"][0]["reason"].startswith(
+        "Overloaded: broker-1 usage 0.4000 >= avg 0.2000 + threshold 0.1000"
+    )
     broker_stats = cycle["stats"]["brokers"]
     assert broker_stats["broker-2"] == {"usage": 0.1, "avgUsage": 0.1, "status": "not overloaded"}
     assert cycle["stats"]["nowMs"] == NOW
@@ -149,9 +175,17 @@ def test_splits_are_reported_with_broker_and_reason_and_respect_namespace_counts
     splits = decide_scenario(doc)["cycles"][0]["splits"]
     lo, hi = rng(4).split("_")
     mid = f"0x{(int(lo, 16) + (int(hi, 16) - int(lo, 16)) // 2):08x}"
-    assert splits == [{"bundle": f"t/ns/{rng(4)}", "broker": "broker-2", "reason": splits[0]["reason"],
-                       "algorithm": "range_equally_divide", "boundaries": [mid],
-                       "children": [f"t/ns/{lo}_{mid}", f"t/ns/{mid}_{hi}"], "unloadChildren": True}]
+    assert splits == [
+        {
+            "bundle": f"t/ns/{rng(4)}",
+            "broker": "broker-2",
+            "reason": splits[0]["reason"],
+            "algorithm": "range_equally_divide",
+            "boundaries": [mid],
+            "children": [f"t/ns/{lo}_{mid}", f"t/ns/{mid}_{hi}"],
+            "unloadChildren": True,
+        }
+    ]
     assert "1500" in splits[0]["reason"]
     doc["cycles"][0]["namespaceBundleCounts"] = {"t/ns": 128}  # already at loadBalancerNamespaceMaximumBundles
     assert decide_scenario(doc)["cycles"][0]["splits"] == []
@@ -168,8 +202,11 @@ def skewed() -> dict[str, Any]:
 
 
 def test_transfer_shedder_derives_extensible_data_and_keeps_its_emas_in_state() -> None:
-    doc = {"shedding": "TransferShedder", "config": {"loadBalancerSheddingConditionHitCountThreshold": 0},
-           "cycles": [skewed()]}
+    doc = {
+        "shedding": "TransferShedder",
+        "config": {"loadBalancerSheddingConditionHitCountThreshold": 0},
+        "cycles": [skewed()],
+    }
     out = decide_scenario(doc)
     assert out["placement"] == "LeastResourceUsageWithWeight"
     cycle = out["cycles"][0]
@@ -206,9 +243,17 @@ def test_avg_shedder_executes_what_it_shed_where_it_planned() -> None:
     c["brokers"]["broker-1"]["cpu"]["usage"] = 90
     cycles = [c, copy.deepcopy(c)]
     cycles[1]["place"] = [f"t/ns/{rng(3)}"]
-    out = decide_scenario({"shedding": "AvgShedder", "config": {"minUnloadMessage": 10, "maxUnloadPercentage": 0.5,
-                                                                 "loadBalancerDistributeBundlesEvenlyEnabled": False},
-                           "cycles": cycles})
+    out = decide_scenario(
+        {
+            "shedding": "AvgShedder",
+            "config": {
+                "minUnloadMessage": 10,
+                "maxUnloadPercentage": 0.5,
+                "loadBalancerDistributeBundlesEvenlyEnabled": False,
+            },
+            "cycles": cycles,
+        }
+    )
     assert out["placement"] == "AvgShedder"
     assert out["cycles"][0]["reason"] == "HitCount"
     shed = {u["bundle"]: u["destination"] for u in out["cycles"][1]["unloads"]}
@@ -251,20 +296,46 @@ def _error(doc: Any) -> ScenarioError:
         (lambda d: d.update(assignDestination=True), "assignDestination"),
         (lambda d: d.update(seed="7"), "seed"),
         (lambda d: d.update(cycles=[]), "cycles"),
-        (lambda d: d.update(config={"loadBalancerBrokerThresholdShedderPercentage": "10"}), "config.loadBalancerBrokerThresholdShedderPercentage"),
-        (lambda d: d.update(config={"loadBalancerLoadSheddingStrategy": "OverloadShedder"}), "config.loadBalancerLoadSheddingStrategy"),
+        (
+            lambda d: d.update(config={"loadBalancerBrokerThresholdShedderPercentage": "10"}),
+            "config.loadBalancerBrokerThresholdShedderPercentage",
+        ),
+        (
+            lambda d: d.update(config={"loadBalancerLoadSheddingStrategy": "OverloadShedder"}),
+            "config.loadBalancerLoadSheddingStrategy",
+        ),
         (lambda d: d["cycles"][0]["brokers"]["broker-1"].pop("cpu"), "cycles[0].brokers.broker-1.cpu"),
-        (lambda d: d["cycles"][0]["brokers"]["broker-1"]["cpu"].update(usage=-1), "cycles[0].brokers.broker-1.cpu.usage"),
-        (lambda d: d["cycles"][0]["brokers"]["broker-1"]["cpu"].update(usage=math.nan), "cycles[0].brokers.broker-1.cpu.usage"),
-        (lambda d: d["cycles"][0]["bundleData"][f"t/ns/{rng(0)}"]["shortTermData"].update(msgRateIn=-5.0),
-         f"cycles[0].bundleData.t/ns/{rng(0)}.shortTermData.msgRateIn"),
-        (lambda d: d["cycles"][0]["bundleData"].update({"t/ns/0x0000_zz": bundle_data(1)}), "cycles[0].bundleData.t/ns/0x0000_zz"),
-        (lambda d: d["cycles"][0]["bundleData"].update({"no-namespace": bundle_data(1)}), "cycles[0].bundleData.no-namespace"),
+        (
+            lambda d: d["cycles"][0]["brokers"]["broker-1"]["cpu"].update(usage=-1),
+            "cycles[0].brokers.broker-1.cpu.usage",
+        ),
+        (
+            lambda d: d["cycles"][0]["brokers"]["broker-1"]["cpu"].update(usage=math.nan),
+            "cycles[0].brokers.broker-1.cpu.usage",
+        ),
+        (
+            lambda d: d["cycles"][0]["bundleData"][f"t/ns/{rng(0)}"]["shortTermData"].update(msgRateIn=-5.0),
+            f"cycles[0].bundleData.t/ns/{rng(0)}.shortTermData.msgRateIn",
+        ),
+        (
+            lambda d: d["cycles"][0]["bundleData"].update({"t/ns/0x0000_zz": bundle_data(1)}),
+            "cycles[0].bundleData.t/ns/0x0000_zz",
+        ),
+        (
+            lambda d: d["cycles"][0]["bundleData"].update({"no-namespace": bundle_data(1)}),
+            "cycles[0].bundleData.no-namespace",
+        ),
         (lambda d: d["cycles"][0].update(place=["t/ns/0x80000000_0x10000000"]), "cycles[0].place[0]"),
-        (lambda d: d["cycles"][0].update(recentlyUnloadedBundles={f"t/ns/{rng(0)}": -3}), f"cycles[0].recentlyUnloadedBundles.t/ns/{rng(0)}"),
+        (
+            lambda d: d["cycles"][0].update(recentlyUnloadedBundles={f"t/ns/{rng(0)}": -3}),
+            f"cycles[0].recentlyUnloadedBundles.t/ns/{rng(0)}",
+        ),
         (lambda d: d["cycles"][0].update(brokerz={}), "cycles[0].brokerz"),
         (lambda d: d["cycles"][0].pop("brokers"), "cycles[0].brokers"),
-        (lambda d: d.update(state={"thresholdShedder": {"brokerAvgResourceUsage": {"b": "x"}}}), "state.thresholdShedder.brokerAvgResourceUsage.b"),
+        (
+            lambda d: d.update(state={"thresholdShedder": {"brokerAvgResourceUsage": {"b": "x"}}}),
+            "state.thresholdShedder.brokerAvgResourceUsage.b",
+        ),
     ],
 )
 def test_invalid_input_names_the_field(mutate, field) -> None:
@@ -284,7 +355,10 @@ def test_transfer_shedder_specific_validation() -> None:
     c = cluster()
     c.pop("nowMs")
     assert _error({"shedding": "TransferShedder", "cycles": [c]}).field == "cycles[0].nowMs"
-    assert _error({"shedding": "TransferShedder", "placement": "LeastLongTermMessageRate", "cycles": [cluster()]}).field == "placement"
+    assert (
+        _error({"shedding": "TransferShedder", "placement": "LeastLongTermMessageRate", "cycles": [cluster()]}).field
+        == "placement"
+    )
 
 
 # ---- the real command ---------------------------------------------------------------------------
@@ -306,10 +380,18 @@ def test_cli_decide_reads_stdin_and_prints_the_decision() -> None:
     ("mutate", "needle"),
     [
         (lambda d: d.update(shedding="NoSuchShedder"), "shedding"),
-        (lambda d: d["cycles"][0]["brokers"]["broker-3"].pop("bandwidthOut"), "cycles[0].brokers.broker-3.bandwidthOut"),
-        (lambda d: d["cycles"][0]["bundleData"].update({"t/ns/garbage": bundle_data(1)}), "cycles[0].bundleData.t/ns/garbage"),
-        (lambda d: d["cycles"][0]["brokers"]["broker-1"]["lastStats"][f"t/ns/{rng(0)}"].update(msgRateIn=-1.0),
-         f"cycles[0].brokers.broker-1.lastStats.t/ns/{rng(0)}.msgRateIn"),
+        (
+            lambda d: d["cycles"][0]["brokers"]["broker-3"].pop("bandwidthOut"),
+            "cycles[0].brokers.broker-3.bandwidthOut",
+        ),
+        (
+            lambda d: d["cycles"][0]["bundleData"].update({"t/ns/garbage": bundle_data(1)}),
+            "cycles[0].bundleData.t/ns/garbage",
+        ),
+        (
+            lambda d: d["cycles"][0]["brokers"]["broker-1"]["lastStats"][f"t/ns/{rng(0)}"].update(msgRateIn=-1.0),
+            f"cycles[0].brokers.broker-1.lastStats.t/ns/{rng(0)}.msgRateIn",
+        ),
     ],
 )
 def test_cli_decide_bad_input_exits_2_names_the_field_and_prints_nothing(mutate, needle) -> None:

@@ -60,9 +60,7 @@ def test_modular_split_bandwidth_limit_wraps_like_java_int() -> None:
 def test_modular_split_bandwidth_limit_2048_mib_is_negative_in_java() -> None:
     cfg = LoadBalancerConfig.from_mapping({"loadBalancerNamespaceBundleMaxBandwidthMbytes": 2048})
     brokers = {"b1": _broker({B1: NamespaceBundleStats(topics=2)})}
-    result = modular_bundles_to_split(
-        brokers=brokers, bundle_data={}, namespace_bundle_counts={"t/ns": 4}, config=cfg
-    )
+    result = modular_bundles_to_split(brokers=brokers, bundle_data={}, namespace_bundle_counts={"t/ns": 4}, config=cfg)
     # Java: 2048 * 1048576 (int) == -2147483648, and a bundle without BundleData has throughput 0 > that.
     assert [(c.bundle, c.metric) for c in result] == [(B1, "bandwidth")]
 

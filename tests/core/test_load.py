@@ -77,7 +77,9 @@ def test_max_resource_usage_is_unweighted_float32_over_five_resources() -> None:
 
 
 def test_weighted_max_five_and_four_arg() -> None:
-    b = _broker(cpu=(30, 100), memory=(90, 100), direct_memory=(80, 100), bandwidth_in=(40, 100), bandwidth_out=(20, 100))
+    b = _broker(
+        cpu=(30, 100), memory=(90, 100), direct_memory=(80, 100), bandwidth_in=(40, 100), bandwidth_out=(20, 100)
+    )
     # 5-arg: memory counts when weighted
     assert b.max_resource_usage_with_weight(1.0, 1.0, 0.0, 1.0, 1.0) == 0.9
     assert b.max_resource_usage_with_weight(1.0, 0.0, 0.0, 1.0, 1.0) == 0.4
@@ -139,7 +141,9 @@ def test_bundle_stats_json() -> None:
     assert (s.consumer_count, s.producer_count, s.cache_size) == (0, 0, 0)
     assert NamespaceBundleStats.from_json(s.to_json(), "s") == s
     with pytest.raises(ScenarioError) as info:
-        NamespaceBundleStats.from_json({"msgRateIn": 1, "msgThroughputIn": 2, "msgRateOut": 3, "msgThroughputOut": 4}, "x.y")
+        NamespaceBundleStats.from_json(
+            {"msgRateIn": 1, "msgThroughputIn": 2, "msgRateOut": 3, "msgThroughputOut": 4}, "x.y"
+        )
     assert info.value.field == "x.y.topics"
 
 
@@ -147,8 +151,24 @@ def test_bundle_stats_json() -> None:
 # LocalBrokerData JSON
 # ---------------------------------------------------------------------------------------------
 
-STATS_A = {"msgRateIn": 10, "msgThroughputIn": 1000, "msgRateOut": 20, "msgThroughputOut": 2000, "topics": 3, "consumerCount": 2, "producerCount": 1}
-STATS_B = {"msgRateIn": 1.5, "msgThroughputIn": 100, "msgRateOut": 2.5, "msgThroughputOut": 200, "topics": 7, "consumerCount": 4, "producerCount": 5}
+STATS_A = {
+    "msgRateIn": 10,
+    "msgThroughputIn": 1000,
+    "msgRateOut": 20,
+    "msgThroughputOut": 2000,
+    "topics": 3,
+    "consumerCount": 2,
+    "producerCount": 1,
+}
+STATS_B = {
+    "msgRateIn": 1.5,
+    "msgThroughputIn": 100,
+    "msgRateOut": 2.5,
+    "msgThroughputOut": 200,
+    "topics": 7,
+    "consumerCount": 4,
+    "producerCount": 5,
+}
 REPORT = {
     "webServiceUrl": "http://b1:8080",
     "pulsarServiceUrl": "pulsar://b1:6650",
@@ -177,7 +197,15 @@ def test_local_broker_data_derives_rates_counts_and_bundles_from_last_stats() ->
 
 
 def test_local_broker_data_keeps_reported_values_and_round_trips() -> None:
-    doc = dict(REPORT, msgRateIn=1.0, msgRateOut=2.0, msgThroughputIn=3.0, msgThroughputOut=4.0, numTopics=99, bundles=["x/y/0x00000000_0xffffffff"])
+    doc = dict(
+        REPORT,
+        msgRateIn=1.0,
+        msgRateOut=2.0,
+        msgThroughputIn=3.0,
+        msgThroughputOut=4.0,
+        numTopics=99,
+        bundles=["x/y/0x00000000_0xffffffff"],
+    )
     b = LocalBrokerData.from_json(doc, "b")
     assert (b.msg_rate_in, b.msg_rate_out, b.msg_throughput_in, b.msg_throughput_out) == (1.0, 2.0, 3.0, 4.0)
     assert b.num_topics == 99
@@ -198,9 +226,18 @@ def test_local_broker_data_accepts_bundle_stats_spelling() -> None:
         (lambda d: d.pop("lastStats"), "brokers.b1.lastStats"),
         (lambda d: d["cpu"].update(usage=float("nan")), "brokers.b1.cpu.usage"),
         (lambda d: d["bandwidthIn"].update(limit=-1), "brokers.b1.bandwidthIn.limit"),
-        (lambda d: d["lastStats"]["t/ns/0x00000000_0x40000000"].update(msgRateIn=-0.5), "brokers.b1.lastStats.t/ns/0x00000000_0x40000000.msgRateIn"),
-        (lambda d: d["lastStats"]["t/ns/0x00000000_0x40000000"].update(topics=True), "brokers.b1.lastStats.t/ns/0x00000000_0x40000000.topics"),
-        (lambda d: d["lastStats"]["t/ns/0x00000000_0x40000000"].update(msgRateOut="7"), "brokers.b1.lastStats.t/ns/0x00000000_0x40000000.msgRateOut"),
+        (
+            lambda d: d["lastStats"]["t/ns/0x00000000_0x40000000"].update(msgRateIn=-0.5),
+            "brokers.b1.lastStats.t/ns/0x00000000_0x40000000.msgRateIn",
+        ),
+        (
+            lambda d: d["lastStats"]["t/ns/0x00000000_0x40000000"].update(topics=True),
+            "brokers.b1.lastStats.t/ns/0x00000000_0x40000000.topics",
+        ),
+        (
+            lambda d: d["lastStats"]["t/ns/0x00000000_0x40000000"].update(msgRateOut="7"),
+            "brokers.b1.lastStats.t/ns/0x00000000_0x40000000.msgRateOut",
+        ),
         (lambda d: d.update(loadReportType="LoadReport"), "brokers.b1.loadReportType"),
         (lambda d: d.update(msgRateIn=5.0), "brokers.b1.msgRateIn"),  # only one of the four rates
         (lambda d: d.update(bundles=["a", 3]), "brokers.b1.bundles[1]"),
@@ -240,10 +277,18 @@ def test_first_sample_overwrites_defaults() -> None:
     assert bd.short_term_data.num_samples == 0
     assert bd.long_term_data.total_msg_rate() == 2 * DEFAULT_MESSAGE_RATE == 100.0
     assert bd.long_term_data.total_msg_throughput() == 2 * DEFAULT_MESSAGE_THROUGHPUT == 100000.0
-    sample = NamespaceBundleStats(msg_rate_in=200, msg_throughput_in=7, msg_rate_out=300, msg_throughput_out=9, topics=4)
+    sample = NamespaceBundleStats(
+        msg_rate_in=200, msg_throughput_in=7, msg_rate_out=300, msg_throughput_out=9, topics=4
+    )
     bd.update(sample)
     for avg in (bd.short_term_data, bd.long_term_data):
-        assert (avg.num_samples, avg.msg_rate_in, avg.msg_rate_out, avg.msg_throughput_in, avg.msg_throughput_out) == (1, 200, 300, 7, 9)
+        assert (avg.num_samples, avg.msg_rate_in, avg.msg_rate_out, avg.msg_throughput_in, avg.msg_throughput_out) == (
+            1,
+            200,
+            300,
+            7,
+            9,
+        )
     assert bd.topics == 4
     bd.update(NamespaceBundleStats(msg_rate_in=100, topics=5))
     assert bd.short_term_data.msg_rate_in == 150.0
@@ -260,8 +305,22 @@ def test_long_term_average_becomes_an_ema_after_1000_samples() -> None:
 
 def test_bundle_data_json_and_errors() -> None:
     raw = {
-        "shortTermData": {"maxSamples": 10, "numSamples": 10, "msgThroughputIn": 1, "msgThroughputOut": 2, "msgRateIn": 3, "msgRateOut": 4},
-        "longTermData": {"maxSamples": 1000, "numSamples": 5, "msgThroughputIn": 5, "msgThroughputOut": 6, "msgRateIn": 7, "msgRateOut": 8},
+        "shortTermData": {
+            "maxSamples": 10,
+            "numSamples": 10,
+            "msgThroughputIn": 1,
+            "msgThroughputOut": 2,
+            "msgRateIn": 3,
+            "msgRateOut": 4,
+        },
+        "longTermData": {
+            "maxSamples": 1000,
+            "numSamples": 5,
+            "msgThroughputIn": 5,
+            "msgThroughputOut": 6,
+            "msgRateIn": 7,
+            "msgRateOut": 8,
+        },
         "topics": 2,
     }
     parsed = parse_bundle_data_map({"t/ns/0x00000000_0xffffffff": raw}, "bundleData")
@@ -287,7 +346,9 @@ def test_bundle_data_json_and_errors() -> None:
 
 
 def test_time_average_broker_data_reset_sums_and_uses_defaults() -> None:
-    a = BundleData(TimeAverageMessageData(10, 10, 1.0, 2.0, 3.0, 4.0), TimeAverageMessageData(1000, 5, 10.0, 20.0, 30.0, 40.0))
+    a = BundleData(
+        TimeAverageMessageData(10, 10, 1.0, 2.0, 3.0, 4.0), TimeAverageMessageData(1000, 5, 10.0, 20.0, 30.0, 40.0)
+    )
     default = NamespaceBundleStats.new_default()
     t = TimeAverageBrokerData.from_bundles(["a", "missing"], {"a": a}, default)
     assert t.short_term_msg_throughput_in == 1.0 + 50000.0
@@ -296,7 +357,12 @@ def test_time_average_broker_data_reset_sums_and_uses_defaults() -> None:
     assert t.long_term_msg_throughput_out == 20.0 + 50000.0
     t.reset([], {}, default)
     assert t.to_json() == {k: 0.0 for k in t.to_json()}
-    assert TimeAverageBrokerData.from_json(TimeAverageBrokerData.from_bundles(["a"], {"a": a}, default).to_json(), "x").long_term_msg_rate_out == 40.0
+    assert (
+        TimeAverageBrokerData.from_json(
+            TimeAverageBrokerData.from_bundles(["a"], {"a": a}, default).to_json(), "x"
+        ).long_term_msg_rate_out
+        == 40.0
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,8 +25,14 @@ def idle_broker(cpu: float = 0.0) -> LocalBrokerData:
 
 def lltmr(candidates, brokers, time_average, config=None, seed=0):
     placement, _ = LLTMR.select_broker(
-        bundle="t/ns/0x00000000_0xffffffff", candidates=candidates, brokers=brokers, time_average=time_average,
-        preallocated={}, config=config or LoadBalancerConfig(), state=StrategyState(), rng=random.Random(seed),
+        bundle="t/ns/0x00000000_0xffffffff",
+        candidates=candidates,
+        brokers=brokers,
+        time_average=time_average,
+        preallocated={},
+        config=config or LoadBalancerConfig(),
+        state=StrategyState(),
+        rng=random.Random(seed),
     )
     return placement
 
@@ -60,21 +66,40 @@ def test_all_overloaded_candidates_tie() -> None:
 
 def _lruww_broker(usage: float, *, bundles: tuple[str, ...] = ("0x00000000_0xffffffff",)) -> LocalBrokerData:
     r = ResourceUsage(usage, 100)
-    return LocalBrokerData(cpu=r, memory=r, direct_memory=r, bandwidth_in=r, bandwidth_out=r,
-                           msg_rate_in=100.0, msg_rate_out=100.0, bundles=bundles)
+    return LocalBrokerData(
+        cpu=r,
+        memory=r,
+        direct_memory=r,
+        bandwidth_in=r,
+        bandwidth_out=r,
+        msg_rate_in=100.0,
+        msg_rate_out=100.0,
+        bundles=bundles,
+    )
 
 
-LRUWW_CONF = LoadBalancerConfig.from_mapping({
-    "loadBalancerCPUResourceWeight": 1.0, "loadBalancerMemoryResourceWeight": 0.1,
-    "loadBalancerDirectMemoryResourceWeight": 0.1, "loadBalancerBandwithInResourceWeight": 1.0,
-    "loadBalancerBandwithOutResourceWeight": 1.0, "loadBalancerHistoryResourcePercentage": 0.5,
-    "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
-})
+LRUWW_CONF = LoadBalancerConfig.from_mapping(
+    {
+        "loadBalancerCPUResourceWeight": 1.0,
+        "loadBalancerMemoryResourceWeight": 0.1,
+        "loadBalancerDirectMemoryResourceWeight": 0.1,
+        "loadBalancerBandwithInResourceWeight": 1.0,
+        "loadBalancerBandwithOutResourceWeight": 1.0,
+        "loadBalancerHistoryResourcePercentage": 0.5,
+        "loadBalancerAverageResourceUsageDifferenceThresholdPercentage": 5,
+    }
+)
 
 
 def lruww(candidates, brokers, state):
-    return LRUWW.select_broker(bundle="t/ns/0x00000000_0xffffffff", candidates=candidates, brokers=brokers,
-                               config=LRUWW_CONF, state=state, rng=random.Random(0))
+    return LRUWW.select_broker(
+        bundle="t/ns/0x00000000_0xffffffff",
+        candidates=candidates,
+        brokers=brokers,
+        config=LRUWW_CONF,
+        state=state,
+        rng=random.Random(0),
+    )
 
 
 def test_least_resource_usage_with_weight() -> None:
@@ -110,18 +135,29 @@ def _bld(ema: float) -> BrokerLoadData:
 def test_extensible_least_resource_usage_with_weight() -> None:
     strategy = EXTENSIBLE_PLACEMENTS["LeastResourceUsageWithWeight"]
     load = {"a": _bld(0.2), "b": _bld(0.5), "c": _bld(0.8)}
-    p = strategy.select_broker(bundle="t/ns/0x00000000_0xffffffff", candidates=["a", "b", "c"], load_data=load,
-                               config=LoadBalancerConfig(), rng=random.Random(0))
+    p = strategy.select_broker(
+        bundle="t/ns/0x00000000_0xffffffff",
+        candidates=["a", "b", "c"],
+        load_data=load,
+        config=LoadBalancerConfig(),
+        rng=random.Random(0),
+    )
     assert p.broker == "a" and p.tied == ("a",)
     # a candidate without load data is not "best" but joins the random fallback
-    p = strategy.select_broker(bundle="t/ns/0x00000000_0xffffffff", candidates=["b", "x"], load_data=load,
-                               config=LoadBalancerConfig(), rng=random.Random(0))
+    p = strategy.select_broker(
+        bundle="t/ns/0x00000000_0xffffffff",
+        candidates=["b", "x"],
+        load_data=load,
+        config=LoadBalancerConfig(),
+        rng=random.Random(0),
+    )
     assert p.tied == ("b", "x")
 
 
 def _ns_broker(bundles: list[str], *, topics: int = 0, cpu: float = 10) -> LocalBrokerData:
-    return LocalBrokerData(cpu=ResourceUsage(cpu, 100), bandwidth_in=ZERO, bandwidth_out=ZERO,
-                           bundles=tuple(bundles), num_topics=topics)
+    return LocalBrokerData(
+        cpu=ResourceUsage(cpu, 100), bandwidth_in=ZERO, bandwidth_out=ZERO, bundles=tuple(bundles), num_topics=topics
+    )
 
 
 def test_assignment_spreads_a_namespace_and_preallocates() -> None:
@@ -132,34 +168,64 @@ def test_assignment_spreads_a_namespace_and_preallocates() -> None:
     }
     ctx = ModularPlacementContext.build(brokers, {}, None)
     state = StrategyState()
-    first, state = select_broker_for_assignment("t/ns/0xc0000000_0xffffffff", strategy="LeastLongTermMessageRate",
-                                                candidates=list(brokers), ctx=ctx, config=LoadBalancerConfig(),
-                                                state=state, rng=random.Random(0))
+    first, state = select_broker_for_assignment(
+        "t/ns/0xc0000000_0xffffffff",
+        strategy="LeastLongTermMessageRate",
+        candidates=list(brokers),
+        ctx=ctx,
+        config=LoadBalancerConfig(),
+        state=state,
+        rng=random.Random(0),
+    )
     assert first.broker == "b3"  # owns the fewest bundles of t/ns
-    again, _ = select_broker_for_assignment("t/ns/0xc0000000_0xffffffff", strategy="LeastLongTermMessageRate",
-                                            candidates=list(brokers), ctx=ctx, config=LoadBalancerConfig(),
-                                            state=state, rng=random.Random(5))
+    again, _ = select_broker_for_assignment(
+        "t/ns/0xc0000000_0xffffffff",
+        strategy="LeastLongTermMessageRate",
+        candidates=list(brokers),
+        ctx=ctx,
+        config=LoadBalancerConfig(),
+        state=state,
+        rng=random.Random(5),
+    )
     assert again.broker == "b3" and again.reason == "already preallocated this cycle"
     # unknown bundles count Pulsar's default 100 msg/s long-term: b1 200, b2 100, b3 0 + the 100 just
     # preallocated -> the next placement (another namespace) ties b2 and b3; without preallocation b3 wins alone
-    nxt, _ = select_broker_for_assignment("t/ns2/0x00000000_0xffffffff", strategy="LeastLongTermMessageRate",
-                                          candidates=list(brokers), ctx=ctx, config=LoadBalancerConfig(),
-                                          state=state, rng=random.Random(0))
+    nxt, _ = select_broker_for_assignment(
+        "t/ns2/0x00000000_0xffffffff",
+        strategy="LeastLongTermMessageRate",
+        candidates=list(brokers),
+        ctx=ctx,
+        config=LoadBalancerConfig(),
+        state=state,
+        rng=random.Random(0),
+    )
     assert nxt.tied == ("b2", "b3")
 
 
 def test_assignment_drops_brokers_with_too_many_topics_unless_all_have() -> None:
     brokers = {"big": _ns_broker([], topics=60000), "small": _ns_broker([], topics=10)}
     ctx = ModularPlacementContext.build(brokers, {}, None)
-    p, _ = select_broker_for_assignment("t/ns/0x00000000_0xffffffff", strategy="LeastLongTermMessageRate",
-                                        candidates=["big", "small"], ctx=ctx, config=LoadBalancerConfig(),
-                                        state=StrategyState(), rng=random.Random(0))
+    p, _ = select_broker_for_assignment(
+        "t/ns/0x00000000_0xffffffff",
+        strategy="LeastLongTermMessageRate",
+        candidates=["big", "small"],
+        ctx=ctx,
+        config=LoadBalancerConfig(),
+        state=StrategyState(),
+        rng=random.Random(0),
+    )
     assert p.broker == "small"
     everyone = {"a": _ns_broker([], topics=60000), "b": _ns_broker([], topics=70000)}
     ctx2 = ModularPlacementContext.build(everyone, {}, None)
-    p2, _ = select_broker_for_assignment("t/ns/0x00000000_0xffffffff", strategy="LeastLongTermMessageRate",
-                                         candidates=["a", "b"], ctx=ctx2, config=LoadBalancerConfig(),
-                                         state=StrategyState(), rng=random.Random(0))
+    p2, _ = select_broker_for_assignment(
+        "t/ns/0x00000000_0xffffffff",
+        strategy="LeastLongTermMessageRate",
+        candidates=["a", "b"],
+        ctx=ctx2,
+        config=LoadBalancerConfig(),
+        state=StrategyState(),
+        rng=random.Random(0),
+    )
     assert p2.tied == ("a", "b")
 
 
@@ -167,7 +233,13 @@ def test_assignment_reruns_on_all_candidates_when_the_pick_is_overloaded() -> No
     # the even-spread filter leaves only an overloaded broker; Pulsar then retries on every broker
     brokers = {"hot": _ns_broker([], cpu=95), "cool": _ns_broker(["t/ns/0x00000000_0x80000000"], cpu=10)}
     ctx = ModularPlacementContext.build(brokers, {}, None)
-    p, _ = select_broker_for_assignment("t/ns/0x80000000_0xffffffff", strategy="LeastLongTermMessageRate",
-                                        candidates=["hot", "cool"], ctx=ctx, config=LoadBalancerConfig(),
-                                        state=StrategyState(), rng=random.Random(0))
+    p, _ = select_broker_for_assignment(
+        "t/ns/0x80000000_0xffffffff",
+        strategy="LeastLongTermMessageRate",
+        candidates=["hot", "cool"],
+        ctx=ctx,
+        config=LoadBalancerConfig(),
+        state=StrategyState(),
+        rng=random.Random(0),
+    )
     assert p.broker == "cool" and "re-run on all candidates" in p.reason

@@ -11,17 +11,24 @@ import pytest
 
 from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
+from pulsar_rebalance.core.planner import split_candidates
 from pulsar_rebalance.core.shedders.base import namespace_of
 from pulsar_rebalance.core.state import StrategyState
 from pulsar_rebalance.errors import ScenarioError
-from pulsar_rebalance.core.planner import split_candidates
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
 from pulsar_rebalance.simulator.dynamics import ClusterModel
 from pulsar_rebalance.simulator.scenarios import build
 
 pytestmark = pytest.mark.timeout(300)
 
-PLANNED = ["one-hot-broker", "scale-up", "heterogeneous", "hot-bundle-needs-split", "hot-single-topic-unsplittable", "large-ish"]
+PLANNED = [
+    "one-hot-broker",
+    "scale-up",
+    "heterogeneous",
+    "hot-bundle-needs-split",
+    "hot-single-topic-unsplittable",
+    "large-ish",
+]
 
 
 def _cycle(model: ClusterModel, *, topics: bool = True) -> dict[str, Any]:
@@ -32,8 +39,12 @@ def _cycle(model: ClusterModel, *, topics: bool = True) -> dict[str, Any]:
         bd = BundleData.new_default()
         bd.update(NamespaceBundleStats.from_json(s, b))
         bundle_data[b] = bd.to_json()
-    cycle: dict[str, Any] = {"brokers": reports, "bundleData": bundle_data, "nowMs": model.now_ms,
-                             "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()}}
+    cycle: dict[str, Any] = {
+        "brokers": reports,
+        "bundleData": bundle_data,
+        "nowMs": model.now_ms,
+        "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()},
+    }
     if topics:
         cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
     return cycle
@@ -50,7 +61,9 @@ def _model(name: str, seed: int = 1) -> ClusterModel:
     return build(name, seed).model
 
 
-def _decide(cycle: dict[str, Any], state: dict[str, Any] | None = None, config: dict[str, Any] | None = None) -> dict[str, Any]:
+def _decide(
+    cycle: dict[str, Any], state: dict[str, Any] | None = None, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
     doc: dict[str, Any] = {"shedding": "GlobalPlanner", "cycles": [copy.deepcopy(cycle)]}
     if state is not None:
         doc["state"] = state
@@ -59,7 +72,9 @@ def _decide(cycle: dict[str, Any], state: dict[str, Any] | None = None, config: 
     return decide_scenario(doc)
 
 
-def _check_invariants(model: ClusterModel, cycle_in: dict[str, Any], out: dict[str, Any], overload: float = 0.85) -> None:
+def _check_invariants(
+    model: ClusterModel, cycle_in: dict[str, Any], out: dict[str, Any], overload: float = 0.85
+) -> None:
     cyc = out["cycles"][0]
     brokers = set(cycle_in["brokers"])
     owners_before = dict(model.owners)
@@ -169,11 +184,17 @@ def _nic_cluster(owned: dict[str, dict[str, float]]) -> dict[str, Any]:
     """Brokers bound by NIC in: ``owned`` = broker -> {bundle: MiB/s in}; 1 Gbit/s NICs, idle CPU."""
     brokers = {}
     for broker, bundles in owned.items():
-        stats = {b: {"msgRateIn": 1.0, "msgRateOut": 0.0, "msgThroughputIn": mib * MIB, "msgThroughputOut": 0.0, "topics": 5}
-                 for b, mib in bundles.items()}
+        stats = {
+            b: {"msgRateIn": 1.0, "msgRateOut": 0.0, "msgThroughputIn": mib * MIB, "msgThroughputOut": 0.0, "topics": 5}
+            for b, mib in bundles.items()
+        }
         thr = sum(mib * MIB for mib in bundles.values())
-        brokers[broker] = {"cpu": {"usage": 1.0, "limit": 800.0}, "bandwidthIn": {"usage": thr * 8 / 1024, "limit": 1024000.0},
-                           "bandwidthOut": {"usage": 0.0, "limit": 1024000.0}, "lastStats": stats}
+        brokers[broker] = {
+            "cpu": {"usage": 1.0, "limit": 800.0},
+            "bandwidthIn": {"usage": thr * 8 / 1024, "limit": 1024000.0},
+            "bandwidthOut": {"usage": 0.0, "limit": 1024000.0},
+            "lastStats": stats,
+        }
     return {"brokers": brokers, "nowMs": NOW}
 
 
@@ -196,7 +217,9 @@ def test_hysteresis_never_undoes_its_own_recent_moves() -> None:
     mem = {"moves": {x: {"from": "D:8080", "to": "B:8080", "atMs": NOW - 40 * 60_000}}}
     later = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
     assert [(u["bundle"], u["destination"]) for u in later["unloads"]] == [(x, "A:8080")]
-    assert StrategyState.from_json(_decide(cycle, {"globalPlanner": mem})["state"]).planner["moves"][x]["from"] == "B:8080"
+    assert (
+        StrategyState.from_json(_decide(cycle, {"globalPlanner": mem})["state"]).planner["moves"][x]["from"] == "B:8080"
+    )
 
 
 def test_state_of_the_planner_is_validated() -> None:
@@ -234,7 +257,9 @@ def test_a_change_of_brokers_is_waited_for_then_planned_once_unless_a_broker_is_
     x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
     cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}})
     # the last cycle, a minute ago, also had D: D has just left (or is restarting)
-    last = {"globalPlanner": {"membership": {"brokers": ["A:8080", "B:8080", "C:8080", "D:8080"], "atMs": NOW - 60_000}}}
+    last = {
+        "globalPlanner": {"membership": {"brokers": ["A:8080", "B:8080", "C:8080", "D:8080"], "atMs": NOW - 60_000}}
+    }
     out = _decide(cycle, last)
     cyc = out["cycles"][0]
     assert (cyc["label"], cyc["reason"]) == ("Skip", "CoolDown") and not cyc["unloads"]
@@ -302,5 +327,8 @@ def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
     model = _model("one-hot-broker")
     state = _decide(_cycle(model))["state"]
     mem = state["globalPlanner"]
-    assert mem["membership"]["brokers"] == sorted(model.live_brokers()) and set(mem["coefficients"]) >= {"cpu", "bandwidthOut"}
+    assert mem["membership"]["brokers"] == sorted(model.live_brokers()) and set(mem["coefficients"]) >= {
+        "cpu",
+        "bandwidthOut",
+    }
     assert StrategyState.from_json(state).to_json() == state  # round trip

@@ -13,10 +13,17 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def test_readme_decide_example_output_matches():
     text = README.read_text()
-    scenario = re.search(r"echo '(\{\"shedding\": \"ThresholdShedder\".*?)' \\\n  \| pulsar-rebalance decide -", text, re.S)
+    scenario = re.search(
+        r"echo '(\{\"shedding\": \"ThresholdShedder\".*?)' \\\n  \| pulsar-rebalance decide -", text, re.S
+    )
     assert scenario, "the README example moved; update this test"
-    out = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "decide", "-"], input=scenario.group(1),
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "decide", "-"],
+        input=scenario.group(1),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     cycle = json.loads(out.stdout)["cycles"][0]
     assert (cycle["label"], cycle["reason"]) == ("Success", "Overloaded")

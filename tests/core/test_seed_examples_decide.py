@@ -24,8 +24,16 @@ def rng(i: int, n: int = 64) -> str:
 def report(cpu: float, bundles: dict[str, tuple[float, float]]) -> dict[str, Any]:
     """LocalBrokerData: cpu%, and per bundle (msg/s in, bytes/s in) in lastStats."""
     last = {
-        b: {"msgRateIn": r, "msgThroughputIn": t, "msgRateOut": 0.0, "msgThroughputOut": 0.0,
-            "consumerCount": 0, "producerCount": 1, "topics": 1, "cacheSize": 0}
+        b: {
+            "msgRateIn": r,
+            "msgThroughputIn": t,
+            "msgRateOut": 0.0,
+            "msgThroughputOut": 0.0,
+            "consumerCount": 0,
+            "producerCount": 1,
+            "topics": 1,
+            "cacheSize": 0,
+        }
         for b, (r, t) in bundles.items()
     }
     zero = {"usage": 0.0, "limit": 100.0}
@@ -33,11 +41,20 @@ def report(cpu: float, bundles: dict[str, tuple[float, float]]) -> dict[str, Any
 
 
 def bundle_data(rate: float, thr: float) -> dict[str, Any]:
-    avg = {"maxSamples": 10, "numSamples": 10, "msgThroughputIn": thr, "msgThroughputOut": 0.0, "msgRateIn": rate, "msgRateOut": 0.0}
+    avg = {
+        "maxSamples": 10,
+        "numSamples": 10,
+        "msgThroughputIn": thr,
+        "msgThroughputOut": 0.0,
+        "msgRateIn": rate,
+        "msgRateOut": 0.0,
+    }
     return {"shortTermData": avg, "longTermData": {**avg, "maxSamples": 1000}, "topics": 1}
 
 
-def cycle_of(usages: dict[str, float], per_broker: int = 4, thr: float = 50 * MB, rate: float = 100.0) -> dict[str, Any]:
+def cycle_of(
+    usages: dict[str, float], per_broker: int = 4, thr: float = 50 * MB, rate: float = 100.0
+) -> dict[str, Any]:
     brokers, data, i = {}, {}, 0
     for broker, cpu in usages.items():
         mine = {}
@@ -52,7 +69,9 @@ def cycle_of(usages: dict[str, float], per_broker: int = 4, thr: float = 50 * MB
 
 def test_threshold_shedder_40_10_10() -> None:
     """001/003 docs: brokers at 40%, 10%, 10% -> average 20%; with a 10% threshold only broker1 (40% > 30%) sheds."""
-    out = decide_scenario({"shedding": "ThresholdShedder", "cycles": [cycle_of({"broker1": 40, "broker2": 10, "broker3": 10})]})
+    out = decide_scenario(
+        {"shedding": "ThresholdShedder", "cycles": [cycle_of({"broker1": 40, "broker2": 10, "broker3": 10})]}
+    )
     cycle = out["cycles"][0]
     assert cycle["stats"]["avgUsage"] == pytest.approx(0.20)
     assert cycle["stats"]["overloadedAbove"] == pytest.approx(0.30)
@@ -73,8 +92,9 @@ def test_threshold_shedder_80_percent_vs_5_percent_lower_boundary() -> None:
     assert cycle["stats"]["overloadedAbove"] == pytest.approx(0.8318, abs=1e-4)
     assert (cycle["label"], cycle["reason"], cycle["unloads"]) == ("Skip", "Balanced", [])
     # the patch (lowerBoundarySheddingEnabled): the busiest broker sheds throughput * 10% * 0.5
-    out = decide_scenario({"shedding": "ThresholdShedder", "config": {"lowerBoundarySheddingEnabled": True},
-                           "cycles": [cycle_of(usages)]})
+    out = decide_scenario(
+        {"shedding": "ThresholdShedder", "config": {"lowerBoundarySheddingEnabled": True}, "cycles": [cycle_of(usages)]}
+    )
     cycle = out["cycles"][0]
     assert (cycle["label"], cycle["reason"]) == ("Success", "Underloaded")
     assert {u["broker"] for u in cycle["unloads"]} == {"broker0"}  # ties: first in input order
@@ -84,8 +104,9 @@ def test_threshold_shedder_80_percent_vs_5_percent_lower_boundary() -> None:
 def test_threshold_shedder_history_80_then_50_gives_77() -> None:
     """002: previous score 80, current usage 50% -> 80 * 0.9 + 50 * 0.1 = 77."""
     state = {"thresholdShedder": {"brokerAvgResourceUsage": {"broker1": 0.80, "broker2": 0.30}}}
-    out = decide_scenario({"shedding": "ThresholdShedder", "state": state,
-                           "cycles": [cycle_of({"broker1": 50, "broker2": 30})]})
+    out = decide_scenario(
+        {"shedding": "ThresholdShedder", "state": state, "cycles": [cycle_of({"broker1": 50, "broker2": 30})]}
+    )
     history = out["state"]["thresholdShedder"]["brokerAvgResourceUsage"]["broker1"]
     # Pulsar's doubles agree with the seed here: 0.8 * 0.9 + (1 - 0.9) * 0.5 == 0.77
     assert history == 0.77

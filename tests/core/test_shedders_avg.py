@@ -16,15 +16,22 @@ ZERO = ResourceUsage(0, 0)
 
 
 def broker(cpu: float, rate: float, bundles=()) -> LocalBrokerData:
-    return LocalBrokerData(cpu=ResourceUsage(cpu, 100), bandwidth_in=ZERO, bandwidth_out=ZERO,
-                           msg_rate_in=rate, msg_rate_out=rate, bundles=tuple(bundles))
+    return LocalBrokerData(
+        cpu=ResourceUsage(cpu, 100),
+        bandwidth_in=ZERO,
+        bandwidth_out=ZERO,
+        msg_rate_in=rate,
+        msg_rate_out=rate,
+        bundles=tuple(bundles),
+    )
 
 
 def bundle(rate_in: float, rate_out: float, num_samples: int = 0) -> BundleData:
     # AvgShedderTest gave every bundle its own numSamples so the BundleData values differed; since
     # PR #26246 (keyed by bundle name) the tests pass with identical data too - see the equal-data test
-    return BundleData(TimeAverageMessageData(10, num_samples, 0, 0, rate_in, rate_out),
-                      TimeAverageMessageData(1000, 0, 0, 0, 0, 0), 0)
+    return BundleData(
+        TimeAverageMessageData(10, num_samples, 0, 0, rate_in, rate_out), TimeAverageMessageData(1000, 0, 0, 0, 0, 0), 0
+    )
 
 
 SHEDDER = SHEDDERS["AvgShedder"]
@@ -42,14 +49,20 @@ def _three_brokers(cpu1: float, cpu2: float) -> ModularInput:
 
 
 def _placed(state: StrategyState, inp: ModularInput, bundle_name: str) -> str | None:
-    placement, _ = avg_shedder.select_broker(bundle=bundle_name, candidates=list(inp.brokers), state=state,
-                                             rng=random.Random(0))
+    placement, _ = avg_shedder.select_broker(
+        bundle=bundle_name, candidates=list(inp.brokers), state=state, rng=random.Random(0)
+    )
     return placement.broker
 
 
 def test_hit_high_threshold() -> None:
-    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHighThreshold": 40,
-                                            "loadBalancerAvgShedderHitCountHighThreshold": 2})
+    conf = LoadBalancerConfig.from_mapping(
+        {
+            "maxUnloadPercentage": 0.5,
+            "loadBalancerAvgShedderHighThreshold": 40,
+            "loadBalancerAvgShedderHitCountHighThreshold": 2,
+        }
+    )
     inp = _three_brokers(80, 30)
     first, state = cycle(inp, conf, StrategyState())
     assert first.unloads == () and first.reason is Reason.HIT_COUNT
@@ -62,8 +75,13 @@ def test_hit_high_threshold() -> None:
 
 
 def test_hit_low_threshold() -> None:
-    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderLowThreshold": 20,
-                                            "loadBalancerAvgShedderHitCountLowThreshold": 6})
+    conf = LoadBalancerConfig.from_mapping(
+        {
+            "maxUnloadPercentage": 0.5,
+            "loadBalancerAvgShedderLowThreshold": 20,
+            "loadBalancerAvgShedderHitCountLowThreshold": 6,
+        }
+    )
     inp = _three_brokers(60, 40)
     state = StrategyState()
     for _ in range(5):
@@ -76,14 +94,23 @@ def test_hit_low_threshold() -> None:
 
 
 def test_shedding_multiple_pairs() -> None:
-    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHighThreshold": 40,
-                                            "loadBalancerAvgShedderHitCountHighThreshold": 2})
+    conf = LoadBalancerConfig.from_mapping(
+        {
+            "maxUnloadPercentage": 0.5,
+            "loadBalancerAvgShedderHighThreshold": 40,
+            "loadBalancerAvgShedderHitCountHighThreshold": 2,
+        }
+    )
     b1 = [f"bundle1-{i}" for i in range(11)]
     b3 = [f"bundle3-{i}" for i in range(11)]
     # PR #26246's version of this test drops the per-bundle numSamples: identical data, distinct names
     bundles = {n: bundle(450, 450) for n in b1} | {n: bundle(450, 450) for n in b3}
-    brokers = {"broker1": broker(80, 10000, b1), "broker2": broker(30, 1000),
-               "broker3": broker(75, 10000, b3), "broker4": broker(35, 1000)}
+    brokers = {
+        "broker1": broker(80, 10000, b1),
+        "broker2": broker(30, 1000),
+        "broker3": broker(75, 10000, b3),
+        "broker4": broker(35, 1000),
+    }
     inp = ModularInput(brokers, bundles)
     first, state = cycle(inp, conf, StrategyState())
     assert first.unloads == ()
@@ -108,11 +135,17 @@ def test_no_pair_clears_hit_counts() -> None:
 def test_equal_bundle_data_keep_their_own_planned_destinations() -> None:
     # Before PR #26246 bundleBrokerMap was keyed by BundleData value: p1 and q1 (equal data) shared one
     # entry and both went to cold2. Keyed by bundle name, each keeps its pair's low broker.
-    conf = LoadBalancerConfig.from_mapping({"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHitCountHighThreshold": 1})
+    conf = LoadBalancerConfig.from_mapping(
+        {"maxUnloadPercentage": 0.5, "loadBalancerAvgShedderHitCountHighThreshold": 1}
+    )
     same = bundle(450, 450, 5)
     bundles = {"p1": same, "p2": bundle(450, 450, 6), "q1": bundle(450, 450, 5), "q2": bundle(450, 450, 7)}
-    brokers = {"hot1": broker(90, 2000, ["p1", "p2"]), "cold1": broker(10, 500),
-               "hot2": broker(85, 2000, ["q1", "q2"]), "cold2": broker(20, 500)}
+    brokers = {
+        "hot1": broker(90, 2000, ["p1", "p2"]),
+        "cold1": broker(10, 500),
+        "hot2": broker(85, 2000, ["q1", "q2"]),
+        "cold2": broker(20, 500),
+    }
     inp = ModularInput(brokers, bundles)
     decision, state = cycle(inp, conf, StrategyState())
     by_bundle = {u.bundle: u.destination for u in decision.unloads}
@@ -132,8 +165,9 @@ def test_planning_starts_from_an_empty_plan() -> None:
 
 def test_unplanned_bundle_gets_a_seeded_random_broker_not_remembered() -> None:
     state = StrategyState()
-    first, state2 = avg_shedder.select_broker(bundle="t/ns/0x00000000_0xffffffff", candidates=["b3", "b1", "b2"],
-                                             state=state, rng=random.Random(7))
+    first, state2 = avg_shedder.select_broker(
+        bundle="t/ns/0x00000000_0xffffffff", candidates=["b3", "b1", "b2"], state=state, rng=random.Random(7)
+    )
     assert first.tied == ("b1", "b2", "b3") and first.broker in first.tied
     assert state2 is state and dict(state2.avg_bundle_broker) == {}
 
@@ -142,6 +176,10 @@ def test_overload_retry_bypasses_the_planned_broker() -> None:
     planned = StrategyState(avg_bundle_broker={"t/ns/a": avg_shedder.AvgShedderBinding("t/ns/a", "b1")})
     hit, _ = avg_shedder.select_broker(bundle="t/ns/a", candidates=["b1", "b2"], state=planned, rng=random.Random(0))
     assert hit.broker == "b1" and hit.tied == ("b1",)
-    picks = {avg_shedder.select_broker(bundle="t/ns/a", candidates=["b1", "b2"], state=planned,
-                                       rng=random.Random(seed), bypass_planned=True)[0].broker for seed in range(20)}
+    picks = {
+        avg_shedder.select_broker(
+            bundle="t/ns/a", candidates=["b1", "b2"], state=planned, rng=random.Random(seed), bypass_planned=True
+        )[0].broker
+        for seed in range(20)
+    }
     assert picks == {"b1", "b2"}  # a draw among all candidates, not the plan

@@ -17,13 +17,22 @@ CONF = LoadBalancerConfig.from_mapping({"loadBalancerBrokerOverloadedThresholdPe
 
 def broker(*, cpu=ZERO, memory=ZERO, bw_in=ZERO, bw_out=ZERO, thr_in=0.0, thr_out=0.0, bundles=()) -> LocalBrokerData:
     return LocalBrokerData(
-        cpu=cpu, memory=memory, bandwidth_in=bw_in, bandwidth_out=bw_out,
-        msg_throughput_in=thr_in, msg_throughput_out=thr_out, bundles=tuple(bundles),
+        cpu=cpu,
+        memory=memory,
+        bandwidth_in=bw_in,
+        bandwidth_out=bw_out,
+        msg_throughput_in=thr_in,
+        msg_throughput_out=thr_out,
+        bundles=tuple(bundles),
     )
 
 
 def bundle(thr_in: float = 0.0, thr_out: float = 0.0) -> BundleData:
-    return BundleData(TimeAverageMessageData(10, 10, thr_in, thr_out, 0, 0), TimeAverageMessageData(1000, 10, thr_in, thr_out, 0, 0), 1)
+    return BundleData(
+        TimeAverageMessageData(10, 10, thr_in, thr_out, 0, 0),
+        TimeAverageMessageData(1000, 10, thr_in, thr_out, 0, 0),
+        1,
+    )
 
 
 def run(inp: ModularInput, config: LoadBalancerConfig = CONF, name: str = "OverloadShedder"):
@@ -66,7 +75,11 @@ def _cluster(with_other: bool = True) -> tuple[dict[str, LocalBrokerData], dict[
             bundles[f"another-broker-bundle-{10 + i}"] = data
             others.append(f"another-broker-bundle-{10 + i}")
         total += i * MB
-    brokers = {"broker-1": broker(bw_in=ResourceUsage(999, 1000), bw_out=ResourceUsage(999, 1000), thr_in=total, thr_out=total, bundles=mine)}
+    brokers = {
+        "broker-1": broker(
+            bw_in=ResourceUsage(999, 1000), bw_out=ResourceUsage(999, 1000), thr_in=total, thr_out=total, bundles=mine
+        )
+    }
     if with_other:
         brokers["another-broker"] = broker(bundles=others)
     return brokers, bundles

@@ -18,8 +18,13 @@ ZERO = ResourceUsage(0, 0)
 
 def broker(*, cpu=ZERO, memory=ZERO, bw_in=ZERO, bw_out=ZERO, thr_in=0.0, thr_out=0.0, bundles=()) -> LocalBrokerData:
     return LocalBrokerData(
-        cpu=cpu, memory=memory, bandwidth_in=bw_in, bandwidth_out=bw_out,
-        msg_throughput_in=thr_in, msg_throughput_out=thr_out, bundles=tuple(bundles),
+        cpu=cpu,
+        memory=memory,
+        bandwidth_in=bw_in,
+        bandwidth_out=bw_out,
+        msg_throughput_in=thr_in,
+        msg_throughput_out=thr_out,
+        bundles=tuple(bundles),
     )
 
 
@@ -28,7 +33,12 @@ def bundle(thr_in: float = 0.0, thr_out: float = 0.0) -> BundleData:
     return BundleData(short, TimeAverageMessageData(1000, 10, thr_in, thr_out, 0.0, 0.0), 1)
 
 
-def run(inp: ModularInput, config: LoadBalancerConfig | None = None, state: StrategyState | None = None, name: str = "ThresholdShedder"):
+def run(
+    inp: ModularInput,
+    config: LoadBalancerConfig | None = None,
+    state: StrategyState | None = None,
+    name: str = "ThresholdShedder",
+):
     return SHEDDERS[name].find_bundles_for_unloading(inp, config or LoadBalancerConfig(), state or StrategyState())
 
 
@@ -57,10 +67,21 @@ def test_broker_not_reaching_threshold_is_not_shed() -> None:
 
 def test_broker_reaching_threshold_with_cpu_above_100_percent_is_shed() -> None:
     # ThresholdShedderTest.testBrokerReachThreshold: cpu 140% -> usage 1.4 (no clamp in the newest code)
-    b1 = broker(cpu=ResourceUsage(140, 100), memory=ResourceUsage(10, 100), bw_in=ResourceUsage(500, 1000),
-                bw_out=ResourceUsage(500, 1000), bundles=["bundle-1", "bundle-2"], thr_in=1.7976931348623157e308)
-    b2 = broker(cpu=ResourceUsage(10, 100), memory=ResourceUsage(10, 100), bw_in=ResourceUsage(500, 1000),
-                bw_out=ResourceUsage(500, 1000), bundles=["bundle-3", "bundle-4"])
+    b1 = broker(
+        cpu=ResourceUsage(140, 100),
+        memory=ResourceUsage(10, 100),
+        bw_in=ResourceUsage(500, 1000),
+        bw_out=ResourceUsage(500, 1000),
+        bundles=["bundle-1", "bundle-2"],
+        thr_in=1.7976931348623157e308,
+    )
+    b2 = broker(
+        cpu=ResourceUsage(10, 100),
+        memory=ResourceUsage(10, 100),
+        bw_in=ResourceUsage(500, 1000),
+        bw_out=ResourceUsage(500, 1000),
+        bundles=["bundle-3", "bundle-4"],
+    )
     decision, _ = run(ModularInput({"broker-2": b1, "broker-3": b2}, {"bundle-2": bundle(1000, 1000)}))
     assert [(u.broker, u.bundle) for u in decision.unloads] == [("broker-2", "bundle-2")]
 
@@ -83,7 +104,9 @@ def _ten_bundle_cluster() -> tuple[dict[str, LocalBrokerData], dict[str, BundleD
         bundles[f"broker2-bundle-{10 + i}"] = data  # belongs to broker2: never selected for broker-1
         b2_bundles.append(f"broker2-bundle-{10 + i}")
         total += i * MB
-    b1 = broker(bw_in=ResourceUsage(999, 1000), bw_out=ResourceUsage(999, 1000), thr_in=total, thr_out=total, bundles=b1_bundles)
+    b1 = broker(
+        bw_in=ResourceUsage(999, 1000), bw_out=ResourceUsage(999, 1000), thr_in=total, thr_out=total, bundles=b1_bundles
+    )
     return {"broker-1": b1, "broker2": broker(bundles=b2_bundles)}, bundles
 
 
@@ -117,8 +140,11 @@ def _eleven_brokers(low_node: int, low_load: int, many_bundles: int | None = Non
             names.append(name)
         load = low_load if i == low_node else high
         brokers[f"broker-{i}"] = broker(
-            bw_in=ResourceUsage(load, 100), bw_out=ResourceUsage(load, 100),
-            thr_in=0 if i == low_node else thr, thr_out=0 if i == low_node else thr, bundles=names,
+            bw_in=ResourceUsage(load, 100),
+            bw_out=ResourceUsage(load, 100),
+            thr_in=0 if i == low_node else thr,
+            thr_out=0 if i == low_node else thr,
+            bundles=names,
         )
     return brokers, bundles
 
@@ -189,5 +215,7 @@ def test_lower_boundary_applies_the_ema_twice_per_cycle_and_the_variant_once() -
     once = 0.5 * 0.9 + (1 - 0.9) * 0.8
     twice = once * 0.9 + (1 - 0.9) * 0.8
     assert after.threshold_avg_usage["broker-0"] == pytest.approx(twice, abs=0, rel=1e-15)
-    _, after1 = run(ModularInput(brokers, bundles), enabled, StrategyState(threshold_avg_usage=history), "ThresholdShedderSingleEma")
+    _, after1 = run(
+        ModularInput(brokers, bundles), enabled, StrategyState(threshold_avg_usage=history), "ThresholdShedderSingleEma"
+    )
     assert after1.threshold_avg_usage["broker-0"] == pytest.approx(once, abs=0, rel=1e-15)

@@ -64,7 +64,13 @@ def top(prefix: str, *loads: int) -> list[tuple[str, NamespaceBundleStats]]:
     ranges = {
         1: ["0x00000000_0x0FFFFFFF"],
         2: ["0x00000000_0x0FFFFFFF", "0x0FFFFFFF_0xFFFFFFFF"],
-        5: ["0x00000000_0x1FFFFFFF", "0x1FFFFFFF_0x2FFFFFFF", "0x2FFFFFFF_0x3FFFFFFF", "0x3FFFFFFF_0x4FFFFFFF", "0x4FFFFFFF_0x5FFFFFFF"],
+        5: [
+            "0x00000000_0x1FFFFFFF",
+            "0x1FFFFFFF_0x2FFFFFFF",
+            "0x2FFFFFFF_0x3FFFFFFF",
+            "0x3FFFFFFF_0x4FFFFFFF",
+            "0x4FFFFFFF_0x5FFFFFFF",
+        ],
     }[len(loads)]
     stats = {f"{prefix}/{r}": NamespaceBundleStats(msg_throughput_out=float(v)) for r, v in zip(ranges, loads)}
     return top_k_bundles(stats, 5 if len(loads) == 5 else 2)
@@ -73,8 +79,11 @@ def top(prefix: str, *loads: int) -> list[tuple[str, NamespaceBundleStats]]:
 def cpu_load(config: LoadBalancerConfig, load: int, top_bundles=None) -> BrokerLoadData:
     """getCpuLoad: cpu load%, other resources 0/100; throughput out = the broker's top bundles' sum."""
     usage = SystemResourceUsage(
-        cpu=ResourceUsage(load, 100.0), memory=ResourceUsage(0.0, 100.0), direct_memory=ResourceUsage(0.0, 100.0),
-        bandwidth_in=ResourceUsage(0.0, 100.0), bandwidth_out=ResourceUsage(0.0, 100.0),
+        cpu=ResourceUsage(load, 100.0),
+        memory=ResourceUsage(0.0, 100.0),
+        direct_memory=ResourceUsage(0.0, 100.0),
+        bandwidth_in=ResourceUsage(0.0, 100.0),
+        bandwidth_out=ResourceUsage(0.0, 100.0),
     )
     data = BrokerLoadData()
     out = sum(s.msg_throughput_out for _, s in top_bundles) if top_bundles is not None else 2
@@ -165,7 +174,9 @@ def test_recently_unloaded_bundles() -> None:
     config = conf()
     store, tops = setup_context(config)
     decision, _ = run(store, tops, config, recent_bundles={E1: NOW, E2: NOW, D1: NOW, D2: NOW})
-    assert decisions(decision) == {("broker3:8080", "my-tenant/my-namespaceC/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")}
+    assert decisions(decision) == {
+        ("broker3:8080", "my-tenant/my-namespaceC/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")
+    }
     assert decision.stats["avg"] == SETUP_AVG and decision.stats["std"] == SETUP_STD
 
 
@@ -203,7 +214,9 @@ def test_bundle_throughput_larger_than_offload_threshold() -> None:
     tops["broker4:8080"] = top("my-tenant/my-namespaceD", 1000000000, 1000000000)
     tops["broker5:8080"] = top("my-tenant/my-namespaceE", 1000000000, 1000000000)
     decision, _ = run(store, tops, config)
-    assert decisions(decision) == {("broker3:8080", "my-tenant/my-namespaceC/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")}
+    assert decisions(decision) == {
+        ("broker3:8080", "my-tenant/my-namespaceC/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")
+    }
 
 
 def test_zero_bundle_throughput() -> None:
@@ -271,7 +284,9 @@ def test_unload_bundles_less_than_target_throughput_after_split() -> None:
     }
     store = _two_brokers(config, tops, (10, 1000))
     decision, _ = run(store, tops, config)
-    assert decisions(decision) == {("broker2:8080", "my-tenant/my-namespaceB/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")}
+    assert decisions(decision) == {
+        ("broker2:8080", "my-tenant/my-namespaceB/0x00000000_0x0FFFFFFF", "broker1:8080", "Overloaded")
+    }
     assert decision.stats["avg"] == 5.05 and decision.stats["std"] == 4.95
     assert decision.stats["stdAfter"] == 0.050000004900021836
 
@@ -286,7 +301,10 @@ def test_unload_bundles_greater_than_target_throughput_after_split_swaps() -> No
     decision, _ = run(store, tops, config)
     sources = sorted(u.broker for u in decision.unloads)
     assert sources == ["broker1:8080", "broker2:8080"]
-    assert {(u.broker, u.destination) for u in decision.unloads} == {("broker1:8080", "broker2:8080"), ("broker2:8080", "broker1:8080")}
+    assert {(u.broker, u.destination) for u in decision.unloads} == {
+        ("broker1:8080", "broker2:8080"),
+        ("broker2:8080", "broker1:8080"),
+    }
     assert decision.stats["avg"] == 0.74 and decision.stats["std"] == 0.26
     assert decision.stats["stdAfter"] == 2.5809568279517847e-8
 
@@ -403,7 +421,9 @@ def test_overload_outlier() -> None:
 def test_underload_outlier() -> None:
     config, store, tops = _skewed(100, overload=False)
     decision, _ = run(store, tops, config)
-    assert decisions(decision) == {("broker98:8080", "my-tenant/my-namespace98/0x00000000_0x0FFFFFFF", "broker99:8080", "Underloaded")}
+    assert decisions(decision) == {
+        ("broker98:8080", "my-tenant/my-namespace98/0x00000000_0x0FFFFFFF", "broker99:8080", "Underloaded")
+    }
     assert decision.stats["avg"] == pytest.approx(0.9704000000000005, abs=1e-5)
     assert decision.stats["std"] == pytest.approx(0.09652895938523735, abs=1e-5)
 
@@ -433,7 +453,9 @@ def test_top_k_bundles_emits_ascending_and_skips_zero_and_system_bundles() -> No
     }
     assert [b for b, _ in top_k_bundles(stats, 2)] == ["t/ns/0xc0000000_0xffffffff", "t/ns/0x00000000_0x40000000"]
     assert [b for b, _ in top_k_bundles(stats, 10)] == [
-        "t/ns/0x40000000_0x80000000", "t/ns/0xc0000000_0xffffffff", "t/ns/0x00000000_0x40000000",
+        "t/ns/0x40000000_0x80000000",
+        "t/ns/0xc0000000_0xffffffff",
+        "t/ns/0x00000000_0x40000000",
     ]
     assert top_k_bundles(stats, 0) == []
 

@@ -14,13 +14,24 @@ ZERO = ResourceUsage(0, 0)
 
 
 def broker(*, rate_in=0.0, rate_out=0.0, thr_in=0.0, thr_out=0.0, bundles=()) -> LocalBrokerData:
-    return LocalBrokerData(cpu=ZERO, bandwidth_in=ZERO, bandwidth_out=ZERO, msg_rate_in=rate_in, msg_rate_out=rate_out,
-                           msg_throughput_in=thr_in, msg_throughput_out=thr_out, bundles=tuple(bundles))
+    return LocalBrokerData(
+        cpu=ZERO,
+        bandwidth_in=ZERO,
+        bandwidth_out=ZERO,
+        msg_rate_in=rate_in,
+        msg_rate_out=rate_out,
+        msg_throughput_in=thr_in,
+        msg_throughput_out=thr_out,
+        bundles=tuple(bundles),
+    )
 
 
 def bundle(*, rate_in=0.0, thr_in=0.0, thr_out=0.0) -> BundleData:
-    return BundleData(TimeAverageMessageData(10, 10, thr_in, thr_out, rate_in, 0.0),
-                      TimeAverageMessageData(1000, 10, thr_in, thr_out, rate_in, 0.0), 1)
+    return BundleData(
+        TimeAverageMessageData(10, 10, thr_in, thr_out, rate_in, 0.0),
+        TimeAverageMessageData(1000, 10, thr_in, thr_out, rate_in, 0.0),
+        1,
+    )
 
 
 def run(inp: ModularInput, config: dict | None = None, name: str = "UniformLoadShedder"):
@@ -60,14 +71,32 @@ def _five_brokers() -> tuple[dict[str, LocalBrokerData], dict[str, BundleData]]:
 def test_overload_broker_select() -> None:
     brokers, bundles = _five_brokers()
     base = {"maxUnloadBundleNumPerShedding": 1, "maxUnloadPercentage": 0.5}
-    rate_only = run(ModularInput(brokers, bundles), {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 50,
-                                                      "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 0})
+    rate_only = run(
+        ModularInput(brokers, bundles),
+        {
+            **base,
+            "loadBalancerMsgRateDifferenceShedderThreshold": 50,
+            "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 0,
+        },
+    )
     assert len(rate_only.unloads) == 1 and rate_only.unloads[0].broker == "broker2"
-    thr_only = run(ModularInput(brokers, bundles), {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 0,
-                                                     "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2})
+    thr_only = run(
+        ModularInput(brokers, bundles),
+        {
+            **base,
+            "loadBalancerMsgRateDifferenceShedderThreshold": 0,
+            "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2,
+        },
+    )
     assert len(thr_only.unloads) == 1 and thr_only.unloads[0].broker == "broker3"
-    both = run(ModularInput(brokers, bundles), {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 50,
-                                                 "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2})
+    both = run(
+        ModularInput(brokers, bundles),
+        {
+            **base,
+            "loadBalancerMsgRateDifferenceShedderThreshold": 50,
+            "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2,
+        },
+    )
     assert len(both.unloads) == 1 and both.unloads[0].broker == "broker2"  # msg rate takes precedence
 
 
@@ -85,10 +114,16 @@ def _non_traffic_case():
         "broker1": broker(rate_in=100_000, thr_in=100 * MB, bundles=names),
     }
     base = {"maxUnloadBundleNumPerShedding": 5, "maxUnloadPercentage": 0.5}
-    by_rate = {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 50,
-               "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 0}
-    by_thr = {**base, "loadBalancerMsgRateDifferenceShedderThreshold": 0,
-              "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2}
+    by_rate = {
+        **base,
+        "loadBalancerMsgRateDifferenceShedderThreshold": 50,
+        "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 0,
+    }
+    by_thr = {
+        **base,
+        "loadBalancerMsgRateDifferenceShedderThreshold": 0,
+        "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": 2,
+    }
     return ModularInput(brokers, bundles), by_rate, by_thr
 
 
@@ -106,11 +141,18 @@ def test_newest_pulsar_selects_zero_traffic_bundles() -> None:
     for conf in (by_rate, by_thr):
         out = run(inp, conf)
         assert sorted(u.bundle for u in out.unloads) == [
-            "broker-1-bundle-1", "broker-1-bundle-2", "broker-1-bundle-3", "broker-1-bundle-4"]
+            "broker-1-bundle-1",
+            "broker-1-bundle-2",
+            "broker-1-bundle-3",
+            "broker-1-bundle-4",
+        ]
 
 
 def test_balanced_cluster_is_skipped_with_the_numbers() -> None:
-    brokers = {"a": broker(rate_in=1000, thr_in=MB, bundles=["x", "y"]), "b": broker(rate_in=1100, thr_in=MB, bundles=["z"])}
+    brokers = {
+        "a": broker(rate_in=1000, thr_in=MB, bundles=["x", "y"]),
+        "b": broker(rate_in=1100, thr_in=MB, bundles=["z"]),
+    }
     decision = run(ModularInput(brokers, {}))
     assert decision.reason is Reason.BALANCED
     assert decision.stats["msgRate"]["differencePercentage"] == 10.0

@@ -29,17 +29,27 @@ def _stats(**kw):
 
 def _report(stats_of=(), **kw):
     usage = {"usage": 10, "limit": 100}
-    doc = {"cpu": usage, "memory": usage, "directMemory": usage, "bandwidthIn": usage, "bandwidthOut": usage,
-           "lastStats": {b: _stats() for b in stats_of}}
+    doc = {
+        "cpu": usage,
+        "memory": usage,
+        "directMemory": usage,
+        "bandwidthIn": usage,
+        "bandwidthOut": usage,
+        "lastStats": {b: _stats() for b in stats_of},
+    }
     doc.update(kw)
     return doc
 
 
 def _validate(reports, claims=None, boundaries=None, brokers=(B1, B2)):
     parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
-    return validate_snapshot(brokers=list(brokers), boundaries=boundaries or {NS: HALF},
-                             claims=claims if claims is not None else {B1: [LOW], B2: [HIGH]},
-                             reports=parsed, raw_reports=reports)
+    return validate_snapshot(
+        brokers=list(brokers),
+        boundaries=boundaries or {NS: HALF},
+        claims=claims if claims is not None else {B1: [LOW], B2: [HIGH]},
+        reports=parsed,
+        raw_reports=reports,
+    )
 
 
 def test_a_consistent_snapshot_passes_without_warnings():
@@ -47,13 +57,16 @@ def test_a_consistent_snapshot_passes_without_warnings():
     assert check.ownership == {LOW: B1, HIGH: B2} and check.warnings == []
 
 
-@pytest.mark.parametrize("bounds, field, words", [
-    ([0x10, 0x80000000, 0xFFFFFFFF], "[0]", "not 0x00000000"),
-    ([0, 0x80000000, 0xFFFFFFF0], "[2]", "not 0xffffffff"),
-    ([0, 0x80000000, 0x40000000, 0xFFFFFFFF], "[2]", "overlap"),
-    ([0, 0x80000000, 0x80000000, 0xFFFFFFFF], "[2]", "overlap"),
-    ([0], "", "at least 2"),
-])
+@pytest.mark.parametrize(
+    "bounds, field, words",
+    [
+        ([0x10, 0x80000000, 0xFFFFFFFF], "[0]", "not 0x00000000"),
+        ([0, 0x80000000, 0xFFFFFFF0], "[2]", "not 0xffffffff"),
+        ([0, 0x80000000, 0x40000000, 0xFFFFFFFF], "[2]", "overlap"),
+        ([0, 0x80000000, 0x80000000, 0xFFFFFFFF], "[2]", "overlap"),
+        ([0], "", "at least 2"),
+    ],
+)
 def test_boundaries_must_cover_the_hash_range_without_gap_or_overlap(bounds, field, words):
     with pytest.raises(SnapshotError) as exc:
         check_namespace_boundaries(NS, bounds, "bundles[t/ns].boundaries")
@@ -94,16 +107,23 @@ def test_an_owned_bundle_unknown_to_the_boundaries_is_left_out_with_a_warning():
     assert check.ownership == {HIGH: B1} and check.excluded_bundles == [child]
 
 
-@pytest.mark.parametrize("mutate, field, words", [
-    (lambda r: r["lastStats"][LOW].update(producerCount=2**63), f"lastStats.{LOW}.producerCount", "Java int"),
-    (lambda r: r["lastStats"][LOW].update(consumerCount=2**31), f"lastStats.{LOW}.consumerCount", "Java int"),
-    (lambda r: r["lastStats"][LOW].update(topics=2**63), f"lastStats.{LOW}.topics", "Java long"),
-    (lambda r: r.update(numTopics=1e30), "numTopics", "Java int"),
-    (lambda r: r.update(lastUpdate=2**64), "lastUpdate", "Java long"),
-    (lambda r: r["cpu"].update(usage=1e39, limit=1), "cpu", "finite float"),
-    (lambda r: r["cpu"].update(usage=1, limit=5e-324), "cpu", "finite float"),
-    (lambda r: r["lastStats"][LOW].update(msgThroughputIn=1e308, msgThroughputOut=1e308), f"lastStats.{LOW}", "overflow"),
-])
+@pytest.mark.parametrize(
+    "mutate, field, words",
+    [
+        (lambda r: r["lastStats"][LOW].update(producerCount=2**63), f"lastStats.{LOW}.producerCount", "Java int"),
+        (lambda r: r["lastStats"][LOW].update(consumerCount=2**31), f"lastStats.{LOW}.consumerCount", "Java int"),
+        (lambda r: r["lastStats"][LOW].update(topics=2**63), f"lastStats.{LOW}.topics", "Java long"),
+        (lambda r: r.update(numTopics=1e30), "numTopics", "Java int"),
+        (lambda r: r.update(lastUpdate=2**64), "lastUpdate", "Java long"),
+        (lambda r: r["cpu"].update(usage=1e39, limit=1), "cpu", "finite float"),
+        (lambda r: r["cpu"].update(usage=1, limit=5e-324), "cpu", "finite float"),
+        (
+            lambda r: r["lastStats"][LOW].update(msgThroughputIn=1e308, msgThroughputOut=1e308),
+            f"lastStats.{LOW}",
+            "overflow",
+        ),
+    ],
+)
 def test_load_report_numbers_must_fit_pulsars_java_types(mutate, field, words):
     report = _report([LOW])
     mutate(report)
@@ -146,18 +166,21 @@ def test_a_broker_listed_twice_is_rejected():
         _validate({B1: _report([LOW])}, brokers=[B1, B1])
 
 
-@pytest.mark.parametrize("raw, field", [
-    ({"producerCount": 2**63}, "producerCount"),
-    ({"producerCount": 1e30}, "producerCount"),
-    ({"producerCount": True}, "producerCount"),
-    ({"msgRateIn": float("inf")}, "msgRateIn"),
-    ({"msgRateIn": float("nan")}, "msgRateIn"),
-    ({"msgThroughputIn": -1}, "msgThroughputIn"),
-    ({"msgRateOut": "12"}, "msgRateOut"),
-    ({"msgRateOut": None}, "msgRateOut"),
-    ({"subscriptions": {"s": {"consumerCount": 2**31}}}, "subscriptions.s.consumerCount"),
-    ({"subscriptions": []}, "subscriptions"),
-])
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        ({"producerCount": 2**63}, "producerCount"),
+        ({"producerCount": 1e30}, "producerCount"),
+        ({"producerCount": True}, "producerCount"),
+        ({"msgRateIn": float("inf")}, "msgRateIn"),
+        ({"msgRateIn": float("nan")}, "msgRateIn"),
+        ({"msgThroughputIn": -1}, "msgThroughputIn"),
+        ({"msgRateOut": "12"}, "msgRateOut"),
+        ({"msgRateOut": None}, "msgRateOut"),
+        ({"subscriptions": {"s": {"consumerCount": 2**31}}}, "subscriptions.s.consumerCount"),
+        ({"subscriptions": []}, "subscriptions"),
+    ],
+)
 def test_topic_stats_are_validated_naming_broker_bundle_topic_and_field(raw, field):
     with pytest.raises(SnapshotError) as exc:
         validate_topic_stats(raw, broker=B1, bundle=LOW, topic="persistent://t/ns/x")
@@ -167,9 +190,18 @@ def test_topic_stats_are_validated_naming_broker_bundle_topic_and_field(raw, fie
 
 
 def test_topic_stats_accept_what_pulsar_sends():
-    st = validate_topic_stats({"msgRateIn": 1, "msgThroughputIn": 2.5, "producerCount": 3.0, "unknown": [1],
-                               "subscriptions": {"s": {"consumers": [{}, {}]}, "t": {"consumerCount": 1}}},
-                              broker=B1, bundle=LOW, topic="x")
+    st = validate_topic_stats(
+        {
+            "msgRateIn": 1,
+            "msgThroughputIn": 2.5,
+            "producerCount": 3.0,
+            "unknown": [1],
+            "subscriptions": {"s": {"consumers": [{}, {}]}, "t": {"consumerCount": 1}},
+        },
+        broker=B1,
+        bundle=LOW,
+        topic="x",
+    )
     assert st.producers() == 3 and sum(s.consumer_total() for s in st.subscriptions.values()) == 3
     assert validate_topic_stats({"publishers": [{}, {}]}, broker=B1, bundle=LOW, topic="x").producers() == 2
 
@@ -193,11 +225,14 @@ def test_decide_rejects_overlapping_bundle_ranges():
         decide_scenario(_scenario({B1: _report([LOW]), B2: _report([quarter])}))
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda r: r["cpu"].update(usage=1e308),
-    lambda r: r["cpu"].update(limit=5e-324),
-    lambda r: r["lastStats"][LOW].update(producerCount=2**63),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda r: r["cpu"].update(usage=1e308),
+        lambda r: r["cpu"].update(limit=5e-324),
+        lambda r: r["lastStats"][LOW].update(producerCount=2**63),
+    ],
+)
 def test_decide_rejects_numbers_outside_pulsars_types_instead_of_crashing(mutate):
     r1 = _report([LOW])
     mutate(r1)

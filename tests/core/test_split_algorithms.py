@@ -86,7 +86,9 @@ def test_topic_count_pulsar_test_values() -> None:
     # TopicCountEquallyDivideBundleSplitAlgorithmTest: topics a, b, c
     hashes = sorted(topic_hash(t) for t in "abc")  # [112844655, 1908338681, 3904355907]
     start, end = hashes[0], hashes[1]  # n=3: h[max(3/2-1, 0)] = h[0], h[3/2] = h[1]
-    assert topic_count_equally_divide(BundleRange.full(), topics=["a", "b", "c"], config=CFG) == [start + (end - start) // 2]
+    assert topic_count_equally_divide(BundleRange.full(), topics=["a", "b", "c"], config=CFG) == [
+        start + (end - start) // 2
+    ]
     assert topic_count_equally_divide(BundleRange.full(), topics=["a", "b", "c"], config=CFG) == [1010591668]
     # testTopicsSizeLessThan1
     assert topic_count_equally_divide(BundleRange.full(), topics=["a"], config=CFG) is None
@@ -105,7 +107,12 @@ def test_specified_positions_pulsar_test_values() -> None:
     # SpecifiedPositionsBundleSplitAlgorithmTest.testAlgorithmReturnCorrectResult: bundle [1, 1000)
     bundle = BundleRange.of(1, 1000)
     positions = [-1, 0, 1, 100, 200, 500, 800, 1000, 1100]
-    assert specified_positions_divide(bundle, topics=["topic", "topic2"], positions=positions, config=CFG) == [100, 200, 500, 800]
+    assert specified_positions_divide(bundle, topics=["topic", "topic2"], positions=positions, config=CFG) == [
+        100,
+        200,
+        500,
+        800,
+    ]
     # unsorted input is sorted first
     assert specified_positions_divide(bundle, topics=["t1", "t2"], positions=[800, 100], config=CFG) == [100, 800]
     # testTotalTopicsSizeLessThan1
@@ -290,7 +297,9 @@ def test_seed_flow_or_qps_case3_both_limits() -> None:
 def test_seed_topic_count_streamnative_docs_example() -> None:
     hashes = [0x10000000, 0x20000000, 0x35000000, 0x65000000, 0x70000000, 0x75000000]
     topics = [forge_topic(f"persistent://public/default/t{i}-", h) for i, h in enumerate(hashes)]
-    result = split_scenario({"algorithm": "topic_count_equally_divide", "bundle": "0x00000000_0x80000000", "topics": topics})
+    result = split_scenario(
+        {"algorithm": "topic_count_equally_divide", "bundle": "0x00000000_0x80000000", "topics": topics}
+    )
     # The docs say "you can set" 0x50000000 (any point between 0x35000000 and 0x65000000 works);
     # Pulsar computes the midpoint 0x35000000 + 0x30000000 / 2.
     assert result["boundaries"] == ["0x4d000000"]
@@ -300,7 +309,9 @@ def test_seed_topic_count_streamnative_docs_example() -> None:
 def test_seed_topic_count_blog_example() -> None:
     hashes = [0x0000, 0x0005, 0x0010, 0x0015, 0x0020, 0x0025]
     topics = [forge_topic(f"persistent://public/default/t{i}-", h) for i, h in enumerate(hashes)]
-    result = split_scenario({"algorithm": "topic_count_equally_divide", "bundle": "0x00000000_0x00008000", "topics": topics})
+    result = split_scenario(
+        {"algorithm": "topic_count_equally_divide", "bundle": "0x00000000_0x00008000", "topics": topics}
+    )
     assert result["boundaries"] == ["0x00000012"]  # the blog's 0x0012: 0x10 + 5 / 2
 
 
@@ -316,8 +327,16 @@ def test_seed_range_examples() -> None:
 
 
 def test_seed_specified_positions_example() -> None:
-    topics = [forge_topic("persistent://public/default/big1-", 0x30000000), forge_topic("persistent://public/default/big2-", 0x35000000)]
+    topics = [
+        forge_topic("persistent://public/default/big1-", 0x30000000),
+        forge_topic("persistent://public/default/big2-", 0x35000000),
+    ]
     result = split_scenario(
-        {"algorithm": "specified_positions_divide", "bundle": "0x00000000_0x40000000", "topics": topics, "positions": ["0x33000000"]}
+        {
+            "algorithm": "specified_positions_divide",
+            "bundle": "0x00000000_0x40000000",
+            "topics": topics,
+            "positions": ["0x33000000"],
+        }
     )
     assert result["children"] == ["0x00000000_0x33000000", "0x33000000_0x40000000"]

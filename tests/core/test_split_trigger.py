@@ -81,17 +81,23 @@ def test_modular_thresholds_are_strict_and_topics_lt_2_is_skipped() -> None:
 def test_modular_sessions_and_bandwidth() -> None:
     brokers = {"b1": _broker({B1: _stats(consumer_count=600, producer_count=401), B2: _stats()})}
     bundle_data = {B2: _long_term(throughput=100 * MB + 1)}
-    result = modular_bundles_to_split(brokers=brokers, bundle_data=bundle_data, namespace_bundle_counts={"t/ns": 4}, config=CFG)
+    result = modular_bundles_to_split(
+        brokers=brokers, bundle_data=bundle_data, namespace_bundle_counts={"t/ns": 4}, config=CFG
+    )
     assert [(c.bundle, c.metric) for c in result] == [(B1, "sessions"), (B2, "bandwidth")]
     # maxSessions <= 0 disables the sessions check
     no_sessions = CFG.with_overrides({"loadBalancerNamespaceBundleMaxSessions": -1})
-    result = modular_bundles_to_split(brokers=brokers, bundle_data=bundle_data, namespace_bundle_counts={"t/ns": 4}, config=no_sessions)
+    result = modular_bundles_to_split(
+        brokers=brokers, bundle_data=bundle_data, namespace_bundle_counts={"t/ns": 4}, config=no_sessions
+    )
     assert [c.bundle for c in result] == [B2]
 
 
 def test_modular_namespace_cap_counts_this_cycle() -> None:
     brokers = {"b1": _broker({B1: _stats(topics=2000), B2: _stats(topics=2000), B3: _stats(topics=2000)})}
-    result = modular_bundles_to_split(brokers=brokers, bundle_data={}, namespace_bundle_counts={"t/ns": 126}, config=CFG)
+    result = modular_bundles_to_split(
+        brokers=brokers, bundle_data={}, namespace_bundle_counts={"t/ns": 126}, config=CFG
+    )
     assert [c.bundle for c in result] == [B1, B2]  # 126 + 0 < 128, 126 + 1 < 128, 126 + 2 = 128 stops
 
 
@@ -102,7 +108,9 @@ def test_modular_same_bundle_on_two_brokers_counts_twice() -> None:
         "b1": _broker({B1: _stats(topics=2000)}),
         "b2": _broker({B1: _stats(topics=2000), B2: _stats(topics=2000)}),
     }
-    result = modular_bundles_to_split(brokers=brokers, bundle_data={}, namespace_bundle_counts={"t/ns": 126}, config=CFG)
+    result = modular_bundles_to_split(
+        brokers=brokers, bundle_data={}, namespace_bundle_counts={"t/ns": 126}, config=CFG
+    )
     assert [(c.bundle, c.broker) for c in result] == [(B1, "b2")]
 
 
@@ -110,7 +118,10 @@ def test_modular_drops_bundles_that_cannot_split_and_respects_the_switch() -> No
     tiny = "t/ns/0x00000005_0x00000006"
     brokers = {"b1": _broker({tiny: _stats(topics=2000), B1: _stats(topics=2000)})}
     counts = {"t/ns": 4}
-    assert [c.bundle for c in modular_bundles_to_split(brokers=brokers, bundle_data={}, namespace_bundle_counts=counts, config=CFG)] == [B1]
+    assert [
+        c.bundle
+        for c in modular_bundles_to_split(brokers=brokers, bundle_data={}, namespace_bundle_counts=counts, config=CFG)
+    ] == [B1]
     off = CFG.with_overrides({"loadBalancerAutoBundleSplitEnabled": False})
     assert modular_bundles_to_split(brokers=brokers, bundle_data={}, namespace_bundle_counts=counts, config=off) == []
 
@@ -134,7 +145,9 @@ def test_modular_bad_bundle_name_names_the_field() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run(stats: dict[str, NamespaceBundleStats], counts: dict[str, int], config: LoadBalancerConfig = CFG, ns_count: int = 4):
+def _run(
+    stats: dict[str, NamespaceBundleStats], counts: dict[str, int], config: LoadBalancerConfig = CFG, ns_count: int = 4
+):
     return extensible_bundles_to_split(
         broker="b1",
         bundle_stats=stats,
@@ -188,7 +201,12 @@ def test_extensible_per_cycle_cap_stops_the_scan() -> None:
 
 def test_extensible_namespace_cap_and_unsplittable_and_few_topics() -> None:
     tiny = "t/ns/0x00000005_0x00000006"
-    stats = {B1: _stats(topics=2000), B2: _stats(topics=2000), tiny: _stats(topics=2000), B3: _stats(topics=1, consumer_count=9999)}
+    stats = {
+        B1: _stats(topics=2000),
+        B2: _stats(topics=2000),
+        tiny: _stats(topics=2000),
+        B3: _stats(topics=1, consumer_count=9999),
+    }
     decisions, counts = _run(stats, {B1: 3, B2: 3, tiny: 3, B3: 3}, ns_count=127)
     assert [d.bundle for d in decisions] == [B1]  # 127 + 1 reaches 128
     assert counts == {B2: 4, tiny: 3, B3: 3}  # B2 over the cap keeps counting; skipped ones untouched

@@ -40,7 +40,13 @@ SELECTABLE_PLACEMENT = list(dict.fromkeys(s.name for s in STRATEGIES if s.kind =
 
 def _cycle() -> dict[str, Any]:
     usage = {"usage": 10.0, "limit": 100.0}
-    report = {"cpu": usage, "bandwidthIn": usage, "bandwidthOut": usage, "lastUpdate": 1_700_000_000_000, "lastStats": {}}
+    report = {
+        "cpu": usage,
+        "bandwidthIn": usage,
+        "bandwidthOut": usage,
+        "lastUpdate": 1_700_000_000_000,
+        "lastStats": {},
+    }
     return {"brokers": {"b1:8080": report, "b2:8080": dict(report)}, "nowMs": 1_700_000_000_000}
 
 
@@ -63,7 +69,9 @@ def test_the_core_maps_are_the_registry():
     assert list(SHEDDERS) == ALL_SHEDDING
     assert list(PLACEMENTS) == MODULAR_PLACEMENT
     assert list(EXTENSIBLE_PLACEMENTS) == EXTENSIBLE_PLACEMENT == ["LeastResourceUsageWithWeight"]
-    assert EXTENSIBLE_SHEDDERS == {s.name for s in STRATEGIES if s.kind == "shedding" and s.load_manager == "extensible"}
+    assert EXTENSIBLE_SHEDDERS == {
+        s.name for s in STRATEGIES if s.kind == "shedding" and s.load_manager == "extensible"
+    }
     assert dict(BASE_NAME) == {s.name: s.variant_of for s in STRATEGIES if s.kind == "shedding" and s.variant_of}
     assert set(SELECTABLE_SHEDDERS) == SELECTABLE_SHEDDING and SELECTABLE_SHEDDERS[0] == strategies.DEFAULT_SHEDDER
     # an implementation is built once and carries its registered name
@@ -94,7 +102,9 @@ def test_config_accepts_exactly_the_selectable_names_and_their_pulsar_classes():
     assert list(typing.get_args(PlacementStrategyName)) == SELECTABLE_PLACEMENT
     for s in STRATEGIES:
         key = "loadBalancerLoadSheddingStrategy" if s.kind == "shedding" else "loadBalancerLoadPlacementStrategy"
-        attr = "load_balancer_load_shedding_strategy" if s.kind == "shedding" else "load_balancer_load_placement_strategy"
+        attr = (
+            "load_balancer_load_shedding_strategy" if s.kind == "shedding" else "load_balancer_load_placement_strategy"
+        )
         if s.variant_of is not None:
             with pytest.raises(ConfigError):
                 LoadBalancerConfig.from_mapping({key: s.name})

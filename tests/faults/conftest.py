@@ -78,8 +78,10 @@ def figures(request) -> Figures:
 def _table() -> list[str]:
     rows = sorted(_LEDGER.values(), key=lambda r: r.case)
     total = Figures("total", *(sum(getattr(r, k) for r in rows) for k in ("faults", "survived", "duplicates", "lost")))
-    lines = ["| case | faults injected | survived | duplicate actions | lost records | what happened |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| case | faults injected | survived | duplicate actions | lost records | what happened |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for r in [*rows, total]:
         name = f"**{r.case}**" if r is total else f"`{r.case}`"
         lines.append(f"| {name} | {r.faults} | {r.survived} | {r.duplicates} | {r.lost} | {r.note} |")
@@ -95,12 +97,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     target = os.environ.get(REPORT_ENV)
     if target:
         path = Path(target)
-        header = path.read_text(encoding="utf-8").split("<!-- table -->")[0] if path.exists() else "# Fault injection\n\n"
+        header = (
+            path.read_text(encoding="utf-8").split("<!-- table -->")[0] if path.exists() else "# Fault injection\n\n"
+        )
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         took = time.monotonic() - _STARTED
         load = os.getloadavg()[0]
         path.write_text(
-            header + "<!-- table -->\n" + "\n".join(_table())
+            header
+            + "<!-- table -->\n"
+            + "\n".join(_table())
             + f"\n\nGenerated {stamp} by `bash scripts/fault-report.sh` (pytest exit status {int(exitstatus)}; "
             f"{took:.0f} s wall time on {os.cpu_count()} cores at load average {load:.1f}).\n",
             encoding="utf-8",
@@ -135,8 +141,16 @@ class World:
 
     # -- building
 
-    def make_plan(self, *, splits: int = 1, unloads: int = 6, expires_in: dt.timedelta | None = None,
-                  max_parallel: int = 3, approve: bool = True, run_id: str | None = None) -> str:
+    def make_plan(
+        self,
+        *,
+        splits: int = 1,
+        unloads: int = 6,
+        expires_in: dt.timedelta | None = None,
+        max_parallel: int = 3,
+        approve: bool = True,
+        run_id: str | None = None,
+    ) -> str:
         """Record a snapshot and store a plan: ``splits`` hot bundles split in two (unload=false), then
         ``unloads`` other bundles moved round-robin to other brokers; approved by ``carol``."""
         run_id = run_id or self.run_id
@@ -151,24 +165,51 @@ class World:
         for bundle in bundles[:splits]:
             ns, rng = bundle.rsplit("/", 1)
             lo, hi = (int(x, 16) for x in rng.split("_"))
-            actions.append({"kind": "split", "bundle": bundle, "source_broker": snap.ownership[bundle],
-                            "boundaries": [lo + (hi - lo) // 2], "split_algorithm": "range_equally_divide",
-                            "reason": f"fault suite: split hot bundle {bundle}"})
-        for i, bundle in enumerate(bundles[splits:splits + unloads]):
+            actions.append(
+                {
+                    "kind": "split",
+                    "bundle": bundle,
+                    "source_broker": snap.ownership[bundle],
+                    "boundaries": [lo + (hi - lo) // 2],
+                    "split_algorithm": "range_equally_divide",
+                    "reason": f"fault suite: split hot bundle {bundle}",
+                }
+            )
+        for i, bundle in enumerate(bundles[splits : splits + unloads]):
             src = snap.ownership[bundle]
             others = [b for b in brokers if b != src]
             dest = others[i % len(others)]
-            actions.append({"kind": "unload", "bundle": bundle, "source_broker": src, "destination_broker": dest,
-                            "reason": f"fault suite: move {bundle} {src} -> {dest}"})
+            actions.append(
+                {
+                    "kind": "unload",
+                    "bundle": bundle,
+                    "source_broker": src,
+                    "destination_broker": dest,
+                    "reason": f"fault suite: move {bundle} {src} -> {dest}",
+                }
+            )
         now = dt.datetime.now(dt.UTC)
         with session_scope(self.engine) as s:
-            cluster_id = record_snapshot(s, snap, run_id=run_id, params=params.to_json(), work_dir=str(self.work),
-                                         weights=resource_weights(params.lb_config()))
+            cluster_id = record_snapshot(
+                s,
+                snap,
+                run_id=run_id,
+                params=params.to_json(),
+                work_dir=str(self.work),
+                weights=resource_weights(params.lb_config()),
+            )
             plan_id = repo.create_plan(
-                s, run_id=run_id, cluster_id=cluster_id, status="pending",
-                expires_at=now + (expires_in or dt.timedelta(hours=1)), dry_run=False,
-                strategies={"shedder": "fault-suite"}, config={}, summary={"numBundleUnloads": unloads},
-                decision={}, actions=actions,
+                s,
+                run_id=run_id,
+                cluster_id=cluster_id,
+                status="pending",
+                expires_at=now + (expires_in or dt.timedelta(hours=1)),
+                dry_run=False,
+                strategies={"shedder": "fault-suite"},
+                config={},
+                summary={"numBundleUnloads": unloads},
+                decision={},
+                actions=actions,
             )
             if approve:
                 repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="carol", comment="fault suite")
@@ -185,16 +226,32 @@ class World:
 
     def job_env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({"PULSAR_REBALANCE_DATABASE_URL": self.db_url, "PULSAR_ADMIN_URL": self.sim.admin_url,
-                    "PULSAR_ADMIN_TIMEOUT": "5", **extra})
+        env.update(
+            {
+                "PULSAR_REBALANCE_DATABASE_URL": self.db_url,
+                "PULSAR_ADMIN_URL": self.sim.admin_url,
+                "PULSAR_ADMIN_TIMEOUT": "5",
+                **extra,
+            }
+        )
         return env
 
     def start_job(self, *, run_id: str | None = None, **env: str) -> subprocess.Popen:
         """The execute stage in its own process (``spark_jobs/execute_unload.py --without-spark``)."""
         return subprocess.Popen(
-            [sys.executable, str(EXECUTE_JOB), "--run-id", run_id or self.run_id, "--work-dir", str(self.work),
-             "--without-spark"],
-            env=self.job_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                str(EXECUTE_JOB),
+                "--run-id",
+                run_id or self.run_id,
+                "--work-dir",
+                str(self.work),
+                "--without-spark",
+            ],
+            env=self.job_env(**env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def run_job(self, *, timeout: float = 90, **env: str) -> subprocess.CompletedProcess:
@@ -243,7 +300,9 @@ class World:
             applied = self._applied(a)
             if a.state == "completed" and not applied:
                 lost += 1
-                problems.append(f"action {a.seq} ({a.kind} {a.bundle}) is completed but its effect is not on the cluster")
+                problems.append(
+                    f"action {a.seq} ({a.kind} {a.bundle}) is completed but its effect is not on the cluster"
+                )
             if ran and a.state != "completed" and (final or a.state not in ("in_progress", "failed")):
                 lost += 1
                 problems.append(f"action {a.seq} ({a.kind} {a.bundle}) ran on the cluster but is recorded {a.state}")

@@ -35,11 +35,16 @@ def test_admin_500_before_and_after_the_effect(world_factory, figures):
     # the split and one unload are refused (nothing happens), another unload happens but answers 500
     w.sim.inject_request_error(500, method="PUT", path_contains=f"/{split.bundle_range}/split", times=1)
     w.sim.inject_request_error(500, method="PUT", path_contains=f"{unloads[0].bundle}/unload", times=1)
-    w.sim.inject_request_error(500, method="PUT", path_contains=f"{unloads[1].bundle}/unload", times=1,
-                               after_effect=True)
+    w.sim.inject_request_error(
+        500, method="PUT", path_contains=f"{unloads[1].bundle}/unload", times=1, after_effect=True
+    )
     first, failed = _fail_then_retry(
-        w, figures, 3, "500 on a split and an unload before they took effect, and on one unload after; "
-                       "retry re-sent the first two and reconciled the third")
+        w,
+        figures,
+        3,
+        "500 on a split and an unload before they took effect, and on one unload after; "
+        "retry re-sent the first two and reconciled the third",
+    )
     assert {a.id for a in failed} == {split.id, unloads[0].id, unloads[1].id}
     assert split.bundle in first.stderr and unloads[1].bundle in first.stderr
     final = {a.id: a for a in w.plan().actions}
@@ -63,7 +68,10 @@ def test_admin_timeouts_whose_request_lands_later(world_factory, figures):
     assert {a.id for a in w.plan().actions if a.state == "failed"} == {split.id, *(a.id for a in slow)}
     w.wait_idle()  # the late requests took effect meanwhile
     second, _ = w.retry_to_the_end(
-        figures, faults=3, note="client timeout 1 s, broker answers after 2.5 s and applies the call; retry reconciled all 3")
+        figures,
+        faults=3,
+        note="client timeout 1 s, broker answers after 2.5 s and applies the call; retry reconciled all 3",
+    )
     final = {a.id: a for a in w.plan().actions}
     assert all(final[a.id].result == {"reconciled": True} for a in (split, *slow))
     assert '"reconciled": 3' in second.stdout
@@ -80,8 +88,11 @@ def test_admin_timeout_retried_at_once_waits_for_the_late_request(world_factory,
     assert first.returncode != 0 and "outcome unknown (timed out)" in first.stderr
     # no waiting here: the Airflow retry comes at once, while the request is still in flight in the broker
     second, inv = w.retry_to_the_end(
-        figures, faults=1, note="client timeout 1 s, retried at once while the broker still held the request (10 s); "
-                                "the executor waited for it to land and reconciled it")
+        figures,
+        faults=1,
+        note="client timeout 1 s, retried at once while the broker still held the request (10 s); "
+        "the executor waited for it to land and reconciled it",
+    )
     final = {a.id: a for a in w.plan().actions}
     assert final[slow.id].result == {"reconciled": True} and inv.duplicates == 0
 

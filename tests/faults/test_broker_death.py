@@ -49,9 +49,14 @@ def test_broker_hangs_up_mid_execution_and_comes_back(world_factory, figures):
     w.sim.remove_request_listener(hang_up)
     w.sim.restart_broker(victim)
     _, inv = w.retry_to_the_end(
-        figures, faults=1, PULSAR_ADMIN_URL=f"http://{entry}",
-        note=(f"the owner died while answering an unload it had done ({sum(s == 'failed' for s in states.values())} "
-              "actions failed); restarted; retry reconciled and finished"))
+        figures,
+        faults=1,
+        PULSAR_ADMIN_URL=f"http://{entry}",
+        note=(
+            f"the owner died while answering an unload it had done ({sum(s == 'failed' for s in states.values())} "
+            "actions failed); restarted; retry reconciled and finished"
+        ),
+    )
     assert inv.plan_status == "executed"
     assert {a.id: a for a in w.plan().actions}[target.id].result == {"reconciled": True}
 
@@ -82,8 +87,10 @@ def test_broker_dies_for_good_mid_execution(world_factory, figures):
     figures.survived = int(inv.ok and first.returncode == 0)
     final = {a.id: a for a in w.plan().actions}
     skipped = [a for a in final.values() if a.state == "skipped"]
-    figures.note = (f"broker left the cluster after the first unload; {len(skipped)} actions involving it skipped "
-                    "with the reason, the rest completed")
+    figures.note = (
+        f"broker left the cluster after the first unload; {len(skipped)} actions involving it skipped "
+        "with the reason, the rest completed"
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     assert inv.ok, inv.problems
     assert inv.plan_status == "partially_executed"

@@ -13,6 +13,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
+
 def _start_second_while_first_runs(w, first_run: str, second_run: str):
     """The first execution is held inside its first admin call (the simulator does not answer) until
     the second one, started meanwhile, has ended."""
@@ -74,9 +75,9 @@ def test_two_plans_of_one_cluster_at_once(world_factory, figures):
     duplicates = sum(n - 1 for n in Counter(w.sim.executed()).values() if n > 1)
     figures.faults, figures.duplicates, figures.lost = 1, duplicates, first_inv.lost + second_inv.lost
     figures.survived = int(first_inv.ok and second_inv.ok and duplicates == 0)
-    figures.note = ("two approved plans started together: the second refused untouched; run later: "
-                    + ("refused as stale (re-plan), nothing executed" if refused else
-                       "skipped the 3 moves the first had made"))
+    figures.note = "two approved plans started together: the second refused untouched; run later: " + (
+        "refused as stale (re-plan), nothing executed" if refused else "skipped the 3 moves the first had made"
+    )
     assert first_inv.ok, first_inv.problems
     assert second_inv.ok and duplicates == 0, second_inv.problems
     if refused:

@@ -31,13 +31,29 @@ def _pending_plans(engine, n: int, *, expires_at=None) -> list[str]:
             cluster_id = repo.get_or_create_cluster(s, name=f"race-cluster-{i}", admin_url="http://127.0.0.1:1")
             run_id = f"race-{i:03d}"
             repo.start_run(s, run_id=run_id, cluster_id=cluster_id, params={})
-            ids.append(repo.create_plan(
-                s, run_id=run_id, cluster_id=cluster_id, status="pending",
-                expires_at=expires_at or dt.datetime.now(dt.UTC) + dt.timedelta(hours=1), dry_run=False,
-                strategies={}, config={}, summary={}, decision={},
-                actions=[{"kind": "unload", "bundle": "t/ns/0x00000000_0xffffffff", "source_broker": "b1:8080",
-                          "destination_broker": "b2:8080", "reason": "race"}],
-            ))
+            ids.append(
+                repo.create_plan(
+                    s,
+                    run_id=run_id,
+                    cluster_id=cluster_id,
+                    status="pending",
+                    expires_at=expires_at or dt.datetime.now(dt.UTC) + dt.timedelta(hours=1),
+                    dry_run=False,
+                    strategies={},
+                    config={},
+                    summary={},
+                    decision={},
+                    actions=[
+                        {
+                            "kind": "unload",
+                            "bundle": "t/ns/0x00000000_0xffffffff",
+                            "source_broker": "b1:8080",
+                            "destination_broker": "b2:8080",
+                            "reason": "race",
+                        }
+                    ],
+                )
+            )
     return ids
 
 
@@ -46,8 +62,12 @@ class _Racers:
 
     def __init__(self, db_url: str) -> None:
         env = {**__import__("os").environ, "PULSAR_REBALANCE_DATABASE_URL": db_url}
-        self.procs = [subprocess.Popen([sys.executable, str(RACER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       text=True, env=env) for _ in range(2)]
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, str(RACER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+            )
+            for _ in range(2)
+        ]
         for p in self.procs:
             assert json.loads(p.stdout.readline()) == {"ready": True}
 
@@ -95,22 +115,29 @@ def test_two_people_deciding_at_once(db_url, racers, figures):
                 problems.append(f"{plan_id}: winners {winners}")
                 continue
             loser = next(a for a in answers if not a["won"])
-            if not (loser["error"].startswith("PlanAlreadyDecidedError")
-                    and f"by {winners[0]} at" in loser["error"]):
+            if not (loser["error"].startswith("PlanAlreadyDecidedError") and f"by {winners[0]} at" in loser["error"]):
                 problems.append(f"{plan_id}: unclear loser message {loser['error']!r}")
             if plan.approval is None or plan.approval.decided_by != winners[0] or plan.status != plan.approval.decision:
                 problems.append(f"{plan_id}: recorded {plan.status} by {plan.approval and plan.approval.decided_by}")
-        decisions = Counter(dict(s.execute(
-            select(AuditLog.plan_id, func.count()).where(AuditLog.event.in_(["plan.approved", "plan.rejected"]))
-            .group_by(AuditLog.plan_id)).all()))
+        decisions = Counter(
+            dict(
+                s.execute(
+                    select(AuditLog.plan_id, func.count())
+                    .where(AuditLog.event.in_(["plan.approved", "plan.rejected"]))
+                    .group_by(AuditLog.plan_id)
+                ).all()
+            )
+        )
     approvals = _approvals(engine)
     duplicates = sum(n - 1 for n in approvals.values() if n > 1) + sum(n - 1 for n in decisions.values() if n > 1)
     lost = sum(1 for p in plans if approvals[p] == 0)
     won_by = Counter(w for answers in outcomes for w, a in zip(("alice", "bob"), answers) if a["won"])
     figures.faults, figures.duplicates, figures.lost = RACES, duplicates + both_won, lost
     figures.survived = RACES - len({p.split(":")[0] for p in problems})
-    figures.note = (f"{RACES} races from 2 processes; alice won {won_by['alice']}, bob {won_by['bob']}; "
-                    "every loser told who decided when")
+    figures.note = (
+        f"{RACES} races from 2 processes; alice won {won_by['alice']}, bob {won_by['bob']}; "
+        "every loser told who decided when"
+    )
     assert not problems and duplicates == 0 and lost == 0 and none_won == 0
 
 
@@ -142,14 +169,18 @@ def test_approval_racing_expiry(db_url, racers, figures):
                     problems.append(f"{plan_id}: approval won but plan is {plan.status}")
             else:
                 results["expired"] += 1
-                if plan.status != "expired" or not approve["error"].startswith("PlanExpiredError") \
-                        or "expired at" not in approve["error"]:
-                    problems.append(f"{plan_id}: expiry won, plan {plan.status}, approver told {approve.get('error')!r}")
+                if (
+                    plan.status != "expired"
+                    or not approve["error"].startswith("PlanExpiredError")
+                    or "expired at" not in approve["error"]
+                ):
+                    problems.append(
+                        f"{plan_id}: expiry won, plan {plan.status}, approver told {approve.get('error')!r}"
+                    )
     approvals = _approvals(engine)
     duplicates = sum(n - 1 for n in approvals.values() if n > 1)
     lost = sum(1 for p in plans if approvals[p] == 0)
     figures.faults, figures.duplicates, figures.lost = RACES, duplicates, lost
     figures.survived = RACES - len(problems)
-    figures.note = (f"{RACES} races; approval won {results['approved']}, expiry won {results['expired']}; "
-                    "never both")
+    figures.note = f"{RACES} races; approval won {results['approved']}, expiry won {results['expired']}; never both"
     assert not problems and duplicates == 0 and lost == 0

@@ -31,9 +31,11 @@ KILLS_PER_WORLD = 4
 
 def _wait_lock_released(w) -> None:
     """A killed job's session (and its advisory lock) ends when Postgres sees the socket close."""
+
     def released() -> bool:
         with session_scope(w.engine) as s:
             return not s.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).scalar()
+
     w.wait_for(released, 20, "the killed job's execution lock to be released")
 
 
@@ -79,8 +81,10 @@ def test_killed_between_intent_and_effect_and_after_the_effect(world_factory, fi
     assert mid[after.id].state == "in_progress"
     # 3. the last retry reconciles it without calling Pulsar again
     final, _ = w.retry_to_the_end(
-        figures, faults=2,
-        note="SIGKILL after the intent (action re-sent, attempts 2) and after the effect (reconciled, attempts 1)")
+        figures,
+        faults=2,
+        note="SIGKILL after the intent (action re-sent, attempts 2) and after the effect (reconciled, attempts 1)",
+    )
     done = {a.id: a for a in w.plan().actions}
     assert done[after.id].result == {"reconciled": True} and done[after.id].attempts == 1
     assert '"reconciled": 1' in final.stdout
@@ -130,7 +134,9 @@ def test_killed_at_random_points_and_retried(world_factory, figures):
         if inv.plan_status != "executed" or set(inv.states) != {"completed"}:
             problems.append(f"world {i}: ended {inv.plan_status} with {dict(inv.states)}")
     figures.faults, figures.survived, figures.duplicates, figures.lost = kills, survived, duplicates, lost
-    figures.note = (f"seed {SEED}: {where['request']} kills on the k-th admin request, {where['timer']} after a "
-                    f"random delay, over {i + 1} plans; every plan then executed exactly once")
+    figures.note = (
+        f"seed {SEED}: {where['request']} kills on the k-th admin request, {where['timer']} after a "
+        f"random delay, over {i + 1} plans; every plan then executed exactly once"
+    )
     assert kills >= MIN_KILLS, f"only {kills} kills landed"
     assert not problems, problems

@@ -34,9 +34,9 @@ def test_postgres_restarted_mid_execution(own_pg_server, world_factory, figures)
     assert stopped, "the fault fired"
     assert first.returncode != 0
     # one clear error at the end (psycopg2's text may span lines), no raw driver error raised while unwinding
-    tail = first.stderr[first.stderr.rindex("Traceback (most recent call last)"):]
+    tail = first.stderr[first.stderr.rindex("Traceback (most recent call last)") :]
     assert "\npulsar_rebalance.errors.StoreError: database operation failed" in tail, tail[-1500:]
-    assert "During handling of the above exception" not in first.stderr[first.stderr.index("StoreError"):]
+    assert "During handling of the above exception" not in first.stderr[first.stderr.index("StoreError") :]
 
     w.sim.remove_request_listener(stop_postgres)
     own_pg.start()
@@ -45,8 +45,13 @@ def test_postgres_restarted_mid_execution(own_pg_server, world_factory, figures)
     assert {a.id: a for a in w.plan().actions}[target.id].state == "in_progress"  # intent committed, outcome not
 
     _, inv = w.retry_to_the_end(
-        figures, faults=1, note=("Postgres stopped right after Pulsar carried out an unload; the job ended with a "
-                                 "StoreError; after the restart the retry reconciled that unload and finished"))
+        figures,
+        faults=1,
+        note=(
+            "Postgres stopped right after Pulsar carried out an unload; the job ended with a "
+            "StoreError; after the restart the retry reconciled that unload and finished"
+        ),
+    )
     assert inv.plan_status == "executed"
     after = {a.id: a for a in w.plan().actions}[target.id]
     assert after.result == {"reconciled": True}

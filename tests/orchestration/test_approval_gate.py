@@ -18,25 +18,47 @@ GATE = {"dag_id": "pulsar_rebalance", "run_id": "run-a", "task_id": "await_appro
 
 @pytest.fixture
 def gate_db(db_url, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
+    )
     with session_scope(make_engine(db_url)) as s:
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
     return db_url, cid
 
 
-UNLOAD = {"kind": "unload", "bundle": "public/default/0x00000000_0x40000000", "source_broker": "b1:8080",
-          "destination_broker": "b2:8080", "reason": "b1 overloaded"}
-SPLIT = {"kind": "split", "bundle": "public/default/0x40000000_0x80000000", "source_broker": "b1:8080",
-         "boundaries": [0x60000000], "reason": "hot bundle", "seq": 1}
+UNLOAD = {
+    "kind": "unload",
+    "bundle": "public/default/0x00000000_0x40000000",
+    "source_broker": "b1:8080",
+    "destination_broker": "b2:8080",
+    "reason": "b1 overloaded",
+}
+SPLIT = {
+    "kind": "split",
+    "bundle": "public/default/0x40000000_0x80000000",
+    "source_broker": "b1:8080",
+    "boundaries": [0x60000000],
+    "reason": "hot bundle",
+    "seq": 1,
+}
 
 
 def _plan(db_url, cid, run_id, *, expires_in: float, actions=(UNLOAD,), required_approvals: int = 1) -> str:
     with session_scope(make_engine(db_url)) as s:
         repo.start_run(s, run_id=run_id, cluster_id=cid, params={}, work_dir="/tmp/w")
         return repo.create_plan(
-            s, run_id=run_id, cluster_id=cid, status="pending" if actions else "empty",
-            expires_at=datetime.now(UTC) + timedelta(seconds=expires_in), dry_run=False, strategies={}, config={},
-            summary={}, decision={}, actions=list(actions), required_approvals=required_approvals,
+            s,
+            run_id=run_id,
+            cluster_id=cid,
+            status="pending" if actions else "empty",
+            expires_at=datetime.now(UTC) + timedelta(seconds=expires_in),
+            dry_run=False,
+            strategies={},
+            config={},
+            summary={},
+            decision={},
+            actions=list(actions),
+            required_approvals=required_approvals,
         )
 
 
@@ -95,14 +117,25 @@ def test_guard_refuses_answers_to_a_plan_that_cannot_be_decided_saying_which(gat
         digest = "f" * 64
     found, refusal = precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", digest)
     assert found == plan_id
-    expected = {"expired": "expired at", "superseded": "superseded by plan", "decided": "already rejected (rejected by bob",
-                "changed": "reload the plan and decide again", "ok": None}[case]
+    expected = {
+        "expired": "expired at",
+        "superseded": "superseded by plan",
+        "decided": "already rejected (rejected by bob",
+        "changed": "reload the plan and decide again",
+        "ok": None,
+    }[case]
     if expected is None:
         assert refusal is None
         assert record(db_url, plan_id, decision="approved", decided_by="alice", comment="go", plan_hash=digest) is None
         with session_scope(make_engine(db_url)) as s:
             a = repo.get_plan(s, plan_id=plan_id).approval
-        assert (a.decision, a.decided_by, a.via, a.plan_hash, a.comment) == ("approved", "alice", "airflow-gate", digest, "go")
+        assert (a.decision, a.decided_by, a.via, a.plan_hash, a.comment) == (
+            "approved",
+            "alice",
+            "airflow-gate",
+            digest,
+            "go",
+        )
     else:
         assert expected in refusal
         if case == "superseded":
@@ -116,11 +149,13 @@ def test_gate_decision_recorded_when_the_task_resumes_if_no_guard_did(gate_db):
     db_url, cid = gate_db
     _plan(db_url, cid, "run-a", expires_in=600)
     _, plan = open_gate_for_run(db_url, "run-a", GATE)
-    state = record_gate_decision(db_url, "run-a", decision="approved", decided_by="carol", comment=None,
-                                 plan_hash=plan.content_hash)
+    state = record_gate_decision(
+        db_url, "run-a", decision="approved", decided_by="carol", comment=None, plan_hash=plan.content_hash
+    )
     assert (state["status"], state["decided_by"], state["message"]) == ("approved", "carol", None)
-    again = record_gate_decision(db_url, "run-a", decision="approved", decided_by="carol", comment=None,
-                                 plan_hash=plan.content_hash)  # idempotent (a retried resume)
+    again = record_gate_decision(
+        db_url, "run-a", decision="approved", decided_by="carol", comment=None, plan_hash=plan.content_hash
+    )  # idempotent (a retried resume)
     assert again["status"] == "approved" and again["message"] is None
 
 
@@ -131,8 +166,9 @@ def test_an_answer_after_the_plan_expired_is_not_applied_and_says_so(gate_db):
     plan_id = _plan(db_url, cid, "run-a", expires_in=600)
     open_gate_for_run(db_url, "run-a", GATE)
     late = datetime.now(UTC) + timedelta(hours=2)
-    state = record_gate_decision(db_url, "run-a", decision="approved", decided_by="dave", comment=None,
-                                 plan_hash=None, responded_at=late)
+    state = record_gate_decision(
+        db_url, "run-a", decision="approved", decided_by="dave", comment=None, plan_hash=None, responded_at=late
+    )
     assert state["status"] == "expired"
     assert f"the answer of dave at the gate was not applied: plan {plan_id} expired" in state["message"]
 
@@ -150,25 +186,34 @@ def test_a_second_approver_at_the_gate_must_be_another_person(gate_db):
     assert "Needs 2 approvals from different people" in gate_body(plan)
     assert waiting_for_next_approver(db_url, plan_id) is None
 
-    assert precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash,
-                    voter="alice", decision="approved") == (plan_id, None)
-    assert record(db_url, plan_id, decision="approved", decided_by="alice", comment="ok",
-                  plan_hash=plan.content_hash) is None
-    resumed = record_gate_decision(db_url, "run-a", decision="approved", decided_by="alice", comment="ok",
-                                   plan_hash=plan.content_hash)  # the task resumes: a vote, not a decision
+    assert precheck(
+        db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash, voter="alice", decision="approved"
+    ) == (plan_id, None)
+    assert (
+        record(db_url, plan_id, decision="approved", decided_by="alice", comment="ok", plan_hash=plan.content_hash)
+        is None
+    )
+    resumed = record_gate_decision(
+        db_url, "run-a", decision="approved", decided_by="alice", comment="ok", plan_hash=plan.content_hash
+    )  # the task resumes: a vote, not a decision
     assert (resumed["status"], resumed["approvals"], resumed["required_approvals"]) == ("pending", ["alice"], 2)
     assert "1 of 2 approvals (alice)" in waiting_for_next_approver(db_url, plan_id)
 
-    _, refusal = precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash,
-                          voter="alice", decision="approved")
+    _, refusal = precheck(
+        db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash, voter="alice", decision="approved"
+    )
     assert "already has your approval (alice)" in refusal and "another approver must decide" in refusal
-    assert precheck(db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash,
-                    voter="alice", decision="rejected") == (plan_id, None)  # anyone may still stop it
+    assert precheck(
+        db_url, "pulsar_rebalance", "run-a", "await_approval", plan.content_hash, voter="alice", decision="rejected"
+    ) == (plan_id, None)  # anyone may still stop it
 
-    assert record(db_url, plan_id, decision="approved", decided_by="bob", comment="agreed",
-                  plan_hash=plan.content_hash) is None
-    final = record_gate_decision(db_url, "run-a", decision="approved", decided_by="bob", comment="agreed",
-                                 plan_hash=plan.content_hash)
+    assert (
+        record(db_url, plan_id, decision="approved", decided_by="bob", comment="agreed", plan_hash=plan.content_hash)
+        is None
+    )
+    final = record_gate_decision(
+        db_url, "run-a", decision="approved", decided_by="bob", comment="agreed", plan_hash=plan.content_hash
+    )
     assert (final["status"], final["decided_by"], final["message"]) == ("approved", "alice + bob", None)
     with session_scope(make_engine(db_url)) as s:
         done = repo.get_plan(s, plan_id=plan_id)

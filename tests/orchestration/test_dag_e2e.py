@@ -32,8 +32,12 @@ def wired(cluster, db_url, tmp_path, monkeypatch):
     """Airflow Connections (as env) pointing at the simulator and the fresh state DB."""
     import json
 
-    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps({"conn_type": "http", "host": cluster.admin_url}))
-    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps({"conn_type": "http", "host": cluster.admin_url})
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
+    )
     monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)  # for the CLI code path used by the approver
     monkeypatch.setenv("PULSAR_REBALANCE_WORK_DIR", str(tmp_path / "work"))
     return cluster, db_url
@@ -42,10 +46,9 @@ def wired(cluster, db_url, tmp_path, monkeypatch):
 def airflow_api(user: str = "alice", role: str = "admin"):
     """Airflow's real Core API app in-process (the same routes and plugins as the api-server) with a
     JWT for ``user``: what the Airflow UI's Required Actions page and our CLI talk to."""
-    from fastapi.testclient import TestClient
-
     from airflow.api_fastapi.app import create_app, get_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi.testclient import TestClient
 
     client = TestClient(create_app(apps="core"))
     token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username=user, role=role))
@@ -72,22 +75,32 @@ class Approver(threading.Thread):
         try:
             while time.monotonic() < deadline:
                 with engine.connect() as c:
-                    row = c.execute(sa.text("SELECT plan_id, gate, content_hash FROM plans "
-                                            "WHERE status = 'pending' AND gate IS NOT NULL")).first()
+                    row = c.execute(
+                        sa.text(
+                            "SELECT plan_id, gate, content_hash FROM plans "
+                            "WHERE status = 'pending' AND gate IS NOT NULL"
+                        )
+                    ).first()
                 if row:
                     self.plan_id = row[0]
                     client = airflow_api("alice")
                     if self.via == "cli":
                         original = api._client
-                        api._client = lambda environ: client  # the CLI's REST calls go to the in-process app
+                        api._client = lambda environ, client=client: (
+                            client
+                        )  # the CLI's REST calls go to the in-process app
                         try:
                             self.exit_code = main(["plans", self.verb, self.plan_id, "-m", f"{self.verb} in test"])
                         finally:
                             api._client = original
                     else:
-                        r = client.patch(api.hitl_path(row[1]), json={
-                            "chosen_options": ["Approve" if self.verb == "approve" else "Reject"],
-                            "params_input": {"comment": f"{self.verb} in test", "plan_hash": row[2]}})
+                        r = client.patch(
+                            api.hitl_path(row[1]),
+                            json={
+                                "chosen_options": ["Approve" if self.verb == "approve" else "Reject"],
+                                "params_input": {"comment": f"{self.verb} in test", "plan_hash": row[2]},
+                            },
+                        )
                         self.response = r
                         self.exit_code = 0 if r.status_code == 200 else r.status_code
                     return
@@ -123,8 +136,10 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})
     approver.join(timeout=30)
     assert approver.error is None and approver.exit_code == 0, approver.error
-    assert states == {t: "success" for t in
-                      ("collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload")}
+    assert states == {
+        t: "success"
+        for t in ("collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload")
+    }
     assert dr.state == "success"
 
     plan = _q(db_url, "SELECT * FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
@@ -166,14 +181,23 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
 
     # Postgres holds the old and new bundle ranges and the ownership history.
     for a in splits:
-        parent = _q(db_url, "SELECT * FROM bundle_ranges WHERE namespace = :n AND range_name = :r",
-                    n=a["namespace"], r=a["bundle_range"])[0]
+        parent = _q(
+            db_url,
+            "SELECT * FROM bundle_ranges WHERE namespace = :n AND range_name = :r",
+            n=a["namespace"],
+            r=a["bundle_range"],
+        )[0]
         assert parent["retired_at"] is not None
-        children = _q(db_url, "SELECT range_name FROM bundle_ranges WHERE parent_id = :i AND retired_at IS NULL", i=parent["id"])
+        children = _q(
+            db_url, "SELECT range_name FROM bundle_ranges WHERE parent_id = :i AND retired_at IS NULL", i=parent["id"]
+        )
         assert len(children) == len(a["boundaries"]) + 1
     for a in unloads:
-        hist = _q(db_url, "SELECT broker_id, valid_to, cause_action_id, cause FROM ownership WHERE bundle = :b "
-                          "ORDER BY valid_from", b=a["bundle"])
+        hist = _q(
+            db_url,
+            "SELECT broker_id, valid_to, cause_action_id, cause FROM ownership WHERE bundle = :b ORDER BY valid_from",
+            b=a["bundle"],
+        )
         if a["bundle"] in own_before:  # a bundle that existed at collect time: old owner closed, new one open
             assert [h["broker_id"] for h in hist] == [a["source_broker"], a["destination_broker"]]
             assert hist[0]["valid_to"] is not None
@@ -182,9 +206,12 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
         assert hist[-1]["valid_to"] is None and hist[-1]["cause_action_id"] == a["id"]
         assert "alice" in hist[-1]["cause"]
         # "where was bundle X at time T and why did it move" is one query over the view
-        why = _q(db_url, "SELECT broker_id, approved_by, action_reason FROM bundle_ownership_history "
-                         "WHERE bundle = :b AND valid_from <= now() AND (valid_to IS NULL OR valid_to > now())",
-                 b=a["bundle"])
+        why = _q(
+            db_url,
+            "SELECT broker_id, approved_by, action_reason FROM bundle_ownership_history "
+            "WHERE bundle = :b AND valid_from <= now() AND (valid_to IS NULL OR valid_to > now())",
+            b=a["bundle"],
+        )
         assert why == [{"broker_id": a["destination_broker"], "approved_by": "alice", "action_reason": a["reason"]}]
     approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
     assert approval["decision"] == "approved" and approval["decided_by"] == "alice"
@@ -208,13 +235,20 @@ class FourEyes(Approver):
             row = None
             while row is None and time.monotonic() < deadline:
                 with engine.connect() as c:
-                    row = c.execute(sa.text("SELECT plan_id, gate, content_hash FROM plans "
-                                            "WHERE status = 'pending' AND gate IS NOT NULL")).first()
+                    row = c.execute(
+                        sa.text(
+                            "SELECT plan_id, gate, content_hash FROM plans "
+                            "WHERE status = 'pending' AND gate IS NOT NULL"
+                        )
+                    ).first()
                 if row is None:
                     time.sleep(0.5)  # polling a condition, bounded by the deadline
             self.plan_id, gate, digest = row
             alice, bob = airflow_api("alice"), airflow_api("bob")
-            answer = {"chosen_options": ["Approve"], "params_input": {"comment": "first pair of eyes", "plan_hash": digest}}
+            answer = {
+                "chosen_options": ["Approve"],
+                "params_input": {"comment": "first pair of eyes", "plan_hash": digest},
+            }
             self.steps.append(("alice", alice.patch(api.hitl_path(gate), json=answer).status_code))
             while time.monotonic() < deadline:  # the gate re-opens once the task has recorded alice's vote
                 detail = alice.get(api.hitl_path(gate)).json()
@@ -242,8 +276,9 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     before = sim.state.snapshot()
     approver = FourEyes(db_url, "reject", via="cli")
     approver.start()
-    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30,
-                           "required_approvals": 2})
+    dr, states = _run_dag(
+        {"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30, "required_approvals": 2}
+    )
     approver.join(timeout=30)
     assert approver.error is None and approver.exit_code == 0, (approver.error, approver.steps)
     assert approver.steps[0] == ("alice", 200)
@@ -258,15 +293,23 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     assert plan["status"] == "rejected"
     approval = _q(db_url, "SELECT * FROM approvals WHERE plan_id = :p", p=approver.plan_id)[0]
     assert (approval["decided_by"], approval["via"]) == ("bob", "airflow-gate")  # the CLI answered through Airflow
-    assert _q(db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND state <> 'pending'",
-              p=approver.plan_id)[0]["n"] == 0
+    assert (
+        _q(
+            db_url,
+            "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND state <> 'pending'",
+            p=approver.plan_id,
+        )[0]["n"]
+        == 0
+    )
 
 
 @pytest.mark.parametrize("cluster", [1.0], indirect=True)
 def test_balanced_cluster_ends_green_without_waiting_for_approval(airflow_db, wired):
     sim, db_url = wired
     before = sim.state.snapshot()
-    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})  # nobody approves: must not wait
+    dr, states = _run_dag(
+        {"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30}
+    )  # nobody approves: must not wait
     assert dr.state == "success"
     assert states["plan_split"] == "success"
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
@@ -295,7 +338,9 @@ def test_whole_dag_runs_on_a_spark_standalone_cluster(airflow_db, wired, tmp_pat
     # conftest and inherited), and the run's work directory, which is a path on this machine's disk
     with StandaloneCluster(tmp_path / "spark-cluster", workers=2, worker_cores=1, worker_memory="1g") as spark_cluster:
         assert [w["state"] for w in spark_cluster.status()["workers"]] == ["ALIVE", "ALIVE"]
-        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": spark_cluster.master_url}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": spark_cluster.master_url})
+        )
         approver = Approver(db_url, "approve")
         approver.start()
         dr, states = _run_dag({"approval_timeout_minutes": 30})
@@ -305,8 +350,9 @@ def test_whole_dag_runs_on_a_spark_standalone_cluster(airflow_db, wired, tmp_pat
     assert dr.state == "success" and set(states.values()) == {"success"}, states
     assert _q(db_url, "SELECT status FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]["status"] == "executed"
     apps = status["completedapps"]
-    splits = _q(db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND kind = 'split'",
-                p=approver.plan_id)[0]["n"]
+    splits = _q(
+        db_url, "SELECT count(*) AS n FROM plan_actions WHERE plan_id = :p AND kind = 'split'", p=approver.plan_id
+    )[0]["n"]
     # the jobs that read topic-level data run on the master and get executors: collect (per-broker fetch
     # tasks), compute_usage (crc32 range join), detect_overload (the default GlobalPlanner reads the busiest
     # bundles' topics), plan_split when the plan splits (its topics)

@@ -25,22 +25,39 @@ APP = "/opt/jobs/collect_load.py"
 MASTERS = {
     "local": ({"conn_type": "spark", "host": "local[*]"}, False),
     "standalone-client": ({"conn_type": "spark", "host": "spark://master", "port": 7077}, False),
-    "standalone-cluster": ({"conn_type": "spark", "host": "spark://master", "port": 7077,
-                            "extra": {"deploy-mode": "cluster"}}, True),
+    "standalone-cluster": (
+        {"conn_type": "spark", "host": "spark://master", "port": 7077, "extra": {"deploy-mode": "cluster"}},
+        True,
+    ),
     "yarn-client": ({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "client", "queue": "etl"}}, False),
     "yarn-cluster": ({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}, True),
-    "k8s-client": ({"conn_type": "spark", "host": "k8s://https://kube:6443", "extra": {"deploy-mode": "client"}}, False),
-    "k8s-cluster": ({"conn_type": "spark", "host": "k8s://https://kube:6443",
-                     "extra": {"deploy-mode": "cluster", "namespace": "pulsar"}}, True),
+    "k8s-client": (
+        {"conn_type": "spark", "host": "k8s://https://kube:6443", "extra": {"deploy-mode": "client"}},
+        False,
+    ),
+    "k8s-cluster": (
+        {
+            "conn_type": "spark",
+            "host": "k8s://https://kube:6443",
+            "extra": {"deploy-mode": "cluster", "namespace": "pulsar"},
+        },
+        True,
+    ),
 }
 
 
 @pytest.fixture
 def connections(monkeypatch, tmp_path):
-    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps(
-        {"conn_type": "http", "host": "https://pulsar-broker:8443", "password": TOKEN}))
-    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps(
-        {"conn_type": "postgres", "host": "pg", "login": "rebalance", "password": DB_PASSWORD, "schema": "pr"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT",
+        json.dumps({"conn_type": "http", "host": "https://pulsar-broker:8443", "password": TOKEN}),
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB",
+        json.dumps(
+            {"conn_type": "postgres", "host": "pg", "login": "rebalance", "password": DB_PASSWORD, "schema": "pr"}
+        ),
+    )
     monkeypatch.setenv("PULSAR_REBALANCE_WORK_DIR", str(tmp_path / "work"))
 
 
@@ -55,7 +72,9 @@ def kube_client_present(monkeypatch):
 
 
 def _operator(**kwargs):
-    return PulsarSparkJobOperator(task_id="collect_load", job="collect_load", pass_params=True, application=APP, **kwargs)
+    return PulsarSparkJobOperator(
+        task_id="collect_load", job="collect_load", pass_params=True, application=APP, **kwargs
+    )
 
 
 def _render(monkeypatch, capfd, name: str, **kwargs):
@@ -74,7 +93,10 @@ def _render(monkeypatch, capfd, name: str, **kwargs):
     try:
         with op.submission({"params": {"namespaces": []}, "run_id": "manual__2026-11-23"}) as hook:
             cmd = hook._build_spark_submit_command(op.application)
-            env = {**dict(hook._env or {}), **{k: v for k, v in os.environ.items() if k.startswith("PULSAR_REBALANCE_SEC")}}
+            env = {
+                **dict(hook._env or {}),
+                **{k: v for k, v in os.environ.items() if k.startswith("PULSAR_REBALANCE_SEC")},
+            }
             path = next((p for p in (op.files or "").split(",") if p), None) or env.get("PULSAR_REBALANCE_SECRETS_FILE")
             content = None
             if path and os.path.isabs(path):
@@ -107,7 +129,8 @@ def test_spark_submit_command_and_log_carry_no_secret(monkeypatch, capfd, connec
     # the secrets reach the job through the 0600 file: shipped with --files in cluster mode,
     # read in place (its path in PULSAR_REBALANCE_SECRETS_FILE) in client mode
     assert content == {
-        "PULSAR_ADMIN_URL": "https://pulsar-broker:8443", "PULSAR_ADMIN_TOKEN": TOKEN,
+        "PULSAR_ADMIN_URL": "https://pulsar-broker:8443",
+        "PULSAR_ADMIN_TOKEN": TOKEN,
         "PULSAR_REBALANCE_DATABASE_URL": f"postgresql+psycopg2://rebalance:{DB_PASSWORD}@pg/pr",
     }
     _, cluster_mode = MASTERS[name]
@@ -178,7 +201,9 @@ def test_the_job_reads_the_secrets_file_and_refuses_a_readable_one(tmp_path):
         with pytest.raises(ConfigError, match="readable by others"):
             load_secrets({"PULSAR_REBALANCE_SECRETS_FILE": path})
     # cluster mode: the copy Spark shipped, found by name in the SparkFiles directory
-    (tmp_path / "pulsar-rebalance-secrets.json").write_text(json.dumps({"PULSAR_REBALANCE_DATABASE_URL": "postgresql://x"}))
+    (tmp_path / "pulsar-rebalance-secrets.json").write_text(
+        json.dumps({"PULSAR_REBALANCE_DATABASE_URL": "postgresql://x"})
+    )
     environ = {}
     assert load_secrets(environ, spark_files_dir=str(tmp_path)) == ["PULSAR_REBALANCE_DATABASE_URL"]
     (tmp_path / "pulsar-rebalance-secrets.json").write_text(json.dumps({"AWS_SECRET": "x"}))
@@ -195,9 +220,13 @@ def test_a_real_submission_gets_its_secrets_from_the_file_and_logs_none(monkeypa
 
     with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True, token=TOKEN) as sim:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(MASTERS["local"][0]))
-        monkeypatch.setenv("AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps(
-            {"conn_type": "http", "host": sim.admin_url, "password": TOKEN}))
-        monkeypatch.setenv("AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT",
+            json.dumps({"conn_type": "http", "host": sim.admin_url, "password": TOKEN}),
+        )
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
+        )
         for var in ("PULSAR_ADMIN_TOKEN", "PULSAR_ADMIN_URL", "PULSAR_REBALANCE_DATABASE_URL", "DATABASE_URL"):
             monkeypatch.delenv(var, raising=False)
         op = PulsarSparkJobOperator(task_id="collect_load", job="collect_load", pass_params=True)

@@ -29,9 +29,12 @@ from .test_hostile_admin import LOAD_REPORT, TOPIC_STATS, table_counts
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1800)]
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
     | st.sampled_from([2**31, 2**63, -1, 0, 1e30, 1e308, 5e-324, 3.0, 3.5])
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6),
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
@@ -93,8 +96,13 @@ def _fuzz(spark, sim, db_url, tmp_path, target, mutations) -> None:
     before = table_counts(db_url)
     engine = make_engine(db_url)
     try:
-        stages.stage_collect(spark, ctx, params_doc={}, engine=engine,
-                             client=PulsarAdminClient.from_url(sim.admin_url, retries=0, timeout=10))
+        stages.stage_collect(
+            spark,
+            ctx,
+            params_doc={},
+            engine=engine,
+            client=PulsarAdminClient.from_url(sim.admin_url, retries=0, timeout=10),
+        )
     except RebalanceError as exc:
         event(f"rejected: {type(exc).__name__}")
         assert str(exc), "an error must say what is wrong"
@@ -119,7 +127,9 @@ def sim():
         yield s
 
 
-_SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_SETTINGS = dict(
+    deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @settings(max_examples=25, derandomize=True, **_SETTINGS)

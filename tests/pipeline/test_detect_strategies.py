@@ -22,8 +22,13 @@ def snapshot():
 def _scenario(snapshot, params, state=None):
     averages = update_time_averages(snapshot.parsed, {}, "r1")
     return build_scenario(
-        params=params, reports=snapshot.load_reports, bundle_data={b: latest(e) for b, e in averages.items()},
-        namespace_boundaries=snapshot.namespaces, recently_unloaded={}, state=state, now_ms=snapshot.collected_at_ms,
+        params=params,
+        reports=snapshot.load_reports,
+        bundle_data={b: latest(e) for b, e in averages.items()},
+        namespace_boundaries=snapshot.namespaces,
+        recently_unloaded={},
+        state=state,
+        now_ms=snapshot.collected_at_ms,
     )
 
 
@@ -33,8 +38,11 @@ def test_every_shedder_decides_on_the_collected_snapshot(snapshot, shedder):
     out = decide(_scenario(snapshot, params))
     cycle = out["cycle"]
     assert cycle["label"] in ("Success", "Skip") and cycle["reason"]
-    children = {f"{s['bundle'].rsplit('/', 1)[0]}/{c.rsplit('/', 1)[1]}": s["bundle"]
-                for s in cycle["splits"] for c in s.get("children", [])}  # GlobalPlanner names split children
+    children = {
+        f"{s['bundle'].rsplit('/', 1)[0]}/{c.rsplit('/', 1)[1]}": s["bundle"]
+        for s in cycle["splits"]
+        for c in s.get("children", [])
+    }  # GlobalPlanner names split children
     for u in cycle["unloads"]:
         assert u["broker"] in snapshot.load_reports and u["reason"]
         owned = u["bundle"] if u["bundle"] in snapshot.ownership else children[u["bundle"]]

@@ -27,7 +27,9 @@ def approved(spark, db_url, tmp_path):
         engine = make_engine(db_url)
         client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
         ctx = JobContext("run-faults", str(tmp_path / "work"))
-        stages.stage_collect(spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder"}, engine=engine, client=client)
+        stages.stage_collect(
+            spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder"}, engine=engine, client=client
+        )
         stages.stage_compute_usage(spark, ctx, engine=engine)
         stages.stage_detect(spark, ctx, engine=engine)
         plan_id = stages.stage_plan(spark, ctx, engine=engine)["plan_id"]

@@ -44,19 +44,37 @@ def _unloads(sim, n: int, *, offset: int = 0):
     """``n`` unload actions of bundles the simulator has, each to another broker."""
     brokers = sim.state.broker_ids()
     actions = []
-    for i, (bundle, owner) in enumerate(sorted(sim.state.owners().items())[offset:offset + n]):
+    for i, (bundle, owner) in enumerate(sorted(sim.state.owners().items())[offset : offset + n]):
         ns, rng = bundle.rsplit("/", 1)
-        actions.append({"kind": "unload", "namespace": ns, "bundle_range": rng, "source_broker": owner,
-                        "destination_broker": next(b for b in brokers if b != owner), "reason": f"test move {i}"})
+        actions.append(
+            {
+                "kind": "unload",
+                "namespace": ns,
+                "bundle_range": rng,
+                "source_broker": owner,
+                "destination_broker": next(b for b in brokers if b != owner),
+                "reason": f"test move {i}",
+            }
+        )
     return actions
 
 
 def _plan(engine, cid, run_id, actions, *, approve=True, dry_run=False) -> str:
     with session_scope(engine) as s:
         repo.start_run(s, run_id=run_id, cluster_id=cid, params={}, work_dir="/tmp/w")
-        plan_id = repo.create_plan(s, run_id=run_id, cluster_id=cid, status="pending",
-                                   expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1), dry_run=dry_run,
-                                   strategies={}, config={}, summary={}, decision={}, actions=actions)
+        plan_id = repo.create_plan(
+            s,
+            run_id=run_id,
+            cluster_id=cid,
+            status="pending",
+            expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1),
+            dry_run=dry_run,
+            strategies={},
+            config={},
+            summary={},
+            decision={},
+            actions=actions,
+        )
     if approve:
         with session_scope(engine) as s:
             repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
@@ -219,11 +237,16 @@ def test_a_stored_action_that_is_not_a_valid_action_is_refused_naming_the_field(
     plan_id = _plan(engine, cid, "run-1", _unloads(sim, 2))
     with engine.begin() as c:  # the second unload rewritten behind the store's back to go nowhere
         c.execute(text("ALTER TABLE plan_actions DISABLE TRIGGER plan_actions_immutable"))
-        c.execute(text("UPDATE plan_actions SET destination_broker = source_broker WHERE plan_id = :p AND seq = 1"),
-                  {"p": plan_id})
+        c.execute(
+            text("UPDATE plan_actions SET destination_broker = source_broker WHERE plan_id = :p AND seq = 1"),
+            {"p": plan_id},
+        )
         c.execute(text("ALTER TABLE plan_actions ENABLE TRIGGER plan_actions_immutable"))
-    with pytest.raises(ExecutionError, match=r"stored plan is not valid \(actions\[1\]\.destination_broker: an unload "
-                                             r"must leave its source broker"):
+    with pytest.raises(
+        ExecutionError,
+        match=r"stored plan is not valid \(actions\[1\]\.destination_broker: an unload "
+        r"must leave its source broker",
+    ):
         execute_plan(engine, client, plan_id=plan_id)
     assert client.unloads == [] and _get(engine, plan_id).status == "approved"  # not even the valid first one
 

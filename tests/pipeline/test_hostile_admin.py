@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from pulsar_rebalance.errors import RebalanceError, SnapshotError
+from pulsar_rebalance.errors import RebalanceError
 from pulsar_rebalance.pipeline.context import JobContext
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
 from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
@@ -40,7 +40,11 @@ def table_counts(url: str) -> dict[str, int]:
     try:
         with engine.connect() as c:
             tables = sa.inspect(c).get_table_names()
-            return {t: c.execute(sa.text(f'SELECT count(*) FROM "{t}"')).scalar_one() for t in tables if t != "alembic_version"}
+            return {
+                t: c.execute(sa.text(f'SELECT count(*) FROM "{t}"')).scalar_one()
+                for t in tables
+                if t != "alembic_version"
+            }
     finally:
         engine.dispose()
 
@@ -59,6 +63,7 @@ def topic_field(key: str, value: Any) -> Callable[[dict], dict]:
         _, _, _, stats = _first_topic(body)
         stats[key] = value
         return body
+
     return answer
 
 
@@ -69,6 +74,7 @@ def report_field(*path: str, value: Any) -> Callable[[dict], dict]:
             target = target[key] if key != "*" else next(iter(target.values()))
         target[path[-1]] = value
         return body
+
     return answer
 
 
@@ -124,6 +130,7 @@ def case_subscription_consumer_count_long(sim):
         _, _, _, stats = _first_topic(body)
         stats["subscriptions"] = {"s": {"consumerCount": 2**40}}
         return body
+
     sim.inject_answer(TOPIC_STATS, answer, broker=1)
     return [sim.broker_ids[1], "subscriptions.s.consumerCount"]
 
@@ -142,7 +149,9 @@ def _move_stats(sim, *, drop_from_owner: bool) -> tuple[str, str, str]:
                 body["lastStats"].pop(theirs)
             body.pop("bundles", None)
             return body
+
         return answer
+
     sim.inject_answer(LOAD_REPORT, edit(True), broker=a)
     if drop_from_owner:
         sim.inject_answer(LOAD_REPORT, edit(False), broker=b)
@@ -192,15 +201,19 @@ def case_report_rate_infinity(sim):
 
 def case_boundaries_not_from_zero(sim):
     ns = _namespace_with_bundles(sim)
-    sim.inject_answer(_bundles_path(ns), lambda body: {**body, "boundaries": body["boundaries"][1:],
-                                                       "numBundles": body["numBundles"] - 1})
+    sim.inject_answer(
+        _bundles_path(ns),
+        lambda body: {**body, "boundaries": body["boundaries"][1:], "numBundles": body["numBundles"] - 1},
+    )
     return [ns, "0x00000000", "boundaries[0]"]
 
 
 def case_boundaries_not_to_end(sim):
     ns = _namespace_with_bundles(sim)
-    sim.inject_answer(_bundles_path(ns), lambda body: {**body, "boundaries": body["boundaries"][:-1],
-                                                       "numBundles": body["numBundles"] - 1})
+    sim.inject_answer(
+        _bundles_path(ns),
+        lambda body: {**body, "boundaries": body["boundaries"][:-1], "numBundles": body["numBundles"] - 1},
+    )
     return [ns, "0xffffffff"]
 
 
@@ -211,6 +224,7 @@ def case_boundaries_overlap(sim):
         b = body["boundaries"]
         b[1], b[2] = b[2], b[1]
         return body
+
     sim.inject_answer(_bundles_path(ns), answer)
     return [ns, "overlap", "boundaries[2]"]
 
@@ -218,8 +232,9 @@ def case_boundaries_overlap(sim):
 def case_owned_name_not_a_bundle(sim):
     b = sim.broker_ids[2]
     ns = _namespace_with_bundles(sim)
-    sim.inject_answer(_owned_path(sim, b), lambda body: {**body, f"{ns}/0x00000000_zz": {"broker_assignment": "shared"}},
-                      broker=b)
+    sim.inject_answer(
+        _owned_path(sim, b), lambda body: {**body, f"{ns}/0x00000000_zz": {"broker_assignment": "shared"}}, broker=b
+    )
     return [b, f"{ns}/0x00000000_zz", "ownedNamespaces"]
 
 
@@ -252,6 +267,7 @@ def case_topic_name_with_lone_surrogate(sim):
         domain = next(d for d, topics in domains.items() if topic in topics)
         domains[domain][topic + "\ud800"] = domains[domain].pop(topic)
         return body
+
     sim.inject_answer(TOPIC_STATS, answer, broker=3)
     return [sim.broker_ids[3], "topic", "UTF-8"]
 
@@ -275,7 +291,9 @@ def test_hostile_answer_rejected_with_nothing_written(spark, sim, db_url, tmp_pa
     client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
     work = tmp_path / "work"
     with pytest.raises(RebalanceError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(work)), params_doc={}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(
+            spark, JobContext("r1", str(work)), params_doc={}, engine=make_engine(db_url), client=client
+        )
     message = str(exc.value)
     for part in must_name:
         assert str(part) in message, (part, message)
@@ -289,31 +307,42 @@ def _inject_transitional(sim) -> dict[str, Any]:
     owners = sim.state.owners()
     # 1. a bundle in two brokers' ownedNamespaces (unload in flight between the two reads)
     twice = next(b for b, o in owners.items() if o == ids[0])
-    sim.inject_answer(_owned_path(sim, ids[1]), lambda body: {**body, twice: {"broker_assignment": "shared"}},
-                      broker=ids[1])
+    sim.inject_answer(
+        _owned_path(sim, ids[1]), lambda body: {**body, twice: {"broker_assignment": "shared"}}, broker=ids[1]
+    )
     # 2. a bundle owned under a range the boundaries (read earlier) do not have: split meanwhile
     ns = _namespace_with_bundles(sim)
     lo, hi = (int(x, 16) for x in sim.state.bundle_ranges(ns)[0].split("_"))
     child = f"{ns}/0x{lo:08x}_0x{(lo + hi) // 2:08x}"
-    sim.inject_answer(_owned_path(sim, ids[2]), lambda body: {**body, child: {"broker_assignment": "shared"}},
-                      broker=ids[2])
+    sim.inject_answer(
+        _owned_path(sim, ids[2]), lambda body: {**body, child: {"broker_assignment": "shared"}}, broker=ids[2]
+    )
+
     # 3. a broker reporting every limit as 0: reads 0 % (Pulsar's formula)
     def zero_limits(body):
         for key in ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut"):
             body[key]["limit"] = 0.0
         return body
+
     sim.inject_answer(LOAD_REPORT, zero_limits, broker=ids[3])
     # 4. a bundle in a load report but in nobody's ownedNamespaces (unloaded between the two reads)
     stale = next(iter(sim.state.load_report(ids[2])["lastStats"]))
-    sim.inject_answer(_owned_path(sim, ids[2]), lambda body: {k: v for k, v in body.items() if k != stale},
-                      broker=ids[2])
+    sim.inject_answer(
+        _owned_path(sim, ids[2]), lambda body: {k: v for k, v in body.items() if k != stale}, broker=ids[2]
+    )
     # 5. a broker that owns bundles but is missing from the broker list (its load is invisible)
     hidden = ids[4]
     assert hidden != sim.state.leader
     hidden_bundles = sorted(b for b, o in owners.items() if o == hidden)
     sim.inject_answer(f"/admin/v2/brokers/{sim.state.cluster}", lambda body: [b for b in body if b != hidden])
-    return {"twice": twice, "child": child, "zero": ids[3], "stale": stale, "hidden": hidden,
-            "hidden_bundles": hidden_bundles}
+    return {
+        "twice": twice,
+        "child": child,
+        "zero": ids[3],
+        "stale": stale,
+        "hidden": hidden,
+        "hidden_bundles": hidden_bundles,
+    }
 
 
 @pytest.mark.slow
@@ -337,8 +366,13 @@ def test_transitional_answers_are_planned_with_warnings_and_the_bundles_left_out
     by_kind: dict[str, list[dict]] = {}
     for w in warnings:
         by_kind.setdefault(w["kind"], []).append(w)
-    assert set(by_kind) == {"bundle_claimed_twice", "bundle_not_in_boundaries", "limit_zero",
-                            "bundle_stats_without_owner", "bundles_without_owner"}, warnings
+    assert set(by_kind) == {
+        "bundle_claimed_twice",
+        "bundle_not_in_boundaries",
+        "limit_zero",
+        "bundle_stats_without_owner",
+        "bundles_without_owner",
+    }, warnings
     (twice,) = by_kind["bundle_claimed_twice"]
     assert twice["bundle"] == expect["twice"]
     assert sim.broker_ids[0] in twice["message"] and sim.broker_ids[1] in twice["message"]

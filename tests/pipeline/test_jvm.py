@@ -21,7 +21,8 @@ def test_driver_options_use_the_archive_only_when_it_is_built_and_c1_only_when_a
     archive.write_bytes(b"any")  # the JVM itself checks the archive, and ignores one that does not fit
     assert jvm.driver_java_options(env) == f"{jvm.QUIET} -XX:SharedArchiveFile={archive}"
     assert jvm.driver_java_options({**env, jvm.ENV_JIT: "c1"}) == (
-        f"{jvm.QUIET} -XX:SharedArchiveFile={archive} -XX:TieredStopAtLevel=1")
+        f"{jvm.QUIET} -XX:SharedArchiveFile={archive} -XX:TieredStopAtLevel=1"
+    )
     assert jvm.driver_java_options({**env, jvm.ENV_JIT: "tiered"}) == jvm.driver_java_options(env)
     assert jvm.driver_java_options({jvm.ENV_CDS: "off"}) == jvm.QUIET
     assert jvm.cds_archive({}).name.startswith("spark-") and jvm.cds_archive({}).suffix == ".jsa"
@@ -36,11 +37,27 @@ def test_built_archive_serves_spark_classes_to_a_job_and_a_foreign_archive_is_ig
     assert archive.is_file() and not list(tmp_path.glob(".*.tmp"))
 
     def warm_up(option: str) -> str:
-        cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-               "--conf", f"spark.driver.extraJavaOptions={jvm.QUIET} {option} -Xlog:class+load=info:file={tmp_path}/classes.log",
-               str(ROOT / "spark_jobs" / "warm_up.py"), "--run-id", "t", "--work-dir", str(tmp_path / "work")]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                              env={**__import__("os").environ, "PYSPARK_PYTHON": sys.executable})
+        cmd = [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            f"spark.driver.extraJavaOptions={jvm.QUIET} {option} -Xlog:class+load=info:file={tmp_path}/classes.log",
+            str(ROOT / "spark_jobs" / "warm_up.py"),
+            "--run-id",
+            "t",
+            "--work-dir",
+            str(tmp_path / "work"),
+        ]
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**__import__("os").environ, "PYSPARK_PYTHON": sys.executable},
+        )
         assert done.returncode == 0 and "RESULT warm_up" in done.stdout, done.stderr[-2000:]
         return (tmp_path / "classes.log").read_text()
 

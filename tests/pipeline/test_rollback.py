@@ -36,12 +36,27 @@ def test_rollback_returns_moved_bundles_and_needs_approval(spark, db_url, tmp_pa
         engine = make_engine(db_url)
         client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
         before = sim.state.owners()
-        first = _run(spark, JobContext("run-1", str(tmp_path)), engine, client, {"shedding_strategy": "ThresholdShedder", "split_algorithm": None})
+        first = _run(
+            spark,
+            JobContext("run-1", str(tmp_path)),
+            engine,
+            client,
+            {"shedding_strategy": "ThresholdShedder", "split_algorithm": None},
+        )
         assert _approve_and_execute(engine, client, first).unloads_executed >= 1
         with session_scope(engine) as s:
-            moved = {a.bundle: a.source_broker for a in repo.get_plan(s, plan_id=first).actions
-                     if a.kind == "unload" and a.state == "completed"}
-        back = _run(spark, JobContext("run-2", str(tmp_path)), engine, client, {"shedding_strategy": "ThresholdShedder", "rollback_plan": first})
+            moved = {
+                a.bundle: a.source_broker
+                for a in repo.get_plan(s, plan_id=first).actions
+                if a.kind == "unload" and a.state == "completed"
+            }
+        back = _run(
+            spark,
+            JobContext("run-2", str(tmp_path)),
+            engine,
+            client,
+            {"shedding_strategy": "ThresholdShedder", "rollback_plan": first},
+        )
         with session_scope(engine) as s:
             plan = repo.get_plan(s, plan_id=back)
         assert plan.status == "pending" and plan.summary["rollbackOf"] == first  # needs approval like any plan
@@ -50,7 +65,8 @@ def test_rollback_returns_moved_bundles_and_needs_approval(spark, db_url, tmp_pa
         assert {b: o for b, o in rolled.items() if b in before} == {b: before[b] for b in moved if b in before}
         assert all(f"rollback of plan {first}" in a.reason for a in plan.actions)
         assert any("not reversed" in n for n in plan.summary["notes"]) or not any(
-            a.kind == "split" for a in repo_actions(engine, first))
+            a.kind == "split" for a in repo_actions(engine, first)
+        )
         _approve_and_execute(engine, client, back)
         after = sim.state.owners()
         assert all(after[b] == before[b] for b in rolled if b in before)

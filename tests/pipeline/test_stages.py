@@ -62,13 +62,17 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     engine = make_engine(db_url)
     client = PulsarAdminClient.from_url(sim.admin_url)
     ctx = JobContext("manual__2026-11-22T01:00:00+00:00", str(tmp_path / "work"))
-    collected = stages.stage_collect(spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder"}, engine=engine, client=client)
+    collected = stages.stage_collect(
+        spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder"}, engine=engine, client=client
+    )
     assert collected["brokers"] == 5 and collected["topics"] > 0
     usage = stages.stage_compute_usage(spark, ctx, engine=engine)
     assert usage["topicBundleMismatches"] == 0
     detected = stages.stage_detect(_NoSpark(), ctx, engine=engine)  # a local work dir: detect needs no Spark
     assert detected["label"] == "Success" and detected["unloads"] > 0, detected
-    assert stages.read_json(spark, ctx.path(stages.DECISION_JSON)) == stages.read_json(_NoSpark(), ctx.path(stages.DECISION_JSON))
+    assert stages.read_json(spark, ctx.path(stages.DECISION_JSON)) == stages.read_json(
+        _NoSpark(), ctx.path(stages.DECISION_JSON)
+    )
     planned = stages.stage_plan(spark, ctx, engine=engine)
     assert planned["status"] == "pending" and planned["actions"] > 0
     assert stages.stage_plan(spark, ctx, engine=engine)["plan_id"] == planned["plan_id"]  # retry: same plan
@@ -80,8 +84,10 @@ def test_stages_plan_then_execute_an_approved_plan(spark, sim, db_url, tmp_path,
     from pulsar_rebalance.pipeline import context as C
 
     actions = spark.read.parquet(ctx.path(C.ACTIONS))
-    assert actions.schema.simpleString() == ("struct<plan_id:string,seq:int,kind:string,namespace:string,bundle:string,"
-                                             "source:string,destination:string,boundaries:string,reason:string>")
+    assert actions.schema.simpleString() == (
+        "struct<plan_id:string,seq:int,kind:string,namespace:string,bundle:string,"
+        "source:string,destination:string,boundaries:string,reason:string>"
+    )
     assert actions.count() == planned["actions"]
     states = {(r.seq, r.state, r.attempts) for r in spark.read.parquet(ctx.path(C.EXECUTION)).collect()}
     assert states == {(seq, "completed", 1) for seq in range(planned["actions"])}, states
@@ -129,7 +135,9 @@ def test_the_default_planner_runs_through_the_stages_and_its_plan_executes(spark
         plan = repo.get_plan(s, plan_id=planned["plan_id"])
         assert plan.summary["strategies"]["shedding"] == plan.summary["strategies"]["placement"] == "GlobalPlanner"
         unloads = [a for a in plan.actions if a.kind == "unload"]
-        assert unloads and all(a.reason.startswith("Overloaded: GlobalPlanner") and a.destination_broker for a in unloads)
+        assert unloads and all(
+            a.reason.startswith("Overloaded: GlobalPlanner") and a.destination_broker for a in unloads
+        )
 
     _approve(db_url, planned["plan_id"])
     report = stages.stage_execute(spark, ctx, engine=engine, client=client)
@@ -142,7 +150,13 @@ def test_unreachable_admin_url_fails_clearly_and_writes_nothing(spark, db_url, t
 
     client = PulsarAdminClient.from_url("http://127.0.0.1:9", timeout=2, retries=0)
     with pytest.raises(AdminConnectError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(
+            spark,
+            JobContext("r1", str(tmp_path)),
+            params_doc={"shedding_strategy": "ThresholdShedder"},
+            engine=make_engine(db_url),
+            client=client,
+        )
     assert "127.0.0.1:9" in str(exc.value)
     assert _count(db_url, "runs") == 0 and _count(db_url, "broker_load") == 0
 
@@ -153,7 +167,13 @@ def test_broker_answering_500_fails_clearly_and_writes_nothing(spark, sim, db_ur
     sim.inject_error(sim.broker_ids[2], status=500)
     client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
     with pytest.raises(ServerSideError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(
+            spark,
+            JobContext("r1", str(tmp_path)),
+            params_doc={"shedding_strategy": "ThresholdShedder"},
+            engine=make_engine(db_url),
+            client=client,
+        )
     assert exc.value.status_code == 500
     assert _count(db_url, "runs") == 0 and _count(db_url, "bundle_ranges") == 0
 
@@ -164,7 +184,13 @@ def test_malformed_load_report_fails_clearly_and_writes_nothing(spark, sim, db_u
     sim.inject_malformed_load_report(sim.broker_ids[1])
     client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
     with pytest.raises(MalformedResponseError) as exc:
-        stages.stage_collect(spark, JobContext("r1", str(tmp_path)), params_doc={"shedding_strategy": "ThresholdShedder"}, engine=make_engine(db_url), client=client)
+        stages.stage_collect(
+            spark,
+            JobContext("r1", str(tmp_path)),
+            params_doc={"shedding_strategy": "ThresholdShedder"},
+            engine=make_engine(db_url),
+            client=client,
+        )
     assert "load-report" in str(exc.value)
     assert _count(db_url, "runs") == 0 and _count(db_url, "ownership") == 0
 
@@ -176,8 +202,15 @@ def test_collect_at_scale_fetches_topics_in_spark_and_records_brokers_that_do_no
     from pulsar_rebalance.pipeline import context as C
     from pulsar_rebalance.pipeline import stages
 
-    state = generate_cluster(seed=7, brokers=120, namespaces=[f"t/ns-{i}" for i in range(12)], topics_per_namespace=40,
-                             bundles_per_namespace=16, hot_namespace="t/ns-11", port_base=0)
+    state = generate_cluster(
+        seed=7,
+        brokers=120,
+        namespaces=[f"t/ns-{i}" for i in range(12)],
+        topics_per_namespace=40,
+        bundles_per_namespace=16,
+        hot_namespace="t/ns-11",
+        port_base=0,
+    )
     with SimulatedPulsar(state, ephemeral=True) as big:
         down = big.broker_ids[3]
         big.inject_error(down, status=503)
@@ -224,14 +257,18 @@ def test_broker_whose_topic_stats_do_not_answer_is_data_quality_and_too_many_fai
     sim.inject_request_error(503, method="GET", path_contains="/broker-stats/topics", broker=silent)
     work = tmp_path / "work"
     with pytest.raises(ServerSideError, match="max_missing_brokers=0") as exc:
-        stages.stage_collect(spark, JobContext("r1", str(work)), params_doc={"max_missing_brokers": 0}, engine=engine,
-                             client=client)
+        stages.stage_collect(
+            spark, JobContext("r1", str(work)), params_doc={"max_missing_brokers": 0}, engine=engine, client=client
+        )
     assert silent in str(exc.value)
     assert _count(db_url, "runs") == 0 and not work.exists()
 
     ctx = JobContext("r2", str(work))
     out = stages.stage_collect(spark, ctx, params_doc={"max_missing_brokers": 0.25}, engine=engine, client=client)
-    assert list(out["dataQuality"]["brokersWithoutTopicStats"]) == [silent] and out["dataQuality"]["unansweredBrokers"] == {}
+    assert (
+        list(out["dataQuality"]["brokersWithoutTopicStats"]) == [silent]
+        and out["dataQuality"]["unansweredBrokers"] == {}
+    )
     assert _count(db_url, "broker_load") == 5  # its load report is kept
     topics = spark.read.parquet(ctx.path(C.TOPICS))
     assert topics.count() == out["topics"] > 0 and topics.where(topics.broker == silent).count() == 0
@@ -263,6 +300,11 @@ def test_topic_stats_fetcher_skips_and_reports_a_broker_whose_topic_stats_fail(s
     kind, *exc = outcome.value[sim.broker_ids[1]]
     assert kind == "missing" and isinstance(rebuild_exception(*exc), Err) and "500" in str(rebuild_exception(*exc))
     assert {outcome.value[b][0] for b in (sim.broker_ids[0], sim.broker_ids[2])} == {"ok"}
-    assert {r[0] for r in rows} <= {sim.broker_ids[0], sim.broker_ids[2]} and all(len(r) == len(TOPIC_COLUMNS) for r in rows)
-    assert len(rows) == sum(len(sim.state.topics_in_bundle(b)) for b, o in sim.state.owners().items()
-                            if o in (sim.broker_ids[0], sim.broker_ids[2]))
+    assert {r[0] for r in rows} <= {sim.broker_ids[0], sim.broker_ids[2]} and all(
+        len(r) == len(TOPIC_COLUMNS) for r in rows
+    )
+    assert len(rows) == sum(
+        len(sim.state.topics_in_bundle(b))
+        for b, o in sim.state.owners().items()
+        if o in (sim.broker_ids[0], sim.broker_ids[2])
+    )

@@ -21,16 +21,19 @@ from pulsar_rebalance.store.engine import make_engine
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
-SPEC = SyntheticSpec(brokers=7, namespaces=3, bundles=20, topics=6000, tenants=2, zipf_exponent=1.0,
-                     msg_rate_in_per_broker=5000.0)
+SPEC = SyntheticSpec(
+    brokers=7, namespaces=3, bundles=20, topics=6000, tenants=2, zipf_exponent=1.0, msg_rate_in_per_broker=5000.0
+)
 
 
 def _counts(url: str) -> dict[str, int]:
     engine = sa.create_engine(url)
     try:
         with engine.connect() as c:
-            return {t: c.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
-                    for t in ("runs", "brokers", "broker_load", "bundle_ranges", "ownership")}
+            return {
+                t: c.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
+                for t in ("runs", "brokers", "broker_load", "bundle_ranges", "ownership")
+            }
     finally:
         engine.dispose()
 
@@ -87,11 +90,30 @@ def test_rank_multiplier_permutes_the_ranks():
 def test_synthetic_snapshot_job_runs_through_spark_submit(db_url, tmp_path):
     env = {"PULSAR_REBALANCE_DATABASE_URL": db_url}
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-         "--conf", "spark.ui.enabled=false", str(ROOT / "spark_jobs" / "synthetic_snapshot.py"),
-         "--run-id", "synthetic-job", "--work-dir", str(tmp_path), "--brokers", "5", "--namespaces", "2",
-         "--bundles", "8", "--topics", "1000"],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(ROOT / "spark_jobs" / "synthetic_snapshot.py"),
+            "--run-id",
+            "synthetic-job",
+            "--work-dir",
+            str(tmp_path),
+            "--brokers",
+            "5",
+            "--namespaces",
+            "2",
+            "--bundles",
+            "8",
+            "--topics",
+            "1000",
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RESULT synthetic_snapshot" in proc.stdout

@@ -32,10 +32,15 @@ def _topic_rows(topics, namespace, reported="0x00000000_0xffffffff"):
 
 def test_spark_crc32_equals_the_core_hash_on_a_sample(spark):
     rng = random.Random(9)
-    sample = NAMED + [f"persistent://tenant-{rng.randrange(50)}/ns-{rng.randrange(200)}/topic-{i}-partition-{rng.randrange(64)}"
-                      for i in range(3000)]
+    sample = NAMED + [
+        f"persistent://tenant-{rng.randrange(50)}/ns-{rng.randrange(200)}/topic-{i}-partition-{rng.randrange(64)}"
+        for i in range(3000)
+    ]
     df = spark.createDataFrame(_topic_rows(sample, "t/ns"), T.TOPICS_SCHEMA)
-    got = {r.topic: r.hash for r in T.with_live_bundle(df, {"t/ns": default_boundaries(4)}).select("topic", "hash").collect()}
+    got = {
+        r.topic: r.hash
+        for r in T.with_live_bundle(df, {"t/ns": default_boundaries(4)}).select("topic", "hash").collect()
+    }
     assert got == {t: topic_hash(t) for t in sample}
     assert got["persistent://public/default/my-topic"] == 0x2BAD45F7  # the reference's worked example
 
@@ -71,8 +76,23 @@ def test_bundle_load_counts_mismatched_and_unmapped_topics(spark):
     bounds = default_boundaries(2)
     core = NamespaceBundles(bounds)
     topics = [f"persistent://t/ns/topic-{i}" for i in range(40)]
-    rows = [("b1:8080", "t/ns", core.find(t).name if i % 4 else "0x00000000_0x7fffffff", "persistent", t,
-             1.0, 2.0, 3.0, 4.0, 1, 1, 1) for i, t in enumerate(topics)]
+    rows = [
+        (
+            "b1:8080",
+            "t/ns",
+            core.find(t).name if i % 4 else "0x00000000_0x7fffffff",
+            "persistent",
+            t,
+            1.0,
+            2.0,
+            3.0,
+            4.0,
+            1,
+            1,
+            1,
+        )
+        for i, t in enumerate(topics)
+    ]
     rows += _topic_rows(["persistent://x/y/z"], "x/y")
     df = spark.createDataFrame(rows, T.TOPICS_SCHEMA)
     mapped = T.with_live_bundle(df, {"t/ns": bounds})
@@ -89,8 +109,11 @@ def test_topics_of_the_bundles_to_split_are_those_the_range_lookup_maps_there(sp
     df = spark.createDataFrame(rows, T.TOPICS_SCHEMA)
     boundaries = {"t/ns": bounds, "t/other": default_boundaries(4)}
     wanted = ["t/ns/0x00000000_0x00400000", "t/ns/0xc0000000_0xffffffff", "t/other/0x40000000_0x80000000"]
-    expected = {(r.topic, r.bundle) for r in T.with_live_bundle(df, boundaries).collect()
-                if f"{r.namespace}/{r.bundle}" in wanted}
+    expected = {
+        (r.topic, r.bundle)
+        for r in T.with_live_bundle(df, boundaries).collect()
+        if f"{r.namespace}/{r.bundle}" in wanted
+    }
     got = [(r.topic, r.bundle) for r in T.topics_in_bundles(df, wanted, boundaries).collect()]
     assert len(got) == len(set(got)) and set(got) == expected
     assert {b for _, b in got} == {"0x00000000_0x00400000", "0xc0000000_0xffffffff", "0x40000000_0x80000000"}

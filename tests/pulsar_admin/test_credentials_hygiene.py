@@ -77,7 +77,11 @@ def servers() -> Iterator[tuple[_Server, _Server]]:
 
 def _redirect_unloads_to(admin: _Server, target: _Server, brokers: list[str]) -> None:
     admin.routes["/admin/v2/brokers"] = (200, {"Content-Type": "application/json"}, json.dumps(brokers).encode())
-    admin.routes["/admin/v2/namespaces/"] = (307, {"Location": f"{target.url}/admin/v2/namespaces/t/ns/0x00000000_0xffffffff/unload"}, b"")
+    admin.routes["/admin/v2/namespaces/"] = (
+        307,
+        {"Location": f"{target.url}/admin/v2/namespaces/t/ns/0x00000000_0xffffffff/unload"},
+        b"",
+    )
     target.routes["/admin/v2/namespaces/"] = (204, {}, b"")
 
 
@@ -104,7 +108,10 @@ def test_token_follows_a_redirect_back_to_the_admin_origin_without_listing(serve
     admin.routes["/admin/v2/clusters"] = (307, {"Location": f"{admin.url}/admin/v2/tenants"}, b"")
     with PulsarAdminClient.from_url(admin.url, token=TOKEN, retries=0) as client:
         assert client.clusters() == ["t"]
-    assert [(p, a) for _, p, a in admin.seen] == [("/admin/v2/clusters", f"Bearer {TOKEN}"), ("/admin/v2/tenants", f"Bearer {TOKEN}")]
+    assert [(p, a) for _, p, a in admin.seen] == [
+        ("/admin/v2/clusters", f"Bearer {TOKEN}"),
+        ("/admin/v2/tenants", f"Bearer {TOKEN}"),
+    ]
 
 
 def test_userinfo_in_the_admin_url_becomes_basic_auth_and_never_appears_in_errors(servers) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.bundles import FULL_UPPER_BOUND, BundleRange, NamespaceBundles, default_boundaries, split_full_name
+from pulsar_rebalance.core.bundles import (
+    FULL_UPPER_BOUND,
+    BundleRange,
+    NamespaceBundles,
+    default_boundaries,
+    split_full_name,
+)
 from pulsar_rebalance.core.bundles import topic_hash as core_topic_hash
 from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.simulator.cluster import BrokerSpec, ClusterState, TopicLoad, creation_boundaries, range_name
@@ -19,7 +25,10 @@ SMALL = [n for n in SCENARIOS if n != "large-zipf"]
 
 def _model(n_topics: int = 200, brokers: int = 3, bundles: int = 4, **kw) -> ClusterModel:
     ns = "t/ns"
-    topics = [Topic(f"persistent://t/ns/topic-{i}", ns, core_topic_hash(f"persistent://t/ns/topic-{i}"), 10.0 + i) for i in range(n_topics)]
+    topics = [
+        Topic(f"persistent://t/ns/topic-{i}", ns, core_topic_hash(f"persistent://t/ns/topic-{i}"), 10.0 + i)
+        for i in range(n_topics)
+    ]
     nb = NamespaceBundles.with_num_bundles(bundles)
     owners = {f"{ns}/{r.name}": f"b{i % brokers}:8080" for i, r in enumerate(nb.ranges)}
     return ClusterModel(
@@ -29,7 +38,7 @@ def _model(n_topics: int = 200, brokers: int = 3, bundles: int = 4, **kw) -> Clu
 
 def _assert_partition(model: ClusterModel) -> None:
     """Bundles tile every namespace's hash space exactly; each topic in exactly one owned bundle."""
-    for ns, nb in model.namespaces.items():
+    for _ns, nb in model.namespaces.items():
         ranges = nb.ranges
         assert ranges[0].lower == 0 and ranges[-1].upper == FULL_UPPER_BOUND and ranges[-1].closed_upper
         for a, b in zip(ranges, ranges[1:]):
@@ -48,7 +57,9 @@ def test_core_primitives_agree_with_the_http_simulator() -> None:
         assert default_boundaries(n) == creation_boundaries(n)
     bounds = creation_boundaries(8)
     state = ClusterState(
-        cluster="c", brokers=[BrokerSpec("b1:8080")], namespaces={"t/ns": bounds},
+        cluster="c",
+        brokers=[BrokerSpec("b1:8080")],
+        namespaces={"t/ns": bounds},
         topics=[TopicLoad(f"persistent://t/ns/x-{i}", 1, 1, 1, 1) for i in range(300)],
         owners={f"t/ns/{range_name(a, b)}": "b1:8080" for a, b in zip(bounds, bounds[1:])},
         heartbeat_namespaces=False,
@@ -73,8 +84,9 @@ def test_scenarios_are_deterministic_per_seed_and_feed_decide(name: str) -> None
     _assert_partition(a.model)
     # the model's reports are exactly the decide contract's cycle input: every strategy runs on it
     for shedding in ("ThresholdShedder", "TransferShedder", "GlobalPlanner"):
-        out = decide_scenario({"shedding": shedding, "assignDestinations": True,
-                               "cycles": [{"brokers": ra, "nowMs": a.model.now_ms}]})
+        out = decide_scenario(
+            {"shedding": shedding, "assignDestinations": True, "cycles": [{"brokers": ra, "nowMs": a.model.now_ms}]}
+        )
         assert out["cycles"][0]["label"] in ("Success", "Skip")
 
 
@@ -88,7 +100,11 @@ def test_large_zipf_has_the_required_size() -> None:
 
 
 def test_traffic_drifts_follows_the_day_and_bursts() -> None:
-    m = _model(drift_sigma=0.05, daily_amplitude=0.3, events=[Event(2, "burst", topic="persistent://t/ns/topic-0", factor=10.0)])
+    m = _model(
+        drift_sigma=0.05,
+        daily_amplitude=0.3,
+        events=[Event(2, "burst", topic="persistent://t/ns/topic-0", factor=10.0)],
+    )
     first = {t.name: t.rate_in for t in m.topics}
     m.advance()
     assert {t.name: t.rate_in for t in m.topics} != first  # drift
@@ -118,7 +134,9 @@ def test_resource_model_is_capacity_normalised_and_noise_is_seeded() -> None:
     assert noisy_a == noisy_b
     rep = noisy_a["b0:8080"]
     assert rep["cpu"]["limit"] == 800 and rep["bandwidthIn"]["limit"] == 1000 * 1024
-    assert rep["bandwidthIn"]["usage"] == pytest.approx(sum(s["msgThroughputIn"] for s in rep["lastStats"].values()) * 8 / 1024)
+    assert rep["bandwidthIn"]["usage"] == pytest.approx(
+        sum(s["msgThroughputIn"] for s in rep["lastStats"].values()) * 8 / 1024
+    )
 
 
 def test_unload_lands_on_destination_or_where_lookup_puts_it() -> None:
@@ -140,8 +158,18 @@ def test_splits_with_boundaries_and_pulsars_auto_split() -> None:
     _, rn = split_full_name(bundle)
     r = BundleRange.parse(rn, "x")
     mid = r.lower + (r.upper - r.lower) // 3
-    res = m.apply({"splits": [{"bundle": bundle, "boundaries": [f"0x{mid:08x}"]}], "unloads": [
-        {"broker": owner, "bundle": f"t/ns/0x{mid:08x}_0x{r.upper:08x}", "destination": "b1:8080" if owner == "b0:8080" else "b0:8080"}]})
+    res = m.apply(
+        {
+            "splits": [{"bundle": bundle, "boundaries": [f"0x{mid:08x}"]}],
+            "unloads": [
+                {
+                    "broker": owner,
+                    "bundle": f"t/ns/0x{mid:08x}_0x{r.upper:08x}",
+                    "destination": "b1:8080" if owner == "b0:8080" else "b0:8080",
+                }
+            ],
+        }
+    )
     assert res.splits == 1 and res.unloads == 1 and not res.rejected  # the unload named a child of the split
     assert f"t/ns/0x{r.lower:08x}_0x{mid:08x}" in m.owners
     _assert_partition(m)
@@ -153,10 +181,16 @@ def test_splits_with_boundaries_and_pulsars_auto_split() -> None:
 
 
 def test_brokers_join_leave_restart_and_fail() -> None:
-    m = _model(brokers=3, bundles=6, events=[
-        Event(1, "join", broker="b3:8080"), Event(2, "leave", broker="b0:8080"),
-        Event(3, "restart", broker="b1:8080", delay=2), Event(4, "fail", broker="b2:8080"),
-    ])
+    m = _model(
+        brokers=3,
+        bundles=6,
+        events=[
+            Event(1, "join", broker="b3:8080"),
+            Event(2, "leave", broker="b0:8080"),
+            Event(3, "restart", broker="b1:8080", delay=2),
+            Event(4, "fail", broker="b2:8080"),
+        ],
+    )
     m.advance()
     assert "b3:8080" in m.load_reports() and not m.load_reports()["b3:8080"]["lastStats"]
     m.advance()
@@ -188,9 +222,13 @@ def test_the_load_manager_level_is_what_is_applied_and_unload_children_decides_t
     src = m.owners[a]
     other = "b1:8080" if src == "b0:8080" else "b0:8080"
     # the strategy selected a, the load manager dropped it (e.g. DestinationIsSource): nothing moves
-    res = m.apply({"unloads": [{"broker": src, "bundle": a, "destination": None}], "executed": {"unloads": [], "dropped": []}})
+    res = m.apply(
+        {"unloads": [{"broker": src, "bundle": a, "destination": None}], "executed": {"unloads": [], "dropped": []}}
+    )
     assert res.unloads == 0 and m.owners[a] == src
-    res = m.apply({"unloads": [], "executed": {"unloads": [{"broker": src, "bundle": a, "destination": other}], "dropped": []}})
+    res = m.apply(
+        {"unloads": [], "executed": {"unloads": [{"broker": src, "bundle": a, "destination": other}], "dropped": []}}
+    )
     assert res.unloads == 1 and m.owners[a] == other
     # a split with boundaries and unloadChildren false keeps its children on the owner
     owner = m.owners[b]
@@ -213,7 +251,12 @@ def test_the_floor_counts_what_cannot_be_split() -> None:
     hot_alone = m.floor_usage()
     # the same cluster with the namespace at loadBalancerNamespaceMaximumBundles: no bundle can be split,
     # so the bundle that holds the hot topic (and others) alone is the floor, higher than the topic alone
-    capped = _model(n_topics=50, brokers=4, bundles=4, config=LoadBalancerConfig.from_mapping({"loadBalancerNamespaceMaximumBundles": 4}))
+    capped = _model(
+        n_topics=50,
+        brokers=4,
+        bundles=4,
+        config=LoadBalancerConfig.from_mapping({"loadBalancerNamespaceMaximumBundles": 4}),
+    )
     capped.topics[0].burst = 2000.0
     capped._update_rates()
     assert capped.floor_usage() > hot_alone

@@ -28,7 +28,9 @@ def test_requests_are_counted_and_only_changes_count_as_executed(sim, admin) -> 
     admin.unload_bundle(HOT, rng, destination_broker=dest)  # broker 2 -> leader (307) -> owner = leader
     log = sim.requests()
     assert [(r.broker_id, r.method, r.status) for r in log] == [
-        (sim.broker_ids[2], "PUT", 307), (sim.broker_ids[0], "PUT", 204)]
+        (sim.broker_ids[2], "PUT", 307),
+        (sim.broker_ids[0], "PUT", 204),
+    ]
     assert [r.seq for r in log] == [1, 2] and log[-1].executed == ("unload", bundle)
     assert sim.executed() == [("unload", bundle)] and sim.in_flight == 0
     second = sim.state.bundle_ranges(HOT)[1]

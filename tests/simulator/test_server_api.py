@@ -94,8 +94,14 @@ def test_load_report_is_local_broker_data_and_sums_match_topic_stats(
         assert set(report["lastStats"]) == set(per_bundle) == set(report["bundles"])
         for bundle, stats in report["lastStats"].items():
             assert set(stats) == {
-                "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut",
-                "consumerCount", "producerCount", "topics", "cacheSize",
+                "msgRateIn",
+                "msgThroughputIn",
+                "msgRateOut",
+                "msgThroughputOut",
+                "consumerCount",
+                "producerCount",
+                "topics",
+                "cacheSize",
             }
             assert stats["topics"] == len(per_bundle[bundle])
             assert stats["msgRateIn"] == pytest.approx(sum(t["msgRateIn"] for t in per_bundle[bundle]))
@@ -151,7 +157,11 @@ def test_default_split_follows_redirect_and_changes_bundles_exactly(
 def test_split_with_explicit_boundaries(admin: PulsarAdminClient) -> None:
     admin.split_bundle(HOT, "0x00000000_0x40000000", boundaries=[0x30000000, 0x10000000])
     assert admin.bundles(HOT)["boundaries"][:5] == [
-        "0x00000000", "0x10000000", "0x30000000", "0x40000000", "0x80000000",
+        "0x00000000",
+        "0x10000000",
+        "0x30000000",
+        "0x40000000",
+        "0x80000000",
     ]
 
 
@@ -269,9 +279,24 @@ def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
     )
     env = {**os.environ, "SIM_TEST_TOKEN": "tok-123"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "simulator", "--brokers", "2", "--port-base", "0",
-         "--token-env", "SIM_TEST_TOKEN", "--ready-file", str(ready_file)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-c",
+            code,
+            "simulator",
+            "--brokers",
+            "2",
+            "--port-base",
+            "0",
+            "--token-env",
+            "SIM_TEST_TOKEN",
+            "--ready-file",
+            str(ready_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         line: list[str] = []
@@ -294,12 +319,16 @@ def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
             proc.wait(timeout=10)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--brokers", "0"], "--brokers must be from 1 to 2000"),
-    (["--brokers", "100000"], "--brokers must be from 1 to 2000"),
-    (["--brokers", "50", "--port-base", "65500"], "runs past TCP port 65535"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--brokers", "0"], "--brokers must be from 1 to 2000"),
+        (["--brokers", "100000"], "--brokers must be from 1 to 2000"),
+        (["--brokers", "50", "--port-base", "65500"], "runs past TCP port 65535"),
+    ],
+)
 def test_cli_refuses_an_unbounded_or_impossible_cluster_in_one_line(args, message) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli", "simulator", *args],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", *args], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

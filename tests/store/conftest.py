@@ -47,7 +47,9 @@ def world(engine: Engine) -> World:
     return World(engine=engine, cluster_id=cluster_id, run_id="run-1")
 
 
-def unload_action(bundle: str, src: str = "b1:8080", dst: str | None = "b2:8080", reason: str = "b1 overloaded") -> dict[str, Any]:
+def unload_action(
+    bundle: str, src: str = "b1:8080", dst: str | None = "b2:8080", reason: str = "b1 overloaded"
+) -> dict[str, Any]:
     return {"kind": "unload", "bundle": bundle, "source_broker": src, "destination_broker": dst, "reason": reason}
 
 

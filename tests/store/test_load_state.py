@@ -58,12 +58,16 @@ def test_broker_load_upserts_on_retry_and_ema_reads_the_previous_run(world) -> N
         ])  # fmt: skip
         repo.start_run(s, run_id="run-2", cluster_id=world.cluster_id)
         # first attempt of run-2 writes an EMA, the retry overwrites the same row
-        repo.record_broker_load(s, run_id="run-2", rows=[{"broker_id": "b1:8080", "raw_report": report, "usage_ema": 0.99}])
+        repo.record_broker_load(
+            s, run_id="run-2", rows=[{"broker_id": "b1:8080", "raw_report": report, "usage_ema": 0.99}]
+        )
         assert repo.latest_broker_ema(s, cluster_id=world.cluster_id, exclude_run_id="run-2") == {
             "b1:8080": 0.7,
             "b2:8080": 0.2,
         }
-        repo.record_broker_load(s, run_id="run-2", rows=[{"broker_id": "b1:8080", "raw_report": report, "usage_ema": 0.75}])
+        repo.record_broker_load(
+            s, run_id="run-2", rows=[{"broker_id": "b1:8080", "raw_report": report, "usage_ema": 0.75}]
+        )
         latest = repo.latest_broker_ema(s, cluster_id=world.cluster_id)
         rows = s.execute(text("SELECT count(*), max(cpu_usage) FROM broker_load WHERE run_id = 'run-2'")).one()
     assert latest == {"b1:8080": 0.75, "b2:8080": 0.2}

@@ -67,11 +67,20 @@ def test_concurrent_creators_of_one_run_get_the_same_plan(world) -> None:
                 barrier.wait()
                 results.append(
                     repo.create_plan(
-                        s, run_id=world.run_id, cluster_id=world.cluster_id, status="empty", expires_at=None,
-                        dry_run=True, strategies=["ThresholdShedder"], config={}, summary={}, decision={}, actions=[],
+                        s,
+                        run_id=world.run_id,
+                        cluster_id=world.cluster_id,
+                        status="empty",
+                        expires_at=None,
+                        dry_run=True,
+                        strategies=["ThresholdShedder"],
+                        config={},
+                        summary={},
+                        decision={},
+                        actions=[],
                     )  # fmt: skip
                 )
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=create) for _ in range(2)]
@@ -121,15 +130,29 @@ def test_create_plan_checks_status_and_run(world, unload) -> None:
 
 
 def test_typed_actions_are_stored_as_their_rows_and_read_back_as_the_same_plan(world, make_plan) -> None:
-    split = SplitAction(seq=0, namespace="public/default", bundle_range="0x00000000_0x80000000",
-                        source_broker="b1:8080", boundaries=(0x40000000,), split_algorithm="range_equally_divide",
-                        reason="hot bundle",
-                        predicted=Prediction(details={"children": ["0x00000000_0x40000000", "0x40000000_0x80000000"]}))
-    move = UnloadAction(seq=1, namespace="public/default", bundle_range="0x40000000_0x80000000",
-                        source_broker="b1:8080", destination_broker="b2:8080", reason="b1 overloaded",
-                        predicted=Prediction(bundle_load={"msgRateIn": 10.0, "topics": 2},
-                                             source=UsageChange(broker="b1:8080", before=0.9, after=0.6),
-                                             destination=UsageChange(broker="b2:8080", before=0.1, after=0.4)))
+    split = SplitAction(
+        seq=0,
+        namespace="public/default",
+        bundle_range="0x00000000_0x80000000",
+        source_broker="b1:8080",
+        boundaries=(0x40000000,),
+        split_algorithm="range_equally_divide",
+        reason="hot bundle",
+        predicted=Prediction(details={"children": ["0x00000000_0x40000000", "0x40000000_0x80000000"]}),
+    )
+    move = UnloadAction(
+        seq=1,
+        namespace="public/default",
+        bundle_range="0x40000000_0x80000000",
+        source_broker="b1:8080",
+        destination_broker="b2:8080",
+        reason="b1 overloaded",
+        predicted=Prediction(
+            bundle_load={"msgRateIn": 10.0, "topics": 2},
+            source=UsageChange(broker="b1:8080", before=0.9, after=0.6),
+            destination=UsageChange(broker="b2:8080", before=0.1, after=0.4),
+        ),
+    )
     typed_id = make_plan(actions=[split, move])
     with session_scope(world.engine) as s:
         repo.start_run(s, run_id="run-2", cluster_id=world.cluster_id)
@@ -140,19 +163,51 @@ def test_typed_actions_are_stored_as_their_rows_and_read_back_as_the_same_plan(w
     assert typed.actions[1].predicted == move.predicted.to_json()
     planned = typed.to_plan(cluster="c1")
     assert planned.actions == (split, move) and planned.cluster == "c1" and planned.run_id == world.run_id
-    assert typed.content_hash == planned.content_hash() == repo.plan_content_hash(
-        run_id=typed.run_id, dry_run=typed.dry_run, actions=typed.actions)
+    assert (
+        typed.content_hash
+        == planned.content_hash()
+        == repo.plan_content_hash(run_id=typed.run_id, dry_run=typed.dry_run, actions=typed.actions)
+    )
 
 
-@pytest.mark.parametrize(("actions", "field"), [
-    ([{"kind": "split", "bundle": BUNDLE, "source_broker": "b1:8080", "reason": "hot"}], "actions[0].boundaries"),
-    ([{"kind": "split", "bundle": BUNDLE, "source_broker": "b1:8080", "reason": "hot", "boundaries": [0x40000000]},
-      {"kind": "unload", "bundle": BUNDLE, "source_broker": "b1:8080", "destination_broker": "b2:8080",
-       "reason": "also moved"}], "actions[1].bundle_range"),
-    ([{"kind": "unload", "bundle": BUNDLE, "source_broker": "b1:8080", "destination_broker": "b1:8080",
-       "reason": "nowhere"}], "actions[0].destination_broker"),
-    (["unload it"], "actions[0]"),
-])
+@pytest.mark.parametrize(
+    ("actions", "field"),
+    [
+        ([{"kind": "split", "bundle": BUNDLE, "source_broker": "b1:8080", "reason": "hot"}], "actions[0].boundaries"),
+        (
+            [
+                {
+                    "kind": "split",
+                    "bundle": BUNDLE,
+                    "source_broker": "b1:8080",
+                    "reason": "hot",
+                    "boundaries": [0x40000000],
+                },
+                {
+                    "kind": "unload",
+                    "bundle": BUNDLE,
+                    "source_broker": "b1:8080",
+                    "destination_broker": "b2:8080",
+                    "reason": "also moved",
+                },
+            ],
+            "actions[1].bundle_range",
+        ),
+        (
+            [
+                {
+                    "kind": "unload",
+                    "bundle": BUNDLE,
+                    "source_broker": "b1:8080",
+                    "destination_broker": "b1:8080",
+                    "reason": "nowhere",
+                }
+            ],
+            "actions[0].destination_broker",
+        ),
+        (["unload it"], "actions[0]"),
+    ],
+)
 def test_actions_that_cannot_run_are_refused_naming_the_field_and_nothing_is_written(world, actions, field) -> None:
     with pytest.raises(InvalidRowError) as info, session_scope(world.engine) as s:
         repo.create_plan(
@@ -201,7 +256,9 @@ def test_a_plan_needing_two_approvers_waits_for_a_second_different_person(world,
 
     with pytest.raises(PlanAlreadyApprovedByYouError) as info, session_scope(world.engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
-    assert "already has the approval of alice" in str(info.value) and "2 approvals from different people" in str(info.value)
+    assert "already has the approval of alice" in str(info.value) and "2 approvals from different people" in str(
+        info.value
+    )
     assert _count(world.engine, "approval_votes") == 1  # the refused repeat wrote nothing
 
     with session_scope(world.engine) as s:
@@ -213,7 +270,10 @@ def test_a_plan_needing_two_approvers_waits_for_a_second_different_person(world,
     assert plan.status == "approved" and plan.approval == second
     assert [v.voter for v in plan.votes] == ["alice", "bob"]
     assert [(e["event"], e["actor"]) for e in events] == [
-        ("plan.created", "system"), ("plan.approval_vote", "alice"), ("plan.approved", "alice + bob")]
+        ("plan.created", "system"),
+        ("plan.approval_vote", "alice"),
+        ("plan.approved", "alice + bob"),
+    ]
     with pytest.raises(PlanAlreadyDecidedError, match="approved by alice \\+ bob"), session_scope(world.engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="carol")
 
@@ -321,7 +381,7 @@ def test_concurrent_decisions_one_wins(world, make_plan) -> None:
                 s.execute(text("SET LOCAL lock_timeout = '20s'"))
                 barrier.wait()
                 outcomes[who] = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who)  # type: ignore[arg-type]
-        except BaseException as exc:  # noqa: BLE001 - inspected below
+        except BaseException as exc:
             outcomes[who] = exc
 
     threads = [threading.Thread(target=decide, args=a) for a in (("alice", "approved"), ("bob", "rejected"))]
@@ -403,8 +463,11 @@ def test_every_transition_pair_is_checked(world, make_plan, unload) -> None:
     """All 25 (from, to) pairs: allowed ones succeed with their side effects, the rest raise."""
     pairs = list(itertools.product(ACTION_STATES, ACTION_STATES))
     # one bundle per pair: a plan never moves the same bundle twice
-    plan_id = make_plan(actions=[unload(f"public/default/0x{i:08x}_0x{i + 1:08x}", reason=f"pair {a}->{b}")
-                                 for i, (a, b) in enumerate(pairs)])
+    plan_id = make_plan(
+        actions=[
+            unload(f"public/default/0x{i:08x}_0x{i + 1:08x}", reason=f"pair {a}->{b}") for i, (a, b) in enumerate(pairs)
+        ]
+    )
     with session_scope(world.engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
         repo.set_plan_status(s, plan_id=plan_id, status="executing")
@@ -509,7 +572,11 @@ def test_a_newer_plan_supersedes_an_older_pending_one_and_deciding_it_says_so(wo
     with session_scope(world.engine) as s:
         plan = repo.get_plan(s, plan_id=old)
         assert (plan.status, plan.superseded_by) == ("superseded", new)
-        assert (plan.approval.decision, plan.approval.decided_by, plan.approval.via) == ("superseded", "system", "system")
+        assert (plan.approval.decision, plan.approval.decided_by, plan.approval.via) == (
+            "superseded",
+            "system",
+            "system",
+        )
         assert repo.get_plan(s, plan_id=new).status == "pending"
         events = [e["event"] for e in repo.audit_events(s, plan_id=old)]
     assert events == ["plan.created", "plan.superseded"]
@@ -521,12 +588,15 @@ def test_content_hash_is_recorded_with_the_approval_and_a_changed_plan_is_refuse
     plan_id = make_plan()
     with session_scope(world.engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
-        assert plan.content_hash == repo.plan_content_hash(run_id=plan.run_id, dry_run=plan.dry_run, actions=plan.actions)
+        assert plan.content_hash == repo.plan_content_hash(
+            run_id=plan.run_id, dry_run=plan.dry_run, actions=plan.actions
+        )
         with pytest.raises(PlanChangedError, match="decision was made on 000000000000"):
             repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice", plan_hash="0" * 64)
     with session_scope(world.engine) as s:
-        approval = repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice",
-                                    plan_hash=plan.content_hash, via="cli")
+        approval = repo.decide_plan(
+            s, plan_id=plan_id, decision="approved", decided_by="alice", plan_hash=plan.content_hash, via="cli"
+        )
     assert (approval.plan_hash, approval.via) == (plan.content_hash, "cli")
 
 
@@ -535,12 +605,17 @@ def test_a_plan_at_an_airflow_gate_is_decided_only_through_it(world, make_plan) 
     gate = {"dag_id": "pulsar_rebalance", "run_id": "manual__1", "task_id": "await_approval", "map_index": -1}
     with session_scope(world.engine) as s:
         assert repo.open_gate(s, plan_id=plan_id, gate=gate).gate == gate
-    with pytest.raises(PlanAtGateError, match="waits at the Airflow approval gate") as err, session_scope(world.engine) as s:
+    with (
+        pytest.raises(PlanAtGateError, match="waits at the Airflow approval gate") as err,
+        session_scope(world.engine) as s,
+    ):
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice", via="cli")
     assert err.value.gate == gate
     with session_scope(world.engine) as s:
-        assert repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice",
-                                via="airflow-gate").via == "airflow-gate"
+        assert (
+            repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice", via="airflow-gate").via
+            == "airflow-gate"
+        )
 
 
 def test_stop_switch_is_recorded_once_and_only_for_a_plan_that_can_run(world, make_plan) -> None:

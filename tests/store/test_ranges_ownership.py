@@ -39,7 +39,12 @@ def test_split_retires_parent_and_creates_children_with_parent_id(world) -> None
         )
         assert not again.changed and again.unchanged == ("0x00000000_0xffffffff",)
         split = repo.sync_bundle_ranges(
-            s, cluster_id=world.cluster_id, run_id="run-2", namespace=NS, boundaries=HALVES, at=T0 + timedelta(minutes=2)
+            s,
+            cluster_id=world.cluster_id,
+            run_id="run-2",
+            namespace=NS,
+            boundaries=HALVES,
+            at=T0 + timedelta(minutes=2),
         )
 
     assert [r.range_name for r in split.retired] == ["0x00000000_0xffffffff"]
@@ -66,7 +71,11 @@ def test_split_retires_parent_and_creates_children_with_parent_id(world) -> None
     assert diff.unchanged == ("0x7fffffff_0xffffffff",)
     with session_scope(world.engine) as s:  # the same boundaries again: nothing to do
         same = repo.sync_bundle_ranges(
-            s, cluster_id=world.cluster_id, run_id="run-2", namespace=NS, boundaries=[0, 0x3FFFFFFF, 0x7FFFFFFF, 0xFFFFFFFF]
+            s,
+            cluster_id=world.cluster_id,
+            run_id="run-2",
+            namespace=NS,
+            boundaries=[0, 0x3FFFFFFF, 0x7FFFFFFF, 0xFFFFFFFF],
         )
         total = s.execute(text("SELECT count(*) FROM bundle_ranges")).scalar()
     assert not same.changed and len(same.unchanged) == 3
@@ -93,7 +102,9 @@ def test_split_records_the_action_that_created_the_children(world, make_plan) ->
 )  # fmt: skip
 def test_bad_boundaries_name_the_field_and_write_nothing(world, boundaries: list, field: str) -> None:
     with pytest.raises(InvalidRowError) as info, session_scope(world.engine) as s:
-        repo.sync_bundle_ranges(s, cluster_id=world.cluster_id, run_id=world.run_id, namespace=NS, boundaries=boundaries)
+        repo.sync_bundle_ranges(
+            s, cluster_id=world.cluster_id, run_id=world.run_id, namespace=NS, boundaries=boundaries
+        )
     assert info.value.field == field
     with world.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM bundle_ranges")).scalar() == 0
@@ -161,7 +172,12 @@ def test_ownership_history_across_two_moves_and_the_one_query(world, make_plan, 
     assert before is not None and before.broker_id == "b1:8080" and before.approved_by is None
     assert before.cause == "observed at collect"
     assert during is not None and during.broker_id == "b2:8080"
-    assert (during.approved_by, during.plan_id, during.action_id, during.action_kind) == ("alice", plan1, action1, "unload")
+    assert (during.approved_by, during.plan_id, during.action_id, during.action_kind) == (
+        "alice",
+        plan1,
+        action1,
+        "unload",
+    )
     assert during.action_reason == "b1 at 91% > avg+10%" and during.approval_comment == "go"
     assert during.valid_to == T0 + timedelta(hours=2)
     assert after is not None and after.broker_id == "b3:8080" and after.action_id is None and after.valid_to is None
@@ -220,7 +236,9 @@ def test_namespaces_scope_limits_what_is_closed(world) -> None:
     other = "public/other/0x00000000_0xffffffff"
     with session_scope(w.engine) as s:
         repo.sync_bundle_ranges(s, cluster_id=w.cluster_id, run_id=w.run_id, namespace=NS, boundaries=HALVES, at=T0)
-        repo.sync_bundle_ranges(s, cluster_id=w.cluster_id, run_id=w.run_id, namespace="public/other", boundaries=FULL, at=T0)
+        repo.sync_bundle_ranges(
+            s, cluster_id=w.cluster_id, run_id=w.run_id, namespace="public/other", boundaries=FULL, at=T0
+        )
         repo.sync_ownership(s, cluster_id=w.cluster_id, run_id=w.run_id, ownership={LEFT: "b1:8080", other: "b2:8080"},
                             cause="observed", at=T0)  # fmt: skip
         diff = repo.sync_ownership(s, cluster_id=w.cluster_id, run_id=w.run_id, ownership={LEFT: "b1:8080"},

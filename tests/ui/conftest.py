@@ -16,21 +16,43 @@ import pytest
 
 
 def _report(cpu: float, bw: float, bundles: dict[str, tuple[float, float, int]]) -> dict:
-    last = {b: {"msgRateIn": r / 2, "msgRateOut": r / 2, "msgThroughputIn": t / 2, "msgThroughputOut": t / 2,
-                "consumerCount": 2 * n, "producerCount": n, "topics": n, "cacheSize": 0}
-            for b, (r, t, n) in bundles.items()}
+    last = {
+        b: {
+            "msgRateIn": r / 2,
+            "msgRateOut": r / 2,
+            "msgThroughputIn": t / 2,
+            "msgThroughputOut": t / 2,
+            "consumerCount": 2 * n,
+            "producerCount": n,
+            "topics": n,
+            "cacheSize": 0,
+        }
+        for b, (r, t, n) in bundles.items()
+    }
     rate = sum(r for r, _, _ in bundles.values())
     thr = sum(t for _, t, _ in bundles.values())
-    return {"cpu": {"usage": cpu, "limit": 100.0}, "memory": {"usage": 10.0, "limit": 100.0},
-            "directMemory": {"usage": 5.0, "limit": 100.0},
-            "bandwidthIn": {"usage": bw, "limit": 100.0}, "bandwidthOut": {"usage": bw, "limit": 100.0},
-            "msgRateIn": rate / 2, "msgRateOut": rate / 2, "msgThroughputIn": thr / 2, "msgThroughputOut": thr / 2,
-            "lastStats": last, "numBundles": len(bundles), "bundles": list(bundles)}
+    return {
+        "cpu": {"usage": cpu, "limit": 100.0},
+        "memory": {"usage": 10.0, "limit": 100.0},
+        "directMemory": {"usage": 5.0, "limit": 100.0},
+        "bandwidthIn": {"usage": bw, "limit": 100.0},
+        "bandwidthOut": {"usage": bw, "limit": 100.0},
+        "msgRateIn": rate / 2,
+        "msgRateOut": rate / 2,
+        "msgThroughputIn": thr / 2,
+        "msgThroughputOut": thr / 2,
+        "lastStats": last,
+        "numBundles": len(bundles),
+        "bundles": list(bundles),
+    }
 
 
 REPORTS = {
-    "broker-1:8080": _report(85.0, 80.0, {"t/ns/0x00000000_0x40000000": (900.0, 9 * 2**20, 12),
-                                          "t/ns/0x40000000_0x80000000": (300.0, 3 * 2**20, 4)}),
+    "broker-1:8080": _report(
+        85.0,
+        80.0,
+        {"t/ns/0x00000000_0x40000000": (900.0, 9 * 2**20, 12), "t/ns/0x40000000_0x80000000": (300.0, 3 * 2**20, 4)},
+    ),
     "broker-2:8080": _report(20.0, 15.0, {"t/ns/0x80000000_0xc0000000": (200.0, 2**20, 3)}),
     "broker-3:8080": _report(25.0, 20.0, {"t/ns/0xc0000000_0xffffffff": (250.0, 2**20, 3)}),
 }
@@ -39,7 +61,7 @@ REPORTS = {
 @dataclass(frozen=True)
 class Seeded:
     url: str
-    pending: str   # a pending plan: one unload
+    pending: str  # a pending plan: one unload
     executed: str  # an executed plan with an approval and measured usage
 
 
@@ -51,11 +73,28 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
     from pulsar_rebalance.store.engine import dispose_engines, make_engine, session_scope
 
     params = RunParams.from_json({})
-    decision = {"cycle": {"label": "Success", "reason": "Overloaded", "splits": [], "unloads": [
-        {"broker": "broker-1:8080", "bundle": "t/ns/0x00000000_0x40000000", "destination": "broker-2:8080",
-         "reason": "Overloaded: broker-1:8080 usage 0.85 >= avg 0.43 + threshold 0.10"}]}}
-    draft = build_plan(decision=decision, params=params, reports=REPORTS, topics_by_bundle={},
-                       ownership={b: br for br, r in REPORTS.items() for b in r["lastStats"]})
+    decision = {
+        "cycle": {
+            "label": "Success",
+            "reason": "Overloaded",
+            "splits": [],
+            "unloads": [
+                {
+                    "broker": "broker-1:8080",
+                    "bundle": "t/ns/0x00000000_0x40000000",
+                    "destination": "broker-2:8080",
+                    "reason": "Overloaded: broker-1:8080 usage 0.85 >= avg 0.43 + threshold 0.10",
+                }
+            ],
+        }
+    }
+    draft = build_plan(
+        decision=decision,
+        params=params,
+        reports=REPORTS,
+        topics_by_bundle={},
+        ownership={b: br for br, r in REPORTS.items() for b in r["lastStats"]},
+    )
     draft.summary["warnings"] = ["2 topics were reported under a bundle their hash does not fall into"]
     engine = make_engine(db_url)
     now = datetime.now(UTC)
@@ -65,21 +104,44 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
     for run_id in ("scheduled__2026-11-23T10:00:00+00:00", "manual__2026-11-23T11:00:00+00:00"):
         with session_scope(engine) as s:
             repo.start_run(s, run_id=run_id, cluster_id=cid, params=params.to_json())
-            ids.append(repo.create_plan(
-                s, run_id=run_id, cluster_id=cid, status="pending", expires_at=now + timedelta(hours=1),
-                dry_run=False, strategies=draft.summary["strategies"], config={"loadBalancerSheddingEnabled": False},
-                summary=draft.summary, decision=decision["cycle"], actions=draft.actions,
-                required_approvals=len(ids) + 1))  # the pending one needs a second approver
+            ids.append(
+                repo.create_plan(
+                    s,
+                    run_id=run_id,
+                    cluster_id=cid,
+                    status="pending",
+                    expires_at=now + timedelta(hours=1),
+                    dry_run=False,
+                    strategies=draft.summary["strategies"],
+                    config={"loadBalancerSheddingEnabled": False},
+                    summary=draft.summary,
+                    decision=decision["cycle"],
+                    actions=draft.actions,
+                    required_approvals=len(ids) + 1,
+                )
+            )  # the pending one needs a second approver
         if len(ids) == 1:  # execute the first before the second supersedes it
             with session_scope(engine) as s:
-                repo.decide_plan(s, plan_id=ids[0], decision="approved", decided_by="alice", comment="off-peak, <script>alert(1)</script> go")
+                repo.decide_plan(
+                    s,
+                    plan_id=ids[0],
+                    decision="approved",
+                    decided_by="alice",
+                    comment="off-peak, <script>alert(1)</script> go",
+                )
                 repo.set_plan_status(s, plan_id=ids[0], status="executing")
                 for a in repo.get_plan(s, plan_id=ids[0]).actions:
                     repo.transition_action(s, action_id=a.id, to="in_progress")
                     repo.transition_action(s, action_id=a.id, to="completed")
-                repo.set_plan_status(s, plan_id=ids[0], status="executed", result={
-                    "max_usage_after": 0.52,
-                    "broker_usage_after": {"broker-1:8080": 0.52, "broker-2:8080": 0.47, "broker-3:8080": 0.25}})
+                repo.set_plan_status(
+                    s,
+                    plan_id=ids[0],
+                    status="executed",
+                    result={
+                        "max_usage_after": 0.52,
+                        "broker_usage_after": {"broker-1:8080": 0.52, "broker-2:8080": 0.47, "broker-3:8080": 0.25},
+                    },
+                )
     with session_scope(engine) as s:  # the pending plan has one of its two approvals
         repo.decide_plan(s, plan_id=ids[1], decision="approved", decided_by="carol", comment="first of two")
     executed, pending = ids
@@ -124,8 +186,14 @@ class AirflowStack:
 
         log = self.home / f"airflow-{'-'.join(args)}.log"
         with open(log, "ab") as fh:
-            done = subprocess.run(["airflow", *args], env=self.env, stdout=fh, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
+            done = subprocess.run(
+                ["airflow", *args],
+                env=self.env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+            )
         assert done.returncode == 0, f"airflow {' '.join(args)} failed; see {log}:\n{log.read_text()[-3000:]}"
 
     def start(self, component: str, *args: str, env: dict[str, str] | None = None) -> None:
@@ -133,8 +201,12 @@ class AirflowStack:
 
         log = open(self.home / f"{component}.log", "ab")
         self.procs[component] = subprocess.Popen(
-            ["airflow", component, *args], env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            ["airflow", component, *args],
+            env={**self.env, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
     def wait_healthy(self, timeout: float = 180.0) -> None:
@@ -190,7 +262,7 @@ class AirflowStack:
             _, alive = psutil.wait_procs([*children], timeout=grace)
             try:
                 proc.wait(timeout=grace)
-            except Exception:  # noqa: BLE001 - anything left gets SIGKILL below
+            except Exception:
                 pass
             for p in alive:
                 try:
@@ -226,26 +298,28 @@ def airflow_stack(pg_server, state_db, tmp_path_factory):
     (home / "passwords.json").write_text(json.dumps({u: u for u in USERS}))
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in USERS.items()),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg_server.create_database(f"af_{uuid.uuid4().hex[:10]}"),
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(48),
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW_CONN_PULSAR_REBALANCE_DB": json.dumps({"conn_type": "postgres", "extra": {"url": state_db}}),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-        "PYTHONPATH": str(root / "src"),
-        "PULSAR_REBALANCE_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run
-        "PULSAR_REBALANCE_WORK_DIR": str(home / "work"),
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(root / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in USERS.items()),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg_server.create_database(f"af_{uuid.uuid4().hex[:10]}"),
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(48),
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW_CONN_PULSAR_REBALANCE_DB": json.dumps({"conn_type": "postgres", "extra": {"url": state_db}}),
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+            "PYTHONPATH": str(root / "src"),
+            "PULSAR_REBALANCE_SCHEDULE": "",  # triggered runs only: unpausing must not start a scheduled run
+            "PULSAR_REBALANCE_WORK_DIR": str(home / "work"),
+        }
+    )
     env.pop("PULSAR_REBALANCE_DATABASE_URL", None)  # the plugin must find the DB through the Connection
     env.pop("DATABASE_URL", None)
     stack = AirflowStack(home, env)
@@ -292,8 +366,14 @@ def browser():
     assert not missing, f"{missing} not found: the browser test needs Debian's chromium and chromium-driver packages"
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1440,1000", "--hide-scrollbars"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1440,1000",
+        "--hide-scrollbars",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)

@@ -27,8 +27,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
 
 # The README's screenshots are refreshed only on request (PULSAR_REBALANCE_UPDATE_SCREENSHOTS=1), so a test
 # run (CI) never modifies tracked files; otherwise they go to a temp directory and are still taken.
-IMG = (Path(__file__).resolve().parents[2] / "docs" / "img" if os.environ.get("PULSAR_REBALANCE_UPDATE_SCREENSHOTS")
-       else Path(tempfile.mkdtemp(prefix="pr-screenshots-")))
+IMG = (
+    Path(__file__).resolve().parents[2] / "docs" / "img"
+    if os.environ.get("PULSAR_REBALANCE_UPDATE_SCREENSHOTS")
+    else Path(tempfile.mkdtemp(prefix="pr-screenshots-"))
+)
 
 
 def _login(browser, stack, user: str) -> None:
@@ -44,7 +47,8 @@ def _login(browser, stack, user: str) -> None:
 def _wait_image_loaded(browser, element_id: str) -> int:
     """The <img>'s natural width once the browser decoded it (0 = broken image)."""
     WebDriverWait(browser, 60).until(
-        lambda b: b.execute_script(f"const i = document.getElementById('{element_id}'); return i && i.complete;"))
+        lambda b: b.execute_script(f"const i = document.getElementById('{element_id}'); return i && i.complete;")
+    )
     return browser.execute_script(f"return document.getElementById('{element_id}').naturalWidth;")
 
 
@@ -56,7 +60,9 @@ def _dump(browser, where: Path, name: str) -> Path:
 
 
 def _full_page_screenshot(browser, path: Path, width: int = 1440) -> None:
-    height = browser.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight);")
+    height = browser.execute_script(
+        "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight);"
+    )
     browser.set_window_size(width, min(max(height + 40, 800), 4000))
     path.parent.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(path))
@@ -70,9 +76,11 @@ def _open_nav_entry(browser, label: str, url_part: str, deadline_s: float = 90) 
     while True:
         try:
             WebDriverWait(browser, 15).until(
-                EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label=Browse]"))).click()
+                EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label=Browse]"))
+            ).click()
             WebDriverWait(browser, 15).until(
-                EC.element_to_be_clickable((By.CSS_SELECTOR, f"a[data-value='{label}']"))).click()
+                EC.element_to_be_clickable((By.CSS_SELECTOR, f"a[data-value='{label}']"))
+            ).click()
             WebDriverWait(browser, 15).until(lambda b: url_part in b.current_url)
             return
         except TimeoutException:
@@ -89,7 +97,9 @@ def test_every_plugin_route_answers_401_over_http_without_credentials(airflow_st
             anonymous = httpx.request(method, url, timeout=60)
             assert anonymous.status_code == 401, (method, url, anonymous.status_code)
             assert pipeline_plan not in anonymous.text
-            assert httpx.request(method, url, headers={"Authorization": f"Bearer {token}"}, timeout=60).status_code == 200
+            assert (
+                httpx.request(method, url, headers={"Authorization": f"Bearer {token}"}, timeout=60).status_code == 200
+            )
 
 
 def test_login_open_the_plan_from_the_nav_entry_and_directly_and_see_the_chart(airflow_stack, pipeline_plan, browser):
@@ -106,7 +116,10 @@ def test_login_open_the_plan_from_the_nav_entry_and_directly_and_see_the_chart(a
     assert browser.find_element(By.ID, "plan-status").text == "pending"
     assert _wait_image_loaded(browser, "chart") > 300
     gate = browser.find_element(By.ID, "gate-link").get_attribute("href")
-    assert "/dags/pulsar_rebalance/runs/manual__2026-11-23T12%3A00%3A00%2B00%3A00/tasks/await_approval/required_actions" in gate
+    assert (
+        "/dags/pulsar_rebalance/runs/manual__2026-11-23T12%3A00%3A00%2B00%3A00/tasks/await_approval/required_actions"
+        in gate
+    )
     browser.switch_to.default_content()
     browser.save_screenshot(str(IMG / "plan-page-in-airflow.png"))
 
@@ -151,19 +164,27 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     api = f"{airflow_stack.url}/api/v2"
     admin = {"Authorization": f"Bearer {airflow_stack.token('admin')}"}
     viewer = {"Authorization": f"Bearer {airflow_stack.token('viewer')}"}
-    _until(lambda: httpx.get(f"{api}/dags/pulsar_rebalance", headers=admin, timeout=30).status_code == 200, 300,
-           "the dag-processor to register pulsar_rebalance")
+    _until(
+        lambda: httpx.get(f"{api}/dags/pulsar_rebalance", headers=admin, timeout=30).status_code == 200,
+        300,
+        "the dag-processor to register pulsar_rebalance",
+    )
     # the operator triggers from the DAG page's form (it unpauses the DAG), choosing Pulsar's ThresholdShedder
     _login(browser, airflow_stack, "admin")
     wait = WebDriverWait(browser, 60)
     browser.get(f"{airflow_stack.url}/dags/pulsar_rebalance")
     wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid=trigger-dag-button]"))).click()
-    strategy = wait.until(EC.presence_of_element_located(
-        (By.XPATH, "//input[@name='element_shedding_strategy']/preceding::input[@role='combobox'][1]")))
+    strategy = wait.until(
+        EC.presence_of_element_located(
+            (By.XPATH, "//input[@name='element_shedding_strategy']/preceding::input[@role='combobox'][1]")
+        )
+    )
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", strategy)
     strategy.click()
     strategy.send_keys("ThresholdShedder", Keys.ENTER)
-    wait.until(lambda b: b.find_element(By.NAME, "element_shedding_strategy").get_attribute("value") == "ThresholdShedder")
+    wait.until(
+        lambda b: b.find_element(By.NAME, "element_shedding_strategy").get_attribute("value") == "ThresholdShedder"
+    )
     submit = browser.find_element(By.CSS_SELECTOR, "button[data-testid=trigger-dag-submit]")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
     submit.click()
@@ -197,8 +218,9 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
 
     # a viewer may read the plan but not decide it (Airflow's HITL permission), and nothing is recorded
     hitl = f"{run_api}/taskInstances/await_approval/-1/hitlDetails"
-    refused = httpx.patch(hitl, json={"chosen_options": ["Approve"], "params_input": {"comment": "viewer"}},
-                          headers=viewer, timeout=30)
+    refused = httpx.patch(
+        hitl, json={"chosen_options": ["Approve"], "params_input": {"comment": "viewer"}}, headers=viewer, timeout=30
+    )
     assert refused.status_code == 403, refused.text
     with session_scope(make_engine(state_db)) as s:
         assert repo.get_plan(s, plan_id=plan.plan_id).status == "pending"
@@ -220,7 +242,9 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
         approve = wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid='hitl-option-Approve']")))
         assert plan.plan_id in browser.find_element(By.TAG_NAME, "body").text
     except TimeoutException as exc:
-        raise AssertionError(f"the gate page did not show as expected; see {_dump(browser, airflow_stack.home, 'gate')}") from exc
+        raise AssertionError(
+            f"the gate page did not show as expected; see {_dump(browser, airflow_stack.home, 'gate')}"
+        ) from exc
     browser.execute_script("arguments[0].scrollIntoView({block: 'end'});", approve)
     browser.save_screenshot(str(IMG / "gate.png"))
     browser.set_window_size(1440, 1000)
@@ -234,7 +258,8 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
         _until(answered, 60, "Airflow to store the answer", poll=2)
     except AssertionError:
         again = WebDriverWait(browser, 30).until(
-            EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid='hitl-option-Approve']")))
+            EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid='hitl-option-Approve']"))
+        )
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", again)
         again.click()
         _until(answered, 120, "Airflow to store the answer", poll=2)
@@ -243,15 +268,24 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
         _until(lambda: tis().get("execute_unload") in ("running", "success"), 300, "execute_unload to start", poll=2)
     except AssertionError as exc:
         raise AssertionError(f"{exc}: {tis()}\n{airflow_stack.log('scheduler')[-3000:]}") from exc
-    run = _until(lambda: (r := httpx.get(run_api, headers=admin, timeout=30).json())["state"] in ("success", "failed") and r,
-                 600, "the run to finish", poll=3)
+    run = _until(
+        lambda: (r := httpx.get(run_api, headers=admin, timeout=30).json())["state"] in ("success", "failed") and r,
+        600,
+        "the run to finish",
+        poll=3,
+    )
     assert run["state"] == "success", tis()
     with session_scope(make_engine(state_db)) as s:
         done = repo.get_plan(s, plan_id=plan.plan_id)
     assert done.status == "executed", done.status
     a = done.approval
     assert (a.decision, a.decided_by, a.comment, a.via, a.plan_hash) == (
-        "approved", "admin", "off-peak, looks right", "airflow-gate", plan.content_hash)
+        "approved",
+        "admin",
+        "off-peak, looks right",
+        "airflow-gate",
+        plan.content_hash,
+    )
     assert sum(x.state == "completed" for x in done.actions) == len(done.actions)
     # the executed plan: measured usage, approval and action states on its page
     browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{plan.plan_id}")

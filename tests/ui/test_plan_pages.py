@@ -83,9 +83,18 @@ def viewer(client):
 
 def test_plans_list_shows_run_cluster_status_moves_usage_and_who_decided(viewer, seeded_db):
     html = viewer.get(f"{URL_PREFIX}/").text
-    for expected in (seeded_db.pending, seeded_db.executed, "manual__2026-11-23T11:00:00+00:00", "sim-cluster",
-                     ">pending<", ">executed<", "1 unload", "alice", "52.0%",
-                     f'href="{URL_PREFIX}/plans/{seeded_db.pending}"'):
+    for expected in (
+        seeded_db.pending,
+        seeded_db.executed,
+        "manual__2026-11-23T11:00:00+00:00",
+        "sim-cluster",
+        ">pending<",
+        ">executed<",
+        "1 unload",
+        "alice",
+        "52.0%",
+        f'href="{URL_PREFIX}/plans/{seeded_db.pending}"',
+    ):
         assert expected in html, expected
     assert html.index(seeded_db.pending) < html.index(seeded_db.executed)  # newest first
     only_pending = viewer.get(f"{URL_PREFIX}/", params={"status": "pending"}).text
@@ -98,7 +107,7 @@ def test_pending_plan_page_summarises_the_move_and_links_to_the_gate(viewer, see
     assert f'id="gate-link" href="/dags/pulsar_rebalance/runs/{run}/tasks/await_approval/required_actions"' in html
     assert f'href="/dags/pulsar_rebalance/runs/{run}"' in html
     # the unload, with destination and the traffic/clients of the bundle (12 topics, 12 producers, 24 consumers)
-    assert "t/ns/0x00000000_0x40000000" in html and "broker-1:8080<span class=\"arrow\">→</span>broker-2:8080" in html
+    assert "t/ns/0x00000000_0x40000000" in html and 'broker-1:8080<span class="arrow">→</span>broker-2:8080' in html
     assert "900.0 msg/s" in html and "9.00 MiB/s" in html
     assert "12 topics, 12 producers, 24 consumers reconnect" in html
     assert "Overloaded: broker-1:8080 usage 0.85" in html  # the reason
@@ -159,8 +168,12 @@ def test_airflow_mounts_the_plugin_and_lists_its_nav_entry(airflow_db, seeded_db
     (ours,) = [p for p in plugins if p["name"] == "pulsar_rebalance"]
     (view,) = ours["external_views"]
     assert {k: view[k] for k in ("name", "href", "url_route", "destination", "category")} == {
-        "name": "Rebalance plans", "href": "pulsar-rebalance/", "url_route": "pulsar-rebalance",
-        "destination": "nav", "category": "browse"}
+        "name": "Rebalance plans",
+        "href": "pulsar-rebalance/",
+        "url_route": "pulsar-rebalance",
+        "destination": "nav",
+        "category": "browse",
+    }
     assert page.status_code == 200 and seeded_db.pending in page.text
 
 
@@ -184,10 +197,26 @@ def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
         repo.start_run(s, run_id="run-x", cluster_id=cid, params={}, work_dir="/tmp/w")
         plan_id = repo.create_plan(
-            s, run_id="run-x", cluster_id=cid, status="pending", expires_at=datetime.now(UTC) + timedelta(hours=1),
-            dry_run=False, strategies={}, config={}, summary={}, decision={},
-            actions=[{"kind": "unload", "bundle": "public/default/0x00000000_0x40000000", "source_broker": "b1:8080",
-                      "destination_broker": "b2:8080", "reason": "test"}])
+            s,
+            run_id="run-x",
+            cluster_id=cid,
+            status="pending",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies={},
+            config={},
+            summary={},
+            decision={},
+            actions=[
+                {
+                    "kind": "unload",
+                    "bundle": "public/default/0x00000000_0x40000000",
+                    "source_broker": "b1:8080",
+                    "destination_broker": "b2:8080",
+                    "reason": "test",
+                }
+            ],
+        )
     with session_scope(engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
         repo.set_plan_status(s, plan_id=plan_id, status="executing")

@@ -76,8 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return 1
     except Exception as exc:  # a bug: say so in one line; the traceback is one env var away
-        return _fail(args.command, f"internal error: {type(exc).__name__}: {exc} "
-                                   f"(set {DEBUG_ENV_VAR}=1 for the traceback, and please report it)", 1)
+        return _fail(
+            args.command,
+            f"internal error: {type(exc).__name__}: {exc} "
+            f"(set {DEBUG_ENV_VAR}=1 for the traceback, and please report it)",
+            1,
+        )
 
 
 def _unusable_argument(arg: str) -> str | None:
@@ -120,4 +124,3 @@ def _is_input_error(exc: RebalanceError) -> bool:
     if isinstance(exc, errors.ConfigError) and exc.key is not None and exc.key.isupper():
         return False  # ConfigError(key="PULSAR_ADMIN_URL"): the environment is misconfigured
     return isinstance(exc, (errors.ScenarioError, errors.ConfigError, errors.PlanError, InvalidRowError))
-

@@ -27,7 +27,7 @@ def _parse_time(text: str) -> dt.datetime:
         t = dt.datetime.fromisoformat(text)
     except ValueError as exc:
         raise ConfigError(f"--at {text!r} is not an ISO time like 2026-11-22T02:00:00+00:00", key="at") from exc
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
 def _history(args: argparse.Namespace) -> int:

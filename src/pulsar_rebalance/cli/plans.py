@@ -41,15 +41,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = psub.add_parser("list", help="recent plans, newest first")
     p.add_argument("--status", help="only plans in this status (pending, approved, executed, ...)")
-    p.add_argument("--limit", type=bounded_int(1, MAX_LIST_LIMIT), default=20,
-                   help=f"at most this many plans (1 to {MAX_LIST_LIMIT}, default 20)")
+    p.add_argument(
+        "--limit",
+        type=bounded_int(1, MAX_LIST_LIMIT),
+        default=20,
+        help=f"at most this many plans (1 to {MAX_LIST_LIMIT}, default 20)",
+    )
     p.set_defaults(func=_list)
 
     p = psub.add_parser("show", help="one plan with its actions, reasons and predicted effect")
     p.add_argument("plan_id")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--plot", metavar="FILE", help="also write a before/predicted/measured usage chart per broker "
-                   "(.png, .svg or .pdf; a directory: DIR/<plan id>.png)")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also write a before/predicted/measured usage chart per broker "
+        "(.png, .svg or .pdf; a directory: DIR/<plan id>.png)",
+    )
     p.set_defaults(func=_show)
 
     for verb in ("approve", "reject"):
@@ -63,8 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("plan_id")
     p.add_argument("--by", default=None, help="who stops it (default: $PULSAR_REBALANCE_USER or the login name)")
     p.set_defaults(func=_stop)
-    p = psub.add_parser("resume", help="finish an interrupted execution (reconciles with Pulsar first); "
-                                       "needs PULSAR_ADMIN_URL [PULSAR_ADMIN_TOKEN]")
+    p = psub.add_parser(
+        "resume",
+        help="finish an interrupted execution (reconciles with Pulsar first); "
+        "needs PULSAR_ADMIN_URL [PULSAR_ADMIN_TOKEN]",
+    )
     p.add_argument("plan_id")
     p.add_argument("--by", default=None)
     p.set_defaults(func=_resume)
@@ -86,8 +97,9 @@ def _engine():
     return make_engine(database_url())
 
 
-def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None,
-           airflow_client=None) -> dict[str, Any]:
+def decide(
+    plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None, airflow_client=None
+) -> dict[str, Any]:
     """Record an approval/rejection. The single code path used by the CLI, tests and the quick start.
 
     A plan waiting at its Airflow gate is answered through Airflow's REST API (see
@@ -100,40 +112,67 @@ def decide(plan_id: str, decision: str, *, by: str | None = None, comment: str |
     who = _who(by)
     try:
         with session_scope(_engine()) as s:
-            approval = repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment,
-                                        via="cli")
+            approval = repo.decide_plan(
+                s, plan_id=plan_id, decision=decision, decided_by=who, comment=comment, via="cli"
+            )
     except PlanAtGateError as exc:
         from pulsar_rebalance.cli.airflow_api import answer_gate
 
         with session_scope(_engine()) as s:
             content_hash = repo.get_plan(s, plan_id=plan_id).content_hash
-        answer_gate(exc.gate, plan_id=plan_id, decision=decision, comment=comment, plan_hash=content_hash,
-                    client=airflow_client)
+        answer_gate(
+            exc.gate, plan_id=plan_id, decision=decision, comment=comment, plan_hash=content_hash, client=airflow_client
+        )
         with session_scope(_engine()) as s:
             plan = repo.get_plan(s, plan_id=plan_id)
         approval = plan.approval
         if approval is None and plan.votes and decision == "approved":  # a vote of a plan needing several
             v = plan.votes[-1]
-            return _vote_doc(plan_id, v.voter, v.voted_at, v.comment, v.via, [x.voter for x in plan.votes],
-                             plan.required_approvals)
+            return _vote_doc(
+                plan_id, v.voter, v.voted_at, v.comment, v.via, [x.voter for x in plan.votes], plan.required_approvals
+            )
         if approval is None:  # Airflow took it but no guard recorded it: the gate records it when it resumes
-            return {"plan_id": plan_id, "decision": decision, "decided_by": "(Airflow user)", "via": "airflow-gate",
-                    "decided_at": None, "comment": comment, "note": "answered at the Airflow gate"}
+            return {
+                "plan_id": plan_id,
+                "decision": decision,
+                "decided_by": "(Airflow user)",
+                "via": "airflow-gate",
+                "decided_at": None,
+                "comment": comment,
+                "note": "answered at the Airflow gate",
+            }
     if not approval.final:
-        return _vote_doc(plan_id, approval.decided_by, approval.decided_at, approval.comment, approval.via,
-                         list(approval.votes), approval.required_approvals)
+        return _vote_doc(
+            plan_id,
+            approval.decided_by,
+            approval.decided_at,
+            approval.comment,
+            approval.via,
+            list(approval.votes),
+            approval.required_approvals,
+        )
     return {
-        "plan_id": plan_id, "decision": approval.decision, "decided_by": approval.decided_by,
-        "decided_at": approval.decided_at.isoformat(), "comment": approval.comment, "via": approval.via,
+        "plan_id": plan_id,
+        "decision": approval.decision,
+        "decided_by": approval.decided_by,
+        "decided_at": approval.decided_at.isoformat(),
+        "comment": approval.comment,
+        "via": approval.via,
     }
 
 
 def _vote_doc(plan_id: str, voter: str, at, comment, via, voters: list[str], required: int) -> dict:
     return {
-        "plan_id": plan_id, "decision": "pending", "approved_by": voter, "decided_at": at.isoformat(),
-        "comment": comment, "via": via, "approvals": voters, "required_approvals": required,
+        "plan_id": plan_id,
+        "decision": "pending",
+        "approved_by": voter,
+        "decided_at": at.isoformat(),
+        "comment": comment,
+        "via": via,
+        "approvals": voters,
+        "required_approvals": required,
         "note": f"approval {len(voters)} of {required} recorded; the plan stays pending until "
-                f"{required - len(voters)} more person(s) approve",
+        f"{required - len(voters)} more person(s) approve",
     }
 
 
@@ -153,8 +192,16 @@ def _stop(args: argparse.Namespace) -> int:
     with session_scope(_engine()) as s:
         new = repo.request_stop(s, plan_id=args.plan_id, requested_by=_who(args.by))
         plan = repo.get_plan(s, plan_id=args.plan_id)
-    print(json.dumps({"plan_id": args.plan_id, "status": plan.status, "stop_requested": plan.stop_requested,
-                      "note": "recorded" if new else "already requested"}))
+    print(
+        json.dumps(
+            {
+                "plan_id": args.plan_id,
+                "status": plan.status,
+                "stop_requested": plan.stop_requested,
+                "note": "recorded" if new else "already requested",
+            }
+        )
+    )
     return 0
 
 
@@ -172,8 +219,15 @@ def _abort(args: argparse.Namespace) -> int:
     from pulsar_rebalance.pipeline.execute import abort_plan
 
     plan = abort_plan(_engine(), plan_id=args.plan_id, by=_who(args.by))
-    print(json.dumps({"plan_id": plan.plan_id, "status": plan.status,
-                      "actions": {a.state: sum(b.state == a.state for b in plan.actions) for a in plan.actions}}))
+    print(
+        json.dumps(
+            {
+                "plan_id": plan.plan_id,
+                "status": plan.status,
+                "actions": {a.state: sum(b.state == a.state for b in plan.actions) for a in plan.actions},
+            }
+        )
+    )
     return 0
 
 
@@ -191,8 +245,10 @@ def _list(args: argparse.Namespace) -> int:
     for p in plans:
         s_ = p.summary or {}
         usage = f"{_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)"
-        print(f"{p.plan_id:<22} {p.status:<19} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
-              f"{s_.get('numBundleUnloads', 0):>7}  {usage:<32} {p.run_id}")
+        print(
+            f"{p.plan_id:<22} {p.status:<19} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
+            f"{s_.get('numBundleUnloads', 0):>7}  {usage:<32} {p.run_id}"
+        )
     return 0
 
 
@@ -224,23 +280,36 @@ def _show(args: argparse.Namespace) -> int:
     out.write(f"created {plan.created_at:%Y-%m-%d %H:%M:%S} UTC, expires {plan.expires_at:%Y-%m-%d %H:%M:%S} UTC\n")
     d = s_.get("decision", {})
     out.write(f"decision: {d.get('label')} ({d.get('reason')}); strategies: {s_.get('strategies')}\n")
-    out.write(f"max broker usage: {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)\n")
+    out.write(
+        f"max broker usage: {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)\n"
+    )
     if plan.approval:
         a = plan.approval
-        out.write(f"{a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC"
-                  + (f": {a.comment}" if a.comment else "") + "\n")
+        out.write(
+            f"{a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC"
+            + (f": {a.comment}" if a.comment else "")
+            + "\n"
+        )
     elif plan.required_approvals > 1:
-        out.write(f"approvals: {len(plan.votes)} of {plan.required_approvals} (different people)"
-                  + "".join(f"; {v.voter} at {v.voted_at:%Y-%m-%d %H:%M:%S} UTC" for v in plan.votes) + "\n")
+        out.write(
+            f"approvals: {len(plan.votes)} of {plan.required_approvals} (different people)"
+            + "".join(f"; {v.voter} at {v.voted_at:%Y-%m-%d %H:%M:%S} UTC" for v in plan.votes)
+            + "\n"
+        )
     out.write("\nactions:\n")
     for a in plan.actions:
-        what = (f"split  {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries or []]}" if a.kind == "split"
-                else f"unload {a.bundle}  {a.source_broker} -> {a.destination_broker}")
+        what = (
+            f"split  {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries or []]}"
+            if a.kind == "split"
+            else f"unload {a.bundle}  {a.source_broker} -> {a.destination_broker}"
+        )
         out.write(f"  [{a.seq}] {what}  [{a.state}]\n        why: {a.reason}\n")
     out.write("\nbrokers (predicted weighted max usage):\n")
     for b, v in sorted((s_.get("brokers") or {}).items()):
-        out.write(f"  {b:<24} {_pct(v['before']['usage'])} -> {_pct(v['after']['usage'])}   "
-                  f"bundles {v['before']['bundles']} -> {v['after']['bundles']}\n")
+        out.write(
+            f"  {b:<24} {_pct(v['before']['usage'])} -> {_pct(v['after']['usage'])}   "
+            f"bundles {v['before']['bundles']} -> {v['after']['bundles']}\n"
+        )
     for n in s_.get("notes") or []:
         out.write(f"note: {n}\n")
     return 0
@@ -248,20 +317,42 @@ def _show(args: argparse.Namespace) -> int:
 
 def plan_to_json(plan) -> dict[str, Any]:
     return {
-        "plan_id": plan.plan_id, "status": plan.status, "run_id": plan.run_id, "dry_run": plan.dry_run,
-        "created_at": plan.created_at, "expires_at": plan.expires_at, "summary": plan.summary, "result": plan.result,
-        "approval": None if plan.approval is None else {
-            "decision": plan.approval.decision, "decided_by": plan.approval.decided_by,
-            "decided_at": plan.approval.decided_at, "comment": plan.approval.comment,
+        "plan_id": plan.plan_id,
+        "status": plan.status,
+        "run_id": plan.run_id,
+        "dry_run": plan.dry_run,
+        "created_at": plan.created_at,
+        "expires_at": plan.expires_at,
+        "summary": plan.summary,
+        "result": plan.result,
+        "approval": None
+        if plan.approval is None
+        else {
+            "decision": plan.approval.decision,
+            "decided_by": plan.approval.decided_by,
+            "decided_at": plan.approval.decided_at,
+            "comment": plan.approval.comment,
         },
         "required_approvals": plan.required_approvals,
         "votes": [{"voter": v.voter, "voted_at": v.voted_at, "comment": v.comment, "via": v.via} for v in plan.votes],
-        "actions": [{
-            "seq": a.seq, "kind": a.kind, "namespace": a.namespace, "bundle": a.bundle, "bundle_range": a.bundle_range,
-            "source_broker": a.source_broker, "destination_broker": a.destination_broker,
-            "boundaries": a.boundaries, "reason": a.reason, "predicted": a.predicted,
-            "state": a.state, "attempts": a.attempts, "error": a.error,
-        } for a in plan.actions],
+        "actions": [
+            {
+                "seq": a.seq,
+                "kind": a.kind,
+                "namespace": a.namespace,
+                "bundle": a.bundle,
+                "bundle_range": a.bundle_range,
+                "source_broker": a.source_broker,
+                "destination_broker": a.destination_broker,
+                "boundaries": a.boundaries,
+                "reason": a.reason,
+                "predicted": a.predicted,
+                "state": a.state,
+                "attempts": a.attempts,
+                "error": a.error,
+            }
+            for a in plan.actions
+        ],
     }
 
 
@@ -271,5 +362,3 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     migrate(database_url())
     print("database is at the latest schema revision")
     return 0
-
-

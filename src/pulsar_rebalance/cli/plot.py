@@ -85,7 +85,8 @@ def plan_chart(plan: Any, fmt: str = "png") -> bytes:
     s = summary
     ax.set_title(
         f"plan {plan.plan_id} ({plan.status}): {s.get('numBundleUnloads', 0)} unload(s), "
-        f"{s.get('numBundleSplits', 0)} split(s)", fontsize=10,
+        f"{s.get('numBundleSplits', 0)} split(s)",
+        fontsize=10,
     )
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)

@@ -46,10 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
     p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
     p.add_argument("--brokers", type=int, default=5, help="simulated brokers")
-    p.add_argument("--auto-approve", action="store_true", default=os.environ.get("AUTO_APPROVE", "") in ("1", "true", "yes"),
-                   help="approve the plan without asking (also: AUTO_APPROVE=1)")
-    p.add_argument("--strategy", default="ThresholdShedder", choices=SELECTABLE_SHEDDERS,
-                   help="shedding strategy for this run (ThresholdShedder: plans on the first run, unlike AvgShedder)")
+    p.add_argument(
+        "--auto-approve",
+        action="store_true",
+        default=os.environ.get("AUTO_APPROVE", "") in ("1", "true", "yes"),
+        help="approve the plan without asking (also: AUTO_APPROVE=1)",
+    )
+    p.add_argument(
+        "--strategy",
+        default="ThresholdShedder",
+        choices=SELECTABLE_SHEDDERS,
+        help="shedding strategy for this run (ThresholdShedder: plans on the first run, unlike AvgShedder)",
+    )
     p.add_argument("--dry-run", action="store_true", help="plan and approve, but call no admin API")
     p.add_argument("--timeout-minutes", type=float, default=90.0, help="hard limit for the whole DAG run")
     p.set_defaults(func=run_demo)
@@ -60,11 +68,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
     p.add_argument("--port", type=bounded_int(1, 65535), default=8080, help="Airflow UI / API port")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="interface the Airflow API server and the simulator listen on (default 127.0.0.1: this "
-                        "machine only; 0.0.0.0 exposes the UI and its admin login to the network)")
-    p.add_argument("--admin-url", default=None,
-                   help="a real Pulsar admin URL instead of the simulator (token from $PULSAR_ADMIN_TOKEN)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface the Airflow API server and the simulator listen on (default 127.0.0.1: this "
+        "machine only; 0.0.0.0 exposes the UI and its admin login to the network)",
+    )
+    p.add_argument(
+        "--admin-url",
+        default=None,
+        help="a real Pulsar admin URL instead of the simulator (token from $PULSAR_ADMIN_TOKEN)",
+    )
     p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
     p.add_argument("--brokers", type=int, default=5, help="simulated brokers")
     p.set_defaults(func=run_standalone)
@@ -128,10 +142,25 @@ def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
     ready.unlink(missing_ok=True)
     log = open(state / "logs" / "simulator.log", "ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--seed", str(args.seed),
-         "--brokers", str(args.brokers), "--port-base", "0", "--ready-file", str(ready),
-         "--host", getattr(args, "host", "127.0.0.1")],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "pulsar_rebalance.cli",
+            "simulator",
+            "--seed",
+            str(args.seed),
+            "--brokers",
+            str(args.brokers),
+            "--port-base",
+            "0",
+            "--ready-file",
+            str(ready),
+            "--host",
+            getattr(args, "host", "127.0.0.1"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -155,23 +184,25 @@ def _airflow_env(
     if env.get("PULSAR_ADMIN_TOKEN"):
         admin_conn["password"] = env["PULSAR_ADMIN_TOKEN"]
     bindir = str(Path(sys.executable).parent)
-    env.update({
-        "PATH": bindir + os.pathsep + env.get("PATH", ""),
-        "AIRFLOW_HOME": str(state / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": airflow_db,
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
-        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps(admin_conn),
-        "AIRFLOW_CONN_PULSAR_REBALANCE_DB": json.dumps({"conn_type": "postgres", "extra": {"url": app_url}}),
-        "PULSAR_REBALANCE_WORK_DIR": str(state / "work"),
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "AIRFLOW__API__HOST": host,
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{_client_url(host, port)}/execution/",
-    })
+    env.update(
+        {
+            "PATH": bindir + os.pathsep + env.get("PATH", ""),
+            "AIRFLOW_HOME": str(state / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": airflow_db,
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+            "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps(admin_conn),
+            "AIRFLOW_CONN_PULSAR_REBALANCE_DB": json.dumps({"conn_type": "postgres", "extra": {"url": app_url}}),
+            "PULSAR_REBALANCE_WORK_DIR": str(state / "work"),
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "AIRFLOW__API__HOST": host,
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{_client_url(host, port)}/execution/",
+        }
+    )
     return env
 
 
@@ -211,7 +242,9 @@ def run_standalone(args: argparse.Namespace) -> int:
         _say(f"simulated Pulsar cluster: {len(info['brokers'])} brokers, admin API at {admin_url}")
     env = _airflow_env(state, app_url, airflow_db, admin_url, port=args.port, host=args.host)
     env["AIRFLOW__CORE__EXECUTOR"] = "LocalExecutor"
-    env["AIRFLOW__CORE__AUTH_MANAGER"] = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+    env["AIRFLOW__CORE__AUTH_MANAGER"] = (
+        "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+    )
     logs = state / "logs"
     procs: dict[str, subprocess.Popen] = {}
     stop = threading.Event()
@@ -224,12 +257,23 @@ def run_standalone(args: argparse.Namespace) -> int:
         url = _client_url(args.host, args.port)
         if _wait_http(f"{url}/api/v2/monitor/health", procs, stop, timeout=300):
             pw = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
-            _say(f"Airflow is up: {url}  (user admin, password in {pw}). Trigger DAG pulsar_rebalance from the UI "
-                 "(it starts paused); review the plan under Browse -> Rebalance plans and decide it under "
-                 "Browse -> Required Actions. From a shell: "
-                 f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list")
-            print(json.dumps({"airflow_url": url, "admin_url": redact_userinfo(admin_url), "logs": str(logs),
-                              "pids": {name: p.pid for name, p in procs.items()}}), flush=True)
+            _say(
+                f"Airflow is up: {url}  (user admin, password in {pw}). Trigger DAG pulsar_rebalance from the UI "
+                "(it starts paused); review the plan under Browse -> Rebalance plans and decide it under "
+                "Browse -> Required Actions. From a shell: "
+                f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list"
+            )
+            print(
+                json.dumps(
+                    {
+                        "airflow_url": url,
+                        "admin_url": redact_userinfo(admin_url),
+                        "logs": str(logs),
+                        "pids": {name: p.pid for name, p in procs.items()},
+                    }
+                ),
+                flush=True,
+            )
             while not stop.is_set() and all(p.poll() is None for p in procs.values()):
                 stop.wait(1.0)
         exited = {name: p.returncode for name, p in procs.items() if p.poll() is not None}
@@ -298,8 +342,9 @@ def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> None
 
 def _spawn(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     fh = open(log, "ab")
-    return subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+    )
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -313,10 +358,17 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def _answer_gate(env: dict[str, str], plan_id: str, decision: str, user: str, comment: str) -> None:
     """Answer the plan's Required Action through Airflow's own API (in a process with Airflow's env)."""
-    subprocess.run([sys.executable, "-m", "pulsar_rebalance.cli.airflow_api", plan_id, decision, user, comment],
-                   env={**env, "PULSAR_REBALANCE_DATABASE_URL": os.environ["PULSAR_REBALANCE_DATABASE_URL"],
-                        "PYTHONWARNINGS": "ignore"},
-                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli.airflow_api", plan_id, decision, user, comment],
+        env={
+            **env,
+            "PULSAR_REBALANCE_DATABASE_URL": os.environ["PULSAR_REBALANCE_DATABASE_URL"],
+            "PYTHONWARNINGS": "ignore",
+        },
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=300,
+    )
 
 
 def _watch(proc: subprocess.Popen, started: float, args, env: dict[str, str], *, deadline: float) -> dict[str, Any]:
@@ -339,8 +391,10 @@ def _watch(proc: subprocess.Popen, started: float, args, env: dict[str, str], *,
         if plan and plan.plan_id != plan_id:
             plan_id = plan.plan_id
             s_ = plan.summary or {}
-            _say(f"plan {plan_id}: {s_.get('numBundleSplits', 0)} split(s), {s_.get('numBundleUnloads', 0)} unload(s); "
-                 f"max usage {100 * (s_.get('maxUsageBefore') or 0):.1f}% -> {100 * (s_.get('maxUsageAfterPredicted') or 0):.1f}% predicted")
+            _say(
+                f"plan {plan_id}: {s_.get('numBundleSplits', 0)} split(s), {s_.get('numBundleUnloads', 0)} unload(s); "
+                f"max usage {100 * (s_.get('maxUsageBefore') or 0):.1f}% -> {100 * (s_.get('maxUsageAfterPredicted') or 0):.1f}% predicted"
+            )
         if plan and plan.status == "pending" and plan.gate and not asked:  # waiting at the Airflow gate
             asked = True
             if args.auto_approve:
@@ -356,8 +410,10 @@ def _ask(plan_id: str, env: dict[str, str]) -> None:
     from pulsar_rebalance.cli import main as cli_main
 
     cli_main(["plans", "show", plan_id])
-    _say("the plan is waiting at the Airflow approval gate (await_approval). Answer here, or run "
-         "`.venv/bin/pulsar-rebalance standalone` next time to decide in the Airflow UI (Browse -> Required Actions).")
+    _say(
+        "the plan is waiting at the Airflow approval gate (await_approval). Answer here, or run "
+        "`.venv/bin/pulsar-rebalance standalone` next time to decide in the Airflow UI (Browse -> Required Actions)."
+    )
     if not sys.stdin.isatty():
         _say("stdin is not a terminal: waiting for a decision from elsewhere (or run with AUTO_APPROVE=1)")
         return
@@ -367,8 +423,13 @@ def _ask(plan_id: str, env: dict[str, str]) -> None:
             answer = input("approve / reject this plan? [a/r] ").strip().lower()
             if answer in ("a", "approve", "r", "reject"):
                 try:
-                    _answer_gate(env, plan_id, "approved" if answer.startswith("a") else "rejected",
-                                 os.environ.get("PULSAR_REBALANCE_USER") or "demo-operator", "answered at the demo prompt")
+                    _answer_gate(
+                        env,
+                        plan_id,
+                        "approved" if answer.startswith("a") else "rejected",
+                        os.environ.get("PULSAR_REBALANCE_USER") or "demo-operator",
+                        "answered at the demo prompt",
+                    )
                 except subprocess.CalledProcessError as exc:  # decided elsewhere meanwhile, or refused
                     _say(f"the answer was not taken ({exc})")
                 return
@@ -381,8 +442,14 @@ def _result(engine, plan_id: str | None) -> dict[str, Any]:
     from pulsar_rebalance.store.engine import session_scope
 
     if plan_id is None:
-        return {"plan_id": None, "status": "missing", "unloads_executed": 0, "splits_executed": 0,
-                "max_usage_before": None, "max_usage_after": None}
+        return {
+            "plan_id": None,
+            "status": "missing",
+            "unloads_executed": 0,
+            "splits_executed": 0,
+            "max_usage_before": None,
+            "max_usage_after": None,
+        }
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
     res = plan.result or {}
@@ -394,8 +461,11 @@ def _result(engine, plan_id: str | None) -> dict[str, Any]:
         "unloads_executed": sum(a.kind == "unload" for a in done),
         "splits_executed": sum(a.kind == "split" for a in done),
         "max_usage_before": _round(summary.get("maxUsageBefore")),
-        "max_usage_after": _round(res.get("max_usage_after") if res else (
-            summary.get("maxUsageBefore") if plan.status in ("rejected", "expired", "empty") else None)),
+        "max_usage_after": _round(
+            res.get("max_usage_after")
+            if res
+            else (summary.get("maxUsageBefore") if plan.status in ("rejected", "expired", "empty") else None)
+        ),
     }
 
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from pulsar_rebalance.errors import ConfigError, RebalanceError
 
-
 MAX_BROKERS = 2000
 """Each simulated broker is an HTTP server with its own thread and socket: a bound keeps a typo
 (``--brokers 100000``) from exhausting the machine. Larger clusters are for the in-process model
@@ -66,11 +65,14 @@ def run(args: argparse.Namespace) -> int:
     if args.port_base != 0 and not 0 < args.port_base <= 65535:
         raise ConfigError(f"--port-base must be 0 or a TCP port, got {args.port_base}", key="port-base")
     if args.brokers is not None and not 1 <= args.brokers <= MAX_BROKERS:
-        raise ConfigError(f"--brokers must be from 1 to {MAX_BROKERS} (one HTTP server and thread per broker), "
-                          f"got {args.brokers}", key="brokers")
+        raise ConfigError(
+            f"--brokers must be from 1 to {MAX_BROKERS} (one HTTP server and thread per broker), got {args.brokers}",
+            key="brokers",
+        )
     if args.port_base and args.port_base + (args.brokers or 5) - 1 > 65535:
-        raise ConfigError(f"--port-base {args.port_base} + {args.brokers or 5} brokers runs past TCP port 65535",
-                          key="port-base")
+        raise ConfigError(
+            f"--port-base {args.port_base} + {args.brokers or 5} brokers runs past TCP port 65535", key="port-base"
+        )
 
     state_file: Path | None = args.state_file
     if state_file is not None and state_file.exists():

@@ -160,7 +160,9 @@ class BundleRange:
             raise ScenarioError(path, f"expected a bundle range string like '0x00000000_0x40000000', got {name!r}")
         parts = name.split("_")
         if len(parts) != 2:
-            raise ScenarioError(path, f"invalid bundle range {name!r}: expected '<lower>_<upper>', e.g. '0x00000000_0x40000000'")
+            raise ScenarioError(
+                path, f"invalid bundle range {name!r}: expected '<lower>_<upper>', e.g. '0x00000000_0x40000000'"
+            )
         lower = parse_boundary(parts[0], path)
         upper = parse_boundary(parts[1], path)
         if lower >= upper:

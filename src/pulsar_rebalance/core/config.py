@@ -174,13 +174,19 @@ class LoadBalancerConfig(BaseModel):
         description="A bundle unloaded within this many minutes is not shed again (recentlyUnloadedBundles).",
     )
     load_balancer_report_update_threshold_percentage: int = Field(
-        10, ge=0, alias="loadBalancerReportUpdateThresholdPercentage", description="Load-report change (%) forcing a write."
+        10,
+        ge=0,
+        alias="loadBalancerReportUpdateThresholdPercentage",
+        description="Load-report change (%) forcing a write.",
     )
     load_balancer_report_update_min_interval_millis: int = Field(
         5000, ge=0, alias="loadBalancerReportUpdateMinIntervalMillis", description="Min interval between reports, ms."
     )
     load_balancer_report_update_max_interval_minutes: int = Field(
-        15, ge=0, alias="loadBalancerReportUpdateMaxIntervalMinutes", description="Max interval between reports, minutes."
+        15,
+        ge=0,
+        alias="loadBalancerReportUpdateMaxIntervalMinutes",
+        description="Max interval between reports, minutes.",
     )
     load_balancer_host_usage_check_interval_minutes: int = Field(
         1, ge=1, alias="loadBalancerHostUsageCheckIntervalMinutes", description="Host usage sampling period, minutes."
@@ -189,7 +195,10 @@ class LoadBalancerConfig(BaseModel):
         True, alias="loadBalancerDistributeBundlesEvenlyEnabled", description="Spread a namespace's bundles evenly."
     )
     load_balancer_broker_max_topics: int = Field(
-        50000, ge=0, alias="loadBalancerBrokerMaxTopics", description="Placement skips brokers with more topics than this."
+        50000,
+        ge=0,
+        alias="loadBalancerBrokerMaxTopics",
+        description="Placement skips brokers with more topics than this.",
     )
     load_balancer_broker_overloaded_threshold_percentage: int = Field(
         85,
@@ -239,10 +248,16 @@ class LoadBalancerConfig(BaseModel):
         0.0, ge=0.0, alias="loadBalancerDirectMemoryResourceWeight"
     )
     load_balancer_bandwidth_in_resource_weight: float = Field(
-        1.0, ge=0.0, alias="loadBalancerBandwidthInResourceWeight", description="New key; see bandwidth_in_resource_weight."
+        1.0,
+        ge=0.0,
+        alias="loadBalancerBandwidthInResourceWeight",
+        description="New key; see bandwidth_in_resource_weight.",
     )
     load_balancer_bandwidth_out_resource_weight: float = Field(
-        1.0, ge=0.0, alias="loadBalancerBandwidthOutResourceWeight", description="New key; see bandwidth_out_resource_weight."
+        1.0,
+        ge=0.0,
+        alias="loadBalancerBandwidthOutResourceWeight",
+        description="New key; see bandwidth_out_resource_weight.",
     )
     load_balancer_bandwith_in_resource_weight: float = Field(
         1.0, ge=0.0, alias="loadBalancerBandwithInResourceWeight", description="Deprecated key (Pulsar's typo)."
@@ -262,7 +277,9 @@ class LoadBalancerConfig(BaseModel):
 
     # ---- UniformLoadShedder / AvgShedder --------------------------------------------------------
     load_balancer_msg_rate_difference_shedder_threshold: float = Field(
-        50.0, alias="loadBalancerMsgRateDifferenceShedderThreshold", description="UniformLoadShedder msg-rate gap, %; <=0 disables."
+        50.0,
+        alias="loadBalancerMsgRateDifferenceShedderThreshold",
+        description="UniformLoadShedder msg-rate gap, %; <=0 disables.",
     )
     load_balancer_msg_throughput_multiplier_difference_shedder_threshold: float = Field(
         4.0,
@@ -270,18 +287,27 @@ class LoadBalancerConfig(BaseModel):
         description="UniformLoadShedder max/min throughput multiplier; <=0 disables.",
     )
     max_unload_percentage: float = Field(
-        0.2, ge=0.0, le=1.0, alias="maxUnloadPercentage", description="Fraction of the gap to unload (Uniform/AvgShedder)."
+        0.2,
+        ge=0.0,
+        le=1.0,
+        alias="maxUnloadPercentage",
+        description="Fraction of the gap to unload (Uniform/AvgShedder).",
     )
     min_unload_message: int = Field(1000, ge=0, alias="minUnloadMessage", description="Min msg/s worth unloading.")
     min_unload_message_throughput: int = Field(
         1048576, ge=0, alias="minUnloadMessageThroughput", description="Min bytes/s worth unloading."
     )
     max_unload_bundle_num_per_shedding: int = Field(
-        -1, ge=-1, alias="maxUnloadBundleNumPerShedding", description="UniformLoadShedder cap per cycle; -1 = unlimited."
+        -1,
+        ge=-1,
+        alias="maxUnloadBundleNumPerShedding",
+        description="UniformLoadShedder cap per cycle; -1 = unlimited.",
     )
     load_balancer_avg_shedder_low_threshold: int = Field(15, ge=0, le=100, alias="loadBalancerAvgShedderLowThreshold")
     load_balancer_avg_shedder_high_threshold: int = Field(40, ge=0, le=100, alias="loadBalancerAvgShedderHighThreshold")
-    load_balancer_avg_shedder_hit_count_low_threshold: int = Field(8, ge=0, alias="loadBalancerAvgShedderHitCountLowThreshold")
+    load_balancer_avg_shedder_hit_count_low_threshold: int = Field(
+        8, ge=0, alias="loadBalancerAvgShedderHitCountLowThreshold"
+    )
     load_balancer_avg_shedder_hit_count_high_threshold: int = Field(
         2, ge=0, alias="loadBalancerAvgShedderHitCountHighThreshold"
     )
@@ -289,7 +315,10 @@ class LoadBalancerConfig(BaseModel):
     # ---- extensible load manager (TransferShedder, split scheduler) -----------------------------
     load_balancer_debug_mode_enabled: bool = Field(False, alias="loadBalancerDebugModeEnabled")
     load_balancer_broker_load_target_std: float = Field(
-        0.25, ge=0.0, alias="loadBalancerBrokerLoadTargetStd", description="TransferShedder target std of load (1.0 = 100%)."
+        0.25,
+        ge=0.0,
+        alias="loadBalancerBrokerLoadTargetStd",
+        description="TransferShedder target std of load (1.0 = 100%).",
     )
     load_balancer_shedding_condition_hit_count_threshold: int = Field(
         3, ge=0, alias="loadBalancerSheddingConditionHitCountThreshold"
@@ -302,7 +331,10 @@ class LoadBalancerConfig(BaseModel):
         180, ge=0, alias="loadBalanceSheddingDelayInSeconds", description="Cool-down after unloading, seconds."
     )
     load_balancer_broker_load_data_ttl_in_seconds: int = Field(
-        1800, ge=0, alias="loadBalancerBrokerLoadDataTTLInSeconds", description="Ignore broker load data older than this, s."
+        1800,
+        ge=0,
+        alias="loadBalancerBrokerLoadDataTTLInSeconds",
+        description="Ignore broker load data older than this, s.",
     )
     load_balancer_max_number_of_bundles_in_bundle_load_report: int = Field(
         10, ge=-1, alias="loadBalancerMaxNumberOfBundlesInBundleLoadReport"
@@ -324,13 +356,16 @@ class LoadBalancerConfig(BaseModel):
         False, alias="loadBalancerSheddingBundlesWithPoliciesEnabled"
     )
     load_balancer_shedding_excluded_namespaces: tuple[str, ...] = Field(
-        (), alias="loadBalancerSheddingExcludedNamespaces",
+        (),
+        alias="loadBalancerSheddingExcludedNamespaces",
         description="Namespaces never shed (doLoadShedding skips them; TransferShedder skips them too).",
     )
 
     # ---- bundle split triggers / algorithms ----------------------------------------------------
     load_balancer_auto_bundle_split_enabled: bool = Field(True, alias="loadBalancerAutoBundleSplitEnabled")
-    load_balancer_auto_unload_split_bundles_enabled: bool = Field(True, alias="loadBalancerAutoUnloadSplitBundlesEnabled")
+    load_balancer_auto_unload_split_bundles_enabled: bool = Field(
+        True, alias="loadBalancerAutoUnloadSplitBundlesEnabled"
+    )
     load_balancer_namespace_bundle_max_topics: int = Field(
         1000, ge=0, alias="loadBalancerNamespaceBundleMaxTopics", description="Split when a bundle has more topics."
     )

@@ -44,9 +44,9 @@ from pulsar_rebalance.core.bundles import BundleRange, split_full_name
 from pulsar_rebalance.core.config import PLACEMENT_STRATEGY_CLASSES, SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
 from pulsar_rebalance.core.cycle import CycleInput, CycleSettings, run_cycle, seeded_random, with_random_position
 from pulsar_rebalance.core.json_input import (
-    json_type_name,
     check_int,
     field_path,
+    json_type_name,
     require_object,
 )
 from pulsar_rebalance.core.load import (
@@ -59,8 +59,8 @@ from pulsar_rebalance.core.load import (
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
-from pulsar_rebalance.core.split_algorithms import TopicRates, topic_rates_map
 from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
+from pulsar_rebalance.core.split_algorithms import TopicRates, topic_rates_map
 from pulsar_rebalance.core.state import StrategyState
 from pulsar_rebalance.core.strategies import specs as strategy_specs
 from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
@@ -279,8 +279,12 @@ def _check_one_owner(brokers: Mapping[str, LocalBrokerData], path: str) -> None:
         for bundle in dict.fromkeys((*data.bundles, *data.last_stats)):
             other = owner.setdefault(bundle, broker)
             if other != broker:
-                raise SnapshotError(f"bundle {bundle} is under two brokers: {other} and {broker}",
-                                    broker=broker, bundle=bundle, field=field_path(path, broker))
+                raise SnapshotError(
+                    f"bundle {bundle} is under two brokers: {other} and {broker}",
+                    broker=broker,
+                    bundle=bundle,
+                    field=field_path(path, broker),
+                )
     check_no_overlap(owner, path)
 
 
@@ -306,27 +310,37 @@ def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
                 "TransferShedder needs brokerLoadData (extensible load reports) or brokers (LocalBrokerData to derive them from)",
             )
         if cycle.now_ms is None:
-            raise ScenarioError(field_path(path, "nowMs"), "TransferShedder needs nowMs (it ignores load data older than the TTL)")
+            raise ScenarioError(
+                field_path(path, "nowMs"), "TransferShedder needs nowMs (it ignores load data older than the TTL)"
+            )
         if cycle.broker_load_data is None and cycle.top_bundles is not None:
             raise ScenarioError(
                 field_path(path, "topBundlesLoadData"),
                 "give topBundlesLoadData together with brokerLoadData (when derived from brokers, both are derived)",
             )
     elif cycle.brokers is None:
-        raise ScenarioError(field_path(path, "brokers"), f"{scenario.shedding} needs brokers (LocalBrokerData load reports)")
+        raise ScenarioError(
+            field_path(path, "brokers"), f"{scenario.shedding} needs brokers (LocalBrokerData load reports)"
+        )
     known = set(cycle.brokers or ()) | set(cycle.broker_load_data or ())
     if cycle.time_average is not None:
         for broker in cycle.time_average:
             if broker not in known:
-                raise ScenarioError(field_path(field_path(path, "timeAverageBrokerData"), broker), "unknown broker (not in brokers)")
+                raise ScenarioError(
+                    field_path(field_path(path, "timeAverageBrokerData"), broker), "unknown broker (not in brokers)"
+                )
     if cycle.top_bundles is not None:
         for broker in cycle.top_bundles:
             if broker not in known:
-                raise ScenarioError(field_path(field_path(path, "topBundlesLoadData"), broker), "unknown broker (not in brokerLoadData)")
+                raise ScenarioError(
+                    field_path(field_path(path, "topBundlesLoadData"), broker), "unknown broker (not in brokerLoadData)"
+                )
     if cycle.bundle_topics is not None and not getattr(SHEDDERS[scenario.shedding], "plans_splits", False):
         raise ScenarioError(field_path(path, "bundleTopics"), "only used by GlobalPlanner")
     if cycle.available_brokers is not None and not scenario.extensible:
-        raise ScenarioError(field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)")
+        raise ScenarioError(
+            field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)"
+        )
 
 
 _PLACEMENT_BASE = {s.name: s.variant_of for s in strategy_specs("placement", selectable=False) if s.variant_of}
@@ -348,8 +362,12 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
     load manager's LeastResourceUsageWithWeight).
     """
     given = config.model_fields_set  # keys the caller set (either spelling), not defaults
-    cfg_shedding = config.load_balancer_load_shedding_strategy if "load_balancer_load_shedding_strategy" in given else None
-    cfg_placement = config.load_balancer_load_placement_strategy if "load_balancer_load_placement_strategy" in given else None
+    cfg_shedding = (
+        config.load_balancer_load_shedding_strategy if "load_balancer_load_shedding_strategy" in given else None
+    )
+    cfg_placement = (
+        config.load_balancer_load_placement_strategy if "load_balancer_load_placement_strategy" in given else None
+    )
 
     if "shedding" in doc:
         raw = doc["shedding"]
@@ -360,7 +378,8 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
             raise ScenarioError("shedding", f"unknown shedding strategy {raw!r}; known: {', '.join(SHEDDERS)}")
         if cfg_shedding is not None and cfg_shedding != BASE_NAME.get(shedding, shedding):
             raise ScenarioError(
-                "config.loadBalancerLoadSheddingStrategy", f"{cfg_shedding!r} contradicts shedding {shedding!r}; give one of them"
+                "config.loadBalancerLoadSheddingStrategy",
+                f"{cfg_shedding!r} contradicts shedding {shedding!r}; give one of them",
             )
     elif cfg_shedding is not None:
         shedding = cfg_shedding
@@ -376,16 +395,20 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
             raise ScenarioError("placement", f"expected a strategy name string, got {json_type_name(raw)}")
         placement = _short_name(raw, PLACEMENT_STRATEGY_CLASSES)
         if placement not in table:
-            raise ScenarioError("placement", f"unknown placement strategy {raw!r} for {what}; known: {', '.join(table)}")
+            raise ScenarioError(
+                "placement", f"unknown placement strategy {raw!r} for {what}; known: {', '.join(table)}"
+            )
         if cfg_placement is not None and cfg_placement != _PLACEMENT_BASE.get(placement, placement):
             raise ScenarioError(
-                "config.loadBalancerLoadPlacementStrategy", f"{cfg_placement!r} contradicts placement {placement!r}; give one of them"
+                "config.loadBalancerLoadPlacementStrategy",
+                f"{cfg_placement!r} contradicts placement {placement!r}; give one of them",
             )
     elif cfg_placement is not None:
         placement = cfg_placement
         if placement not in table:
             raise ScenarioError(
-                "config.loadBalancerLoadPlacementStrategy", f"{placement!r} is not available for {what}; known: {', '.join(table)}"
+                "config.loadBalancerLoadPlacementStrategy",
+                f"{placement!r} is not available for {what}; known: {', '.join(table)}",
             )
     elif extensible:
         placement = "LeastResourceUsageWithWeight"
@@ -400,8 +423,9 @@ def _resolve_names(doc: Mapping[str, Any], config: LoadBalancerConfig) -> tuple[
         # ModularLoadManagerImpl.initialize: a placement strategy that is also a shedding strategy must
         # equal the shedding strategy (IllegalArgumentException at broker start).
         raise ScenarioError(
-            "placement", f"the load shedding strategy {shedding} can't work with the placement strategy AvgShedder "
-            "(Pulsar refuses this pair at start); use AvgShedder for both, or another placement"
+            "placement",
+            f"the load shedding strategy {shedding} can't work with the placement strategy AvgShedder "
+            "(Pulsar refuses this pair at start); use AvgShedder for both, or another placement",
         )
     return shedding, placement
 
@@ -425,7 +449,9 @@ def parse_scenario(doc: object) -> Scenario:
     assign = False
     if "assignDestinations" in root:
         if not isinstance(root["assignDestinations"], bool):
-            raise ScenarioError("assignDestinations", f"expected a boolean, got {json_type_name(root['assignDestinations'])}")
+            raise ScenarioError(
+                "assignDestinations", f"expected a boolean, got {json_type_name(root['assignDestinations'])}"
+            )
         assign = root["assignDestinations"]
     state = StrategyState.from_json(root["state"], "state") if "state" in root else StrategyState()
 

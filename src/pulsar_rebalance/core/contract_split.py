@@ -80,7 +80,9 @@ def _check_topic_name(topic: object, field: str, namespace: str | None) -> str:
     except ValueError as exc:
         raise ScenarioError(field, str(exc)) from None
     if namespace is not None and topic_ns != namespace:
-        raise ScenarioError(field, f"topic belongs to namespace {topic_ns!r}, not to the bundle's namespace {namespace!r}")
+        raise ScenarioError(
+            field, f"topic belongs to namespace {topic_ns!r}, not to the bundle's namespace {namespace!r}"
+        )
     return topic
 
 
@@ -144,7 +146,9 @@ def split_scenario(doc: dict[str, Any]) -> dict[str, Any]:
     # names outside supportedNamespaceBundleSplitAlgorithms.
     algorithm = doc_obj.get("algorithm", config.default_namespace_bundle_split_algorithm)
     if not isinstance(algorithm, str) or algorithm not in SPLIT_ALGORITHM_NAMES:
-        raise ScenarioError("algorithm", f"unknown split algorithm {algorithm!r}; supported: {', '.join(SPLIT_ALGORITHM_NAMES)}")
+        raise ScenarioError(
+            "algorithm", f"unknown split algorithm {algorithm!r}; supported: {', '.join(SPLIT_ALGORITHM_NAMES)}"
+        )
     if algorithm not in config.supported_namespace_bundle_split_algorithms:
         raise ScenarioError(
             "algorithm",
@@ -249,4 +253,3 @@ def bundles_scenario(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["bundles_scenario", "load_config", "split_scenario"]
-

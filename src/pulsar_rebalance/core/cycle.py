@@ -19,7 +19,16 @@ from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, format_boundary, split_full_name
 from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.decision import Decision, DroppedUnload, DropReason, Placement, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.decision import (
+    Decision,
+    DroppedUnload,
+    DropReason,
+    Placement,
+    Reason,
+    SplitDecision,
+    Unload,
+    skip,
+)
 from pulsar_rebalance.core.json_input import field_path
 from pulsar_rebalance.core.load import (
     BrokerLoadData,
@@ -30,7 +39,11 @@ from pulsar_rebalance.core.load import (
     TimeAverageBrokerData,
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS
-from pulsar_rebalance.core.placement.assignment import ModularPlacementContext, select_broker, select_broker_for_assignment
+from pulsar_rebalance.core.placement.assignment import (
+    ModularPlacementContext,
+    select_broker,
+    select_broker_for_assignment,
+)
 from pulsar_rebalance.core.planner import PlannerInput
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
@@ -89,7 +102,10 @@ class CycleResult:
     def to_json(self) -> dict[str, Any]:
         """The ``decide`` output of one cycle (``cycles[i]``)."""
         out = self.decision.to_json()
-        out["executed"] = {"unloads": [u.to_json() for u in self.executed], "dropped": [d.to_json() for d in self.dropped]}
+        out["executed"] = {
+            "unloads": [u.to_json() for u in self.executed],
+            "dropped": [d.to_json() for d in self.dropped],
+        }
         return out
 
 
@@ -140,7 +156,11 @@ def _derive_extensible(
     k = config.load_balancer_max_number_of_bundles_in_bundle_load_report
     for broker, data in cycle.brokers.items():
         prev = previous.get(broker)
-        bld = BrokerLoadData.from_json(prev, f"state.transferShedder.brokerLoadData.{broker}") if prev else BrokerLoadData()
+        bld = (
+            BrokerLoadData.from_json(prev, f"state.transferShedder.brokerLoadData.{broker}")
+            if prev
+            else BrokerLoadData()
+        )
         usage = SystemResourceUsage(data.cpu, data.memory, data.direct_memory, data.bandwidth_in, data.bandwidth_out)
         bld.update(
             usage,
@@ -204,11 +224,21 @@ def _split_decision(candidate: Any, config: LoadBalancerConfig) -> SplitDecision
         if cut:
             points = [rng_.lower, *cut, rng_.upper]
             boundaries = [format_boundary(x) for x in cut]
-            children = [f"{namespace}/{format_boundary(lo)}_{format_boundary(hi)}" for lo, hi in zip(points, points[1:])]
+            children = [
+                f"{namespace}/{format_boundary(lo)}_{format_boundary(hi)}" for lo, hi in zip(points, points[1:])
+            ]
     else:
         note = f"{algorithm} needs the bundle's topics: boundaries are computed at execution (pulsar-rebalance split)"
-    return SplitDecision(candidate.bundle, candidate.broker, candidate.reason, algorithm, boundaries, children,
-                         config.load_balancer_auto_unload_split_bundles_enabled, note or None)
+    return SplitDecision(
+        candidate.bundle,
+        candidate.broker,
+        candidate.reason,
+        algorithm,
+        boundaries,
+        children,
+        config.load_balancer_auto_unload_split_bundles_enabled,
+        note or None,
+    )
 
 
 def _executed_unloads(
@@ -233,22 +263,50 @@ def _executed_unloads(
         by_broker.setdefault(u.broker, []).append(u)
     executed: list[Unload] = []
     dropped: list[DroppedUnload] = []
-    for broker, items in by_broker.items():
+    for _broker, items in by_broker.items():
         for u in items:
             ns = namespace_of(u.bundle)
             if ns in excluded:
-                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.EXCLUDED_NAMESPACE,
-                                             f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces", u.reason))
+                dropped.append(
+                    DroppedUnload(
+                        u.broker,
+                        u.bundle,
+                        DropReason.EXCLUDED_NAMESPACE,
+                        f"namespace {ns} is in loadBalancerSheddingExcludedNamespaces",
+                        u.reason,
+                    )
+                )
                 continue
-            p, state = select_broker(u.bundle, strategy=settings.placement, candidates=list(available),
-                                     ctx=modular_ctx(), config=config, state=state, rng=rng)
+            p, state = select_broker(
+                u.bundle,
+                strategy=settings.placement,
+                candidates=list(available),
+                ctx=modular_ctx(),
+                config=config,
+                state=state,
+                rng=rng,
+            )
             if p.broker is None:
-                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.NO_BROKER,
-                                             f"no broker available to unload the bundle to ({p.reason})", u.reason))
+                dropped.append(
+                    DroppedUnload(
+                        u.broker,
+                        u.bundle,
+                        DropReason.NO_BROKER,
+                        f"no broker available to unload the bundle to ({p.reason})",
+                        u.reason,
+                    )
+                )
             elif p.broker == u.broker:
-                dropped.append(DroppedUnload(u.broker, u.bundle, DropReason.DESTINATION_IS_SOURCE,
-                                             f"{settings.placement} picked the current owner {u.broker}: {p.reason}",
-                                             u.reason, p.tied))
+                dropped.append(
+                    DroppedUnload(
+                        u.broker,
+                        u.bundle,
+                        DropReason.DESTINATION_IS_SOURCE,
+                        f"{settings.placement} picked the current owner {u.broker}: {p.reason}",
+                        u.reason,
+                        p.tied,
+                    )
+                )
             else:
                 executed.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
     return executed, dropped, state
@@ -290,8 +348,10 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
         if derived:
             load_data, top, state = _derive_extensible(cycle, config, state)
         assert load_data is not None
-        available = cycle.available_brokers if cycle.available_brokers is not None else list(
-            dict.fromkeys([*load_data, *(cycle.brokers or {})])
+        available = (
+            cycle.available_brokers
+            if cycle.available_brokers is not None
+            else list(dict.fromkeys([*load_data, *(cycle.brokers or {})]))
         )
     else:
         assert cycle.brokers is not None
@@ -369,8 +429,9 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
         decision, state = shedder.find_bundles_for_unloading(inp, config, state)
     elif planner:
         # GlobalPlanner: one whole-cluster plan (moves with destinations, splits with boundaries)
-        inp_p = PlannerInput(cycle.brokers or {}, bundle_data, recent_bundles, now, cycle.bundle_topics,
-                             cycle.namespace_bundle_counts)
+        inp_p = PlannerInput(
+            cycle.brokers or {}, bundle_data, recent_bundles, now, cycle.bundle_topics, cycle.namespace_bundle_counts
+        )
         decision, state = shedder.plan(inp_p, config, state)
         splits = list(decision.splits)
     else:
@@ -421,8 +482,11 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
                     continue
                 assert load_data is not None
                 p = EXTENSIBLE_PLACEMENTS[settings.placement].select_broker(
-                    bundle=u.bundle, candidates=[b for b in available if b != u.broker], load_data=load_data,
-                    config=config, rng=rng,
+                    bundle=u.bundle,
+                    candidates=[b for b in available if b != u.broker],
+                    load_data=load_data,
+                    config=config,
+                    rng=rng,
                 )
                 assigned.append(Unload(u.broker, u.bundle, p.broker, u.reason, p.tied, p.reason))
             executed = assigned
@@ -445,8 +509,13 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
             )
         else:
             p, state = select_broker_for_assignment(
-                bundle, strategy=settings.placement, candidates=list(available), ctx=modular_ctx(),
-                config=config, state=state, rng=rng,
+                bundle,
+                strategy=settings.placement,
+                candidates=list(available),
+                ctx=modular_ctx(),
+                config=config,
+                state=state,
+                rng=rng,
             )
             placements.append(p)
 

@@ -156,8 +156,14 @@ class SplitDecision:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"bundle": self.bundle, "broker": self.broker, "reason": self.reason}
         if self.algorithm is not None:
-            out.update({"algorithm": self.algorithm, "boundaries": self.boundaries, "children": self.children,
-                        "unloadChildren": self.unload_children})
+            out.update(
+                {
+                    "algorithm": self.algorithm,
+                    "boundaries": self.boundaries,
+                    "children": self.children,
+                    "unloadChildren": self.unload_children,
+                }
+            )
             if self.note:
                 out["note"] = self.note
         return out
@@ -181,7 +187,9 @@ class Placement:
         if self.broker is not None:
             _check_name(self.broker, "Placement.broker")
             if self.tied and self.broker not in self.tied:
-                raise ValueError(f"Placement of {self.bundle}: chosen broker {self.broker!r} is not in tied {self.tied}")
+                raise ValueError(
+                    f"Placement of {self.bundle}: chosen broker {self.broker!r} is not in tied {self.tied}"
+                )
         if not isinstance(self.reason, str) or not self.reason:
             raise ValueError(f"Placement of {self.bundle}: reason must be a non-empty string")
 

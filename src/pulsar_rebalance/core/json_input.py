@@ -103,9 +103,7 @@ def req_mapping(obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any
     return value
 
 
-def opt_mapping(
-    obj: Mapping[str, Any], key: str, path: str, default: T | None = None
-) -> Mapping[str, Any] | T | None:
+def opt_mapping(obj: Mapping[str, Any], key: str, path: str, default: T | None = None) -> Mapping[str, Any] | T | None:
     """Like :func:`req_mapping` but returns ``default`` when the member is absent."""
     if key not in obj:
         return default
@@ -235,6 +233,4 @@ def reject_unknown_keys(obj: Mapping[str, Any], allowed: frozenset[str] | set[st
     """Raise for the first member of ``obj`` not in ``allowed`` (used by our own strict contracts)."""
     for key in obj:
         if key not in allowed:
-            raise ScenarioError(
-                field_path(path, key), f"unknown field; expected one of {', '.join(sorted(allowed))}"
-            )
+            raise ScenarioError(field_path(path, key), f"unknown field; expected one of {', '.join(sorted(allowed))}")

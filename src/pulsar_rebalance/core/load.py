@@ -431,7 +431,9 @@ class LocalBrokerData:
         last_stats: dict[str, NamespaceBundleStats] = {}
         for bundle, raw in raw_stats.items():
             stats = _stats_fast(raw)
-            last_stats[bundle] = stats if stats is not None else NamespaceBundleStats.from_json(raw, f"{stats_path}.{bundle}")
+            last_stats[bundle] = (
+                stats if stats is not None else NamespaceBundleStats.from_json(raw, f"{stats_path}.{bundle}")
+            )
 
         def _usage(key: str, required: bool) -> ResourceUsage:
             if key not in o:
@@ -487,7 +489,9 @@ class LocalBrokerData:
             num_consumers=_count("numConsumers", sum(s.consumer_count for s in last_stats.values())),
             num_producers=_count("numProducers", sum(s.producer_count for s in last_stats.values())),
             bundles=bundles,
-            last_bundle_gains=_unique_strings(opt_list(o, "lastBundleGains", path, []) or [], field_path(path, "lastBundleGains")),
+            last_bundle_gains=_unique_strings(
+                opt_list(o, "lastBundleGains", path, []) or [], field_path(path, "lastBundleGains")
+            ),
             last_bundle_losses=_unique_strings(
                 opt_list(o, "lastBundleLosses", path, []) or [], field_path(path, "lastBundleLosses")
             ),

@@ -58,12 +58,21 @@ ALLOWED_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
 FINAL_ACTION_STATES = frozenset(s for s, targets in ALLOWED_TRANSITIONS.items() if not targets)
 _NEEDS_ERROR = frozenset({"failed", "skipped"})
 
-HASHED_ACTION_FIELDS = ("seq", "kind", "namespace", "bundle_range", "source_broker", "destination_broker",
-                        "boundaries")
+HASHED_ACTION_FIELDS = ("seq", "kind", "namespace", "bundle_range", "source_broker", "destination_broker", "boundaries")
 """The fields of an action that say what it does, in the order the content hash reads them."""
 
-ACTION_ROW_FIELDS = ("seq", "kind", "namespace", "bundle_range", "source_broker", "destination_broker",
-                     "boundaries", "split_algorithm", "reason", "predicted")
+ACTION_ROW_FIELDS = (
+    "seq",
+    "kind",
+    "namespace",
+    "bundle_range",
+    "source_broker",
+    "destination_broker",
+    "boundaries",
+    "split_algorithm",
+    "reason",
+    "predicted",
+)
 """An action's row form (``plan_actions`` columns): what :meth:`SplitAction.to_row` returns and
 :func:`action_from_mapping` reads."""
 
@@ -157,8 +166,13 @@ class Prediction:
             if not isinstance(self.bundle_load, Mapping):
                 raise InvalidPlanError("bundleLoad", self.bundle_load, "must be an object of numbers")
             for key, value in self.bundle_load.items():
-                if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float)) \
-                        or not math.isfinite(value) or value < 0:
+                if (
+                    not isinstance(key, str)
+                    or isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or not math.isfinite(value)
+                    or value < 0
+                ):
                     raise InvalidPlanError(f"bundleLoad.{key}", value, "must be a finite number >= 0")
             object.__setattr__(self, "bundle_load", MappingProxyType(dict(self.bundle_load)))
         for name in ("source", "destination"):
@@ -169,8 +183,9 @@ class Prediction:
             raise InvalidPlanError("details", self.details, "must be a JSON object")
         overlap = sorted(set(self.details) & {"bundleLoad", "source", "destination"})
         if overlap:
-            raise InvalidPlanError(f"details.{overlap[0]}", self.details[overlap[0]],
-                                   "is a typed field of the prediction")
+            raise InvalidPlanError(
+                f"details.{overlap[0]}", self.details[overlap[0]], "is a typed field of the prediction"
+            )
         object.__setattr__(self, "details", _frozen_json("details", self.details))
 
     def to_json(self) -> dict[str, Any]:
@@ -202,8 +217,11 @@ class Prediction:
                     typed[key] = UsageChange.from_json(doc[key])
                 except InvalidPlanError as exc:
                     raise exc.within(key) from None
-        return cls(bundle_load=doc.get("bundleLoad"), **typed,
-                   details={k: v for k, v in doc.items() if k not in ("bundleLoad", "source", "destination")})
+        return cls(
+            bundle_load=doc.get("bundleLoad"),
+            **typed,
+            details={k: v for k, v in doc.items() if k not in ("bundleLoad", "source", "destination")},
+        )
 
 
 # ------------------------------------------------------------------------------------------ actions
@@ -225,10 +243,14 @@ class _Action:
         if isinstance(self.seq, bool) or not isinstance(self.seq, int) or self.seq < 0:
             raise InvalidPlanError("seq", self.seq, "must be a non-negative integer")
         _text("namespace", self.namespace)
-        if not isinstance(self.bundle_range, str) or not _RANGE_NAME.fullmatch(self.bundle_range) \
-                or self.lower >= self.upper:
-            raise InvalidPlanError("bundle_range", self.bundle_range,
-                                   "must be a bundle range like 0x00000000_0xffffffff (lower < upper)")
+        if (
+            not isinstance(self.bundle_range, str)
+            or not _RANGE_NAME.fullmatch(self.bundle_range)
+            or self.lower >= self.upper
+        ):
+            raise InvalidPlanError(
+                "bundle_range", self.bundle_range, "must be a bundle range like 0x00000000_0xffffffff (lower < upper)"
+            )
         _text("source_broker", self.source_broker)
         _text("reason", self.reason)
 
@@ -266,12 +288,19 @@ class SplitAction(_Action):
             if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= FULL_UPPER_BOUND:
                 raise InvalidPlanError(f"boundaries[{i}]", b, "must be an integer in [0, 0xffffffff]")
             if b <= previous:
-                raise InvalidPlanError(f"boundaries[{i}]", b, f"{b:#010x} must be above {previous:#010x} "
-                                       f"(boundaries rise strictly inside the range {self.bundle_range})")
+                raise InvalidPlanError(
+                    f"boundaries[{i}]",
+                    b,
+                    f"{b:#010x} must be above {previous:#010x} "
+                    f"(boundaries rise strictly inside the range {self.bundle_range})",
+                )
             previous = b
         if previous >= self.upper:
-            raise InvalidPlanError(f"boundaries[{len(self.boundaries) - 1}]", previous,
-                                   f"{previous:#010x} must be below the range's upper bound {self.upper:#010x}")
+            raise InvalidPlanError(
+                f"boundaries[{len(self.boundaries) - 1}]",
+                previous,
+                f"{previous:#010x} must be below the range's upper bound {self.upper:#010x}",
+            )
         object.__setattr__(self, "boundaries", tuple(self.boundaries))
         if self.split_algorithm is not None:
             _text("split_algorithm", self.split_algorithm)
@@ -308,14 +337,16 @@ class UnloadAction(_Action):
         if self.destination_broker is not None:
             _text("destination_broker", self.destination_broker)
             if self.destination_broker == self.source_broker:
-                raise InvalidPlanError("destination_broker", self.destination_broker,
-                                       "an unload must leave its source broker")
+                raise InvalidPlanError(
+                    "destination_broker", self.destination_broker, "an unload must leave its source broker"
+                )
         _check_prediction(self.predicted)
         for name, broker in (("source", self.source_broker), ("destination", self.destination_broker)):
             change = getattr(self.predicted, name, None)
             if change is not None and change.broker != broker:
-                raise InvalidPlanError(f"predicted.{name}.broker", change.broker,
-                                       f"must be the action's {name} {broker}")
+                raise InvalidPlanError(
+                    f"predicted.{name}.broker", change.broker, f"must be the action's {name} {broker}"
+                )
 
     @property
     def boundaries(self) -> None:
@@ -357,11 +388,13 @@ def action_from_mapping(doc: Mapping[str, Any], *, default_seq: int | None = Non
         bundle = doc["bundle"]
         ns, sep, rng = bundle.rpartition("/") if isinstance(bundle, str) else ("", "", "")
         if not sep or not ns or not _RANGE_NAME.fullmatch(rng):
-            raise InvalidPlanError("bundle", bundle,
-                                   "must be a bundle name like tenant/namespace/0x00000000_0xffffffff")
+            raise InvalidPlanError(
+                "bundle", bundle, "must be a bundle name like tenant/namespace/0x00000000_0xffffffff"
+            )
         if (namespace, bundle_range) not in ((None, None), (ns, rng)):
-            raise InvalidPlanError("bundle", bundle,
-                                   f"does not match namespace {namespace!r} / bundle_range {bundle_range!r}")
+            raise InvalidPlanError(
+                "bundle", bundle, f"does not match namespace {namespace!r} / bundle_range {bundle_range!r}"
+            )
         namespace, bundle_range = ns, rng
     predicted = doc.get("predicted")
     if predicted is not None:
@@ -369,8 +402,14 @@ def action_from_mapping(doc: Mapping[str, Any], *, default_seq: int | None = Non
             predicted = Prediction.from_json(predicted)
         except InvalidPlanError as exc:
             raise exc.within("predicted") from None
-    common = {"seq": doc.get("seq", default_seq), "namespace": namespace, "bundle_range": bundle_range,
-              "source_broker": doc.get("source_broker"), "reason": doc.get("reason"), "predicted": predicted}
+    common = {
+        "seq": doc.get("seq", default_seq),
+        "namespace": namespace,
+        "bundle_range": bundle_range,
+        "source_broker": doc.get("source_broker"),
+        "reason": doc.get("reason"),
+        "predicted": predicted,
+    }
     if kind == "unload":
         for key in ("boundaries", "split_algorithm"):
             if doc.get(key) is not None:
@@ -416,16 +455,25 @@ class Plan:
             if not isinstance(a, (SplitAction, UnloadAction)):
                 raise InvalidPlanError(f"actions[{i}]", a, "must be a SplitAction or an UnloadAction")
             if i and a.seq <= self.actions[i - 1].seq:
-                raise InvalidPlanError(f"actions[{i}].seq", a.seq, f"must be above actions[{i - 1}].seq "
-                                       f"{self.actions[i - 1].seq} (unique, in order)")
+                raise InvalidPlanError(
+                    f"actions[{i}].seq",
+                    a.seq,
+                    f"must be above actions[{i - 1}].seq {self.actions[i - 1].seq} (unique, in order)",
+                )
             if (a.kind, a.bundle) in seen:
                 done = "split" if a.kind == "split" else "unloaded"
-                raise InvalidPlanError(f"actions[{i}].bundle_range", a.bundle_range,
-                                       f"{a.bundle} is already {done} by actions[{seen[(a.kind, a.bundle)]}]")
+                raise InvalidPlanError(
+                    f"actions[{i}].bundle_range",
+                    a.bundle_range,
+                    f"{a.bundle} is already {done} by actions[{seen[(a.kind, a.bundle)]}]",
+                )
             seen[(a.kind, a.bundle)] = i
             if a.kind == "unload" and a.bundle in split_bundles:
-                raise InvalidPlanError(f"actions[{i}].bundle_range", a.bundle_range,
-                                       f"{a.bundle} is split in this plan: unload one of its children instead")
+                raise InvalidPlanError(
+                    f"actions[{i}].bundle_range",
+                    a.bundle_range,
+                    f"{a.bundle} is split in this plan: unload one of its children instead",
+                )
         summary = _frozen_json("summary", {} if self.summary is None else self.summary)
         if not isinstance(summary, Mapping):
             raise InvalidPlanError("summary", self.summary, "must be a JSON object")
@@ -487,16 +535,23 @@ def _text(name: str, value: Any) -> None:
 
 def _check_prediction(predicted: Any) -> None:
     if predicted is not None and not isinstance(predicted, Prediction):
-        raise InvalidPlanError("predicted", predicted,
-                               "must be a Prediction (Prediction.from_json reads the JSON form)")
+        raise InvalidPlanError(
+            "predicted", predicted, "must be a Prediction (Prediction.from_json reads the JSON form)"
+        )
 
 
 def _row(action: _Action, *, boundaries: list[int] | None, split_algorithm: str | None) -> dict[str, Any]:
     predicted = getattr(action, "predicted", None)
     return {
-        "seq": action.seq, "kind": action.kind, "namespace": action.namespace, "bundle_range": action.bundle_range,
-        "source_broker": action.source_broker, "destination_broker": getattr(action, "destination_broker", None),
-        "boundaries": boundaries, "split_algorithm": split_algorithm, "reason": action.reason,
+        "seq": action.seq,
+        "kind": action.kind,
+        "namespace": action.namespace,
+        "bundle_range": action.bundle_range,
+        "source_broker": action.source_broker,
+        "destination_broker": getattr(action, "destination_broker", None),
+        "boundaries": boundaries,
+        "split_algorithm": split_algorithm,
+        "reason": action.reason,
         "predicted": predicted.to_json() if predicted is not None else None,
     }
 

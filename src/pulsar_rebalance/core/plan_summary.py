@@ -71,9 +71,13 @@ class BundleTraffic:
     def from_predicted(cls, predicted: Mapping[str, Any] | None) -> BundleTraffic:
         b = (predicted or {}).get("bundleLoad") or {}
         return cls(
-            msg_rate_in=_num(b.get("msgRateIn")), msg_rate_out=_num(b.get("msgRateOut")),
-            msg_throughput_in=_num(b.get("msgThroughputIn")), msg_throughput_out=_num(b.get("msgThroughputOut")),
-            topics=_int(b.get("topics")), producers=_int(b.get("producerCount")), consumers=_int(b.get("consumerCount")),
+            msg_rate_in=_num(b.get("msgRateIn")),
+            msg_rate_out=_num(b.get("msgRateOut")),
+            msg_throughput_in=_num(b.get("msgThroughputIn")),
+            msg_throughput_out=_num(b.get("msgThroughputOut")),
+            topics=_int(b.get("topics")),
+            producers=_int(b.get("producerCount")),
+            consumers=_int(b.get("consumerCount")),
         )
 
     @property
@@ -185,21 +189,30 @@ def summarize_plan(
     for a in sorted(actions, key=lambda a: a.get("seq", 0)):
         predicted = a.get("predicted") or {}
         if a.get("kind") == "split":
-            splits.append(SplitLine(
-                seq=int(a.get("seq", 0)), bundle=str(a.get("bundle")), broker=str(a.get("source_broker")),
-                algorithm=a.get("split_algorithm"),
-                boundaries=tuple(f"0x{int(b):08x}" for b in a.get("boundaries") or ()),
-                children=tuple(str(c) for c in predicted.get("children") or ()),
-                state=str(a.get("state", "pending")),
-            ))
+            splits.append(
+                SplitLine(
+                    seq=int(a.get("seq", 0)),
+                    bundle=str(a.get("bundle")),
+                    broker=str(a.get("source_broker")),
+                    algorithm=a.get("split_algorithm"),
+                    boundaries=tuple(f"0x{int(b):08x}" for b in a.get("boundaries") or ()),
+                    children=tuple(str(c) for c in predicted.get("children") or ()),
+                    state=str(a.get("state", "pending")),
+                )
+            )
         else:
-            unloads.append(UnloadLine(
-                seq=int(a.get("seq", 0)), bundle=str(a.get("bundle")), source=str(a.get("source_broker")),
-                destination=a.get("destination_broker"), traffic=BundleTraffic.from_predicted(predicted),
-                source_usage=_usage_pair(predicted.get("source")),
-                destination_usage=_usage_pair(predicted.get("destination")),
-                state=str(a.get("state", "pending")),
-            ))
+            unloads.append(
+                UnloadLine(
+                    seq=int(a.get("seq", 0)),
+                    bundle=str(a.get("bundle")),
+                    source=str(a.get("source_broker")),
+                    destination=a.get("destination_broker"),
+                    traffic=BundleTraffic.from_predicted(predicted),
+                    source_usage=_usage_pair(predicted.get("source")),
+                    destination_usage=_usage_pair(predicted.get("destination")),
+                    state=str(a.get("state", "pending")),
+                )
+            )
     measured = ((result or {}).get("broker_usage_after")) or {}
     states: dict[str, int] = {}
     for a in actions:
@@ -218,13 +231,25 @@ def summarize_plan(
 
 
 def _totals(traffic: Sequence[BundleTraffic]) -> Totals:
-    fields = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "topics", "producers", "consumers")
+    fields = (
+        "msg_rate_in",
+        "msg_rate_out",
+        "msg_throughput_in",
+        "msg_throughput_out",
+        "topics",
+        "producers",
+        "consumers",
+    )
     sums = {f: sum(getattr(t, f) or 0 for t in traffic) for f in fields}
     unknown = tuple(f for f in fields if any(getattr(t, f) is None for t in traffic))
     return Totals(
-        msg_rate_in=float(sums["msg_rate_in"]), msg_rate_out=float(sums["msg_rate_out"]),
-        msg_throughput_in=float(sums["msg_throughput_in"]), msg_throughput_out=float(sums["msg_throughput_out"]),
-        topics=int(sums["topics"]), producers=int(sums["producers"]), consumers=int(sums["consumers"]),
+        msg_rate_in=float(sums["msg_rate_in"]),
+        msg_rate_out=float(sums["msg_rate_out"]),
+        msg_throughput_in=float(sums["msg_throughput_in"]),
+        msg_throughput_out=float(sums["msg_throughput_out"]),
+        topics=int(sums["topics"]),
+        producers=int(sums["producers"]),
+        consumers=int(sums["consumers"]),
         unknown=unknown,
     )
 
@@ -245,7 +270,12 @@ def _warnings(s: Mapping[str, Any]) -> list[PlanWarning]:
     for w in s.get("warnings") or ():
         if isinstance(w, Mapping):
             kind = str(w.get("kind") or w.get("code") or w.get("type") or "warning")
-            message = str(w.get("message") or w.get("text") or w.get("detail") or {k: v for k, v in w.items() if k not in ("kind", "code", "type")})
+            message = str(
+                w.get("message")
+                or w.get("text")
+                or w.get("detail")
+                or {k: v for k, v in w.items() if k not in ("kind", "code", "type")}
+            )
         else:
             kind, message = "warning", str(w)
         out.append(PlanWarning(kind=kind, message=message))

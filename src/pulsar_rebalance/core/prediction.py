@@ -29,8 +29,11 @@ class Move:
 
 def _res(d: LocalBrokerData) -> dict[str, ResourceUsage]:
     return {
-        "cpu": d.cpu, "memory": d.memory, "directMemory": d.direct_memory,
-        "bandwidthIn": d.bandwidth_in, "bandwidthOut": d.bandwidth_out,
+        "cpu": d.cpu,
+        "memory": d.memory,
+        "directMemory": d.direct_memory,
+        "bandwidthIn": d.bandwidth_in,
+        "bandwidthOut": d.bandwidth_out,
     }
 
 
@@ -91,7 +94,10 @@ def predict(
         src["bundles"] -= 1
         dst["bundles"] += 1
     after = {b: _snapshot(s, weights) for b, s in state.items()}
-    brokers = {b: {"before": before[b], "after": after[b], "diff": round(after[b]["usage"] - before[b]["usage"], 6)} for b in sorted(state)}
+    brokers = {
+        b: {"before": before[b], "after": after[b], "diff": round(after[b]["usage"] - before[b]["usage"], 6)}
+        for b in sorted(state)
+    }
     usages_before = [v["usage"] for v in before.values()]
     usages_after = [v["usage"] for v in after.values()]
     return {

@@ -55,19 +55,28 @@ from pulsar_rebalance.errors import ScenarioError, SnapshotError
 JAVA_INT_MAX = 2**31 - 1
 JAVA_LONG_MAX = 2**63 - 1
 
-RESOURCES = (("cpu", "cpu"), ("memory", "memory"), ("directMemory", "direct_memory"),
-             ("bandwidthIn", "bandwidth_in"), ("bandwidthOut", "bandwidth_out"))
+RESOURCES = (
+    ("cpu", "cpu"),
+    ("memory", "memory"),
+    ("directMemory", "direct_memory"),
+    ("bandwidthIn", "bandwidth_in"),
+    ("bandwidthOut", "bandwidth_out"),
+)
 """(Pulsar JSON name, LocalBrokerData attribute) of the five ``ResourceUsage`` members."""
 
 # Java types of LocalBrokerData / NamespaceBundleStats counters (attribute -> (JSON name, max)).
 _BROKER_COUNTERS = {
-    "num_topics": ("numTopics", JAVA_INT_MAX), "num_bundles": ("numBundles", JAVA_INT_MAX),
-    "num_consumers": ("numConsumers", JAVA_INT_MAX), "num_producers": ("numProducers", JAVA_INT_MAX),
+    "num_topics": ("numTopics", JAVA_INT_MAX),
+    "num_bundles": ("numBundles", JAVA_INT_MAX),
+    "num_consumers": ("numConsumers", JAVA_INT_MAX),
+    "num_producers": ("numProducers", JAVA_INT_MAX),
     "last_update": ("lastUpdate", JAVA_LONG_MAX),
 }
 _BUNDLE_COUNTERS = {
-    "consumer_count": ("consumerCount", JAVA_INT_MAX), "producer_count": ("producerCount", JAVA_INT_MAX),
-    "topics": ("topics", JAVA_LONG_MAX), "cache_size": ("cacheSize", JAVA_LONG_MAX),
+    "consumer_count": ("consumerCount", JAVA_INT_MAX),
+    "producer_count": ("producerCount", JAVA_INT_MAX),
+    "topics": ("topics", JAVA_LONG_MAX),
+    "cache_size": ("cacheSize", JAVA_LONG_MAX),
 }
 
 
@@ -82,8 +91,17 @@ class SnapshotWarning:
     field: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("kind", self.kind), ("message", self.message), ("broker", self.broker),
-                                  ("bundle", self.bundle), ("field", self.field)) if v is not None}
+        return {
+            k: v
+            for k, v in (
+                ("kind", self.kind),
+                ("message", self.message),
+                ("broker", self.broker),
+                ("bundle", self.bundle),
+                ("field", self.field),
+            )
+            if v is not None
+        }
 
 
 @dataclass
@@ -106,8 +124,9 @@ EXCLUDING_KINDS = frozenset({"bundle_claimed_twice", "bundle_not_in_boundaries",
 
 
 # ------------------------------------------------------------------------------------------- text
-def check_text(value: str, field: str, *, broker: str | None = None, bundle: str | None = None,
-               topic: str | None = None) -> None:
+def check_text(
+    value: str, field: str, *, broker: str | None = None, bundle: str | None = None, topic: str | None = None
+) -> None:
     """A string Postgres (text, JSONB) and Parquet can hold: no U+0000 and valid UTF-8 (no lone surrogate)."""
     if "\x00" in value:
         problem = "contains the character U+0000, which PostgreSQL cannot store"
@@ -146,16 +165,22 @@ def check_namespace_boundaries(namespace: str, boundaries: Sequence[int], path: 
     if boundaries[0] != FULL_LOWER_BOUND:
         raise SnapshotError(
             f"namespace {namespace}: boundaries start at {format_boundary(boundaries[0])}, not 0x00000000 "
-            "(hashes below it would belong to no bundle)", field=f"{path}[0]")
+            "(hashes below it would belong to no bundle)",
+            field=f"{path}[0]",
+        )
     if boundaries[-1] != FULL_UPPER_BOUND:
         raise SnapshotError(
             f"namespace {namespace}: boundaries end at {format_boundary(boundaries[-1])}, not 0xffffffff "
-            "(hashes above it would belong to no bundle)", field=f"{path}[{len(boundaries) - 1}]")
+            "(hashes above it would belong to no bundle)",
+            field=f"{path}[{len(boundaries) - 1}]",
+        )
     for i in range(1, len(boundaries)):
         if boundaries[i] <= boundaries[i - 1]:
             raise SnapshotError(
                 f"namespace {namespace}: boundaries overlap: {format_boundary(boundaries[i])} does not follow "
-                f"{format_boundary(boundaries[i - 1])} (boundaries must be strictly increasing)", field=f"{path}[{i}]")
+                f"{format_boundary(boundaries[i - 1])} (boundaries must be strictly increasing)",
+                field=f"{path}[{i}]",
+            )
 
 
 def live_bundles(boundaries: Mapping[str, Sequence[int]]) -> set[str]:
@@ -172,7 +197,7 @@ def check_no_overlap(bundles: Iterable[str], path: str) -> None:
         by_ns.setdefault(ns, []).append((r.lower, r.upper, name))
     for ranges in by_ns.values():
         ranges.sort()
-        for (lo1, hi1, a), (lo2, _hi2, b) in zip(ranges, ranges[1:]):
+        for (_lo1, hi1, a), (lo2, _hi2, b) in zip(ranges, ranges[1:]):
             if lo2 < hi1 and a != b:
                 raise SnapshotError(f"bundle ranges overlap: {a} and {b}", bundle=b, field=path)
 
@@ -199,7 +224,10 @@ def resolve_ownership(
             first = next(iter(bundles), None)
             raise SnapshotError(
                 f"broker {broker} owns bundles but is not in the cluster's broker list {sorted(listed)}",
-                broker=broker, bundle=first, field="ownedNamespaces")
+                broker=broker,
+                bundle=first,
+                field="ownedNamespaces",
+            )
         for bundle in bundles:
             _check_bundle_name(bundle, broker=broker, field="ownedNamespaces")
             owners.setdefault(bundle, []).append(broker)
@@ -207,12 +235,19 @@ def resolve_ownership(
     for bundle, who in owners.items():
         if len(who) > 1:
             kind, error = "bundle_claimed_twice", f"bundle {bundle} is owned by {len(who)} brokers: {', '.join(who)}"
-            warning = (f"bundle {bundle} is listed as owned by {' and '.join(who)} (their ownedNamespaces were read "
-                       "at different moments: an unload in flight?): left out of this plan")
+            warning = (
+                f"bundle {bundle} is listed as owned by {' and '.join(who)} (their ownedNamespaces were read "
+                "at different moments: an unload in flight?): left out of this plan"
+            )
         elif bundle not in live:
-            kind, error = "bundle_not_in_boundaries", f"bundle {bundle} owned by {who[0]} is not a bundle of its namespace's boundaries"
-            warning = (f"bundle {bundle} is owned by {who[0]} but is not in the namespace's boundaries read earlier "
-                       "(split meanwhile?): left out of this plan")
+            kind, error = (
+                "bundle_not_in_boundaries",
+                f"bundle {bundle} owned by {who[0]} is not a bundle of its namespace's boundaries",
+            )
+            warning = (
+                f"bundle {bundle} is owned by {who[0]} but is not in the namespace's boundaries read earlier "
+                "(split meanwhile?): left out of this plan"
+            )
         else:
             check.ownership[bundle] = who[0]
             continue
@@ -224,7 +259,10 @@ def resolve_ownership(
 
 # ------------------------------------------------------------------------------------------- load reports
 def check_load_report(
-    broker: str, data: LocalBrokerData, path: str, present: Iterable[str] | None = None,
+    broker: str,
+    data: LocalBrokerData,
+    path: str,
+    present: Iterable[str] | None = None,
 ) -> list[SnapshotWarning]:
     """Java ranges of one parsed LocalBrokerData, finite derived values, and limit warnings.
 
@@ -237,13 +275,20 @@ def check_load_report(
         for attr, (name, top) in _BUNDLE_COUNTERS.items():
             _java_range(getattr(st, attr), top, broker=broker, bundle=bundle, field=f"{path}.lastStats.{bundle}.{name}")
         if not math.isfinite(st.total_msg_throughput) or not math.isfinite(st.total_msg_rate):
-            raise SnapshotError(f"load report of broker {broker}: bundle {bundle}'s in + out rates overflow a double",
-                                broker=broker, bundle=bundle, field=f"{path}.lastStats.{bundle}")
+            raise SnapshotError(
+                f"load report of broker {broker}: bundle {bundle}'s in + out rates overflow a double",
+                broker=broker,
+                bundle=bundle,
+                field=f"{path}.lastStats.{bundle}",
+            )
     for attr, (name, top) in _BROKER_COUNTERS.items():
         _java_range(getattr(data, attr), top, broker=broker, field=f"{path}.{name}")
     if not math.isfinite(data.total_msg_throughput) or not math.isfinite(data.total_msg_rate):
-        raise SnapshotError(f"load report of broker {broker}: msgThroughputIn + msgThroughputOut overflows a double",
-                            broker=broker, field=f"{path}.msgThroughputIn")
+        raise SnapshotError(
+            f"load report of broker {broker}: msgThroughputIn + msgThroughputOut overflows a double",
+            broker=broker,
+            field=f"{path}.msgThroughputIn",
+        )
     warnings: list[SnapshotWarning] = []
     zero = []
     for name, attr in RESOURCES:
@@ -251,22 +296,31 @@ def check_load_report(
         if not math.isfinite(usage.percent_usage()):
             raise SnapshotError(
                 f"load report of broker {broker}: {name} usage {usage.usage!r} / limit {usage.limit!r} is not a finite "
-                "float percentage (Pulsar computes percentUsage in 32-bit float)", broker=broker, field=f"{path}.{name}")
+                "float percentage (Pulsar computes percentUsage in 32-bit float)",
+                broker=broker,
+                field=f"{path}.{name}",
+            )
         if usage.limit <= 0 and (given is None or name in given):
             zero.append(name)
     if zero:
         every = len(zero) == len(RESOURCES)
-        warnings.append(SnapshotWarning(
-            "limit_zero",
-            f"broker {broker} reports {'every' if every else 'a'} resource limit as 0 ({', '.join(zero)}): "
-            f"{'its usage reads' if every else 'those resources read'} 0 % (Pulsar's formula), so the plan "
-            f"{'treats it as idle' if every else 'ignores them for it'}; check the broker's load reporting",
-            broker=broker, field=f"{path}.{zero[0]}.limit"))
+        warnings.append(
+            SnapshotWarning(
+                "limit_zero",
+                f"broker {broker} reports {'every' if every else 'a'} resource limit as 0 ({', '.join(zero)}): "
+                f"{'its usage reads' if every else 'those resources read'} 0 % (Pulsar's formula), so the plan "
+                f"{'treats it as idle' if every else 'ignores them for it'}; check the broker's load reporting",
+                broker=broker,
+                field=f"{path}.{zero[0]}.limit",
+            )
+        )
     return warnings
 
 
 def check_bundle_stats_owners(
-    reports: Mapping[str, LocalBrokerData], ownership: Mapping[str, str], wanted: Iterable[str] | None = None,
+    reports: Mapping[str, LocalBrokerData],
+    ownership: Mapping[str, str],
+    wanted: Iterable[str] | None = None,
     excluded: Iterable[str] = (),
 ) -> list[SnapshotWarning]:
     """A bundle is in at most one report's ``lastStats``, and only in its owner's.
@@ -284,22 +338,34 @@ def check_bundle_stats_owners(
             if other != broker:
                 raise SnapshotError(
                     f"bundle {bundle} is in the load reports of both {other} and {broker}: a load report lists "
-                    "another broker's bundle", broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats")
+                    "another broker's bundle",
+                    broker=broker,
+                    bundle=bundle,
+                    field=f"load-report[{broker}].lastStats",
+                )
     for bundle, broker in reporter.items():
         ns, _ = split_full_name(bundle)
         if bundle in skip or (wanted_ns is not None and ns not in wanted_ns):
             continue
         owner = ownership.get(bundle)
         if owner is None:
-            warnings.append(SnapshotWarning(
-                "bundle_stats_without_owner",
-                f"bundle {bundle} is in the load report of {broker} but no broker lists it as owned "
-                "(unloaded meanwhile?): left out of this plan",
-                broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats"))
+            warnings.append(
+                SnapshotWarning(
+                    "bundle_stats_without_owner",
+                    f"bundle {bundle} is in the load report of {broker} but no broker lists it as owned "
+                    "(unloaded meanwhile?): left out of this plan",
+                    broker=broker,
+                    bundle=bundle,
+                    field=f"load-report[{broker}].lastStats",
+                )
+            )
         elif owner != broker:
             raise SnapshotError(
                 f"the load report of {broker} lists bundle {bundle}, which is owned by {owner}",
-                broker=broker, bundle=bundle, field=f"load-report[{broker}].lastStats")
+                broker=broker,
+                bundle=bundle,
+                field=f"load-report[{broker}].lastStats",
+            )
     return warnings
 
 
@@ -311,15 +377,23 @@ def _check_bundle_name(bundle: str, *, broker: str, field: str) -> None:
             raise ValueError("the namespace must be 'tenant/namespace'")
         BundleRange.parse(rng, field)
     except (ValueError, ScenarioError) as exc:
-        raise SnapshotError(f"broker {broker} reports {bundle!r:.80}, which is not a bundle name: {exc}",
-                            broker=broker, bundle=bundle, field=field) from None
+        raise SnapshotError(
+            f"broker {broker} reports {bundle!r:.80}, which is not a bundle name: {exc}",
+            broker=broker,
+            bundle=bundle,
+            field=field,
+        ) from None
 
 
 def _java_range(value: int, top: int, *, broker: str, field: str, bundle: str | None = None) -> None:
     if value > top:
         kind = "int" if top == JAVA_INT_MAX else "long"
-        raise SnapshotError(f"load report of broker {broker}: {value} does not fit in a Java {kind} "
-                            f"(at most {top})", broker=broker, bundle=bundle, field=field)
+        raise SnapshotError(
+            f"load report of broker {broker}: {value} does not fit in a Java {kind} (at most {top})",
+            broker=broker,
+            bundle=bundle,
+            field=field,
+        )
 
 
 # ------------------------------------------------------------------------------------------- topic stats
@@ -339,7 +413,7 @@ class SubscriptionStats(BaseModel):
 
     model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
     consumers: list[Any] | None = None
-    consumerCount: JavaInt = 0  # noqa: N815 - Pulsar's JSON name
+    consumerCount: JavaInt = 0
 
     def consumer_total(self) -> int:
         return len(self.consumers) if self.consumers is not None else self.consumerCount
@@ -349,11 +423,11 @@ class TopicStats(BaseModel):
     """One topic of ``GET /admin/v2/broker-stats/topics`` (PersistentTopic's stats stream)."""
 
     model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
-    msgRateIn: Rate = 0.0  # noqa: N815
-    msgRateOut: Rate = 0.0  # noqa: N815
-    msgThroughputIn: Rate = 0.0  # noqa: N815
-    msgThroughputOut: Rate = 0.0  # noqa: N815
-    producerCount: JavaInt | None = None  # noqa: N815
+    msgRateIn: Rate = 0.0
+    msgRateOut: Rate = 0.0
+    msgThroughputIn: Rate = 0.0
+    msgThroughputOut: Rate = 0.0
+    producerCount: JavaInt | None = None
     publishers: list[Any] | None = None
     subscriptions: dict[str, SubscriptionStats] = Field(default_factory=dict)
 
@@ -374,7 +448,11 @@ def validate_topic_stats(raw: Any, *, broker: str, bundle: str, topic: str) -> T
         got = err.get("input")
         raise SnapshotError(
             f"topic stats of {topic} on broker {broker} (bundle {bundle}): {where}: {err['msg']}, got {got!r:.80}",
-            broker=broker, bundle=bundle, topic=topic, field=where) from None
+            broker=broker,
+            bundle=bundle,
+            topic=topic,
+            field=where,
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------- the snapshot
@@ -412,17 +490,28 @@ def validate_snapshot(
     for ns, bs in sorted(boundaries.items()):
         unowned = [f"0x{a:08x}_0x{b:08x}" for a, b in zip(bs, bs[1:]) if f"{ns}/0x{a:08x}_0x{b:08x}" not in claimed]
         if unowned:
-            check.warnings.append(SnapshotWarning(
-                "bundles_without_owner",
-                f"namespace {ns}: {len(unowned)} of {len(bs) - 1} bundles have no owner among the listed brokers "
-                f"({', '.join(unowned[:5])}{', ...' if len(unowned) > 5 else ''}): not loaded yet, or owned by a broker "
-                "outside the broker list; the plan neither moves nor places them", field=f"bundles[{ns}]"))
+            check.warnings.append(
+                SnapshotWarning(
+                    "bundles_without_owner",
+                    f"namespace {ns}: {len(unowned)} of {len(bs) - 1} bundles have no owner among the listed brokers "
+                    f"({', '.join(unowned[:5])}{', ...' if len(unowned) > 5 else ''}): not loaded yet, or owned by a broker "
+                    "outside the broker list; the plan neither moves nor places them",
+                    field=f"bundles[{ns}]",
+                )
+            )
     for broker, data in reports.items():
         raw = (raw_reports or {}).get(broker)
-        check.warnings.extend(check_load_report(broker, data, f"load-report[{broker}]", None if raw is None else raw.keys()))
+        check.warnings.extend(
+            check_load_report(broker, data, f"load-report[{broker}]", None if raw is None else raw.keys())
+        )
     check.warnings.extend(check_bundle_stats_owners(reports, check.ownership, boundaries, check.excluded_bundles))
     if leader and leader not in seen and not any(leader.endswith(f"//{b}") for b in seen):
-        check.warnings.append(SnapshotWarning(
-            "leader_not_listed", f"the leader broker {leader} is not in the broker list (leader election in progress?)",
-            broker=leader, field="leaderBroker"))
+        check.warnings.append(
+            SnapshotWarning(
+                "leader_not_listed",
+                f"the leader broker {leader} is not in the broker list (leader election in progress?)",
+                broker=leader,
+                field="leaderBroker",
+            )
+        )
     return check

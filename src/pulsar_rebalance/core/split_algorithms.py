@@ -202,10 +202,14 @@ def explain_flow_or_qps_equally_divide(
     if not isinstance(topics, Mapping):
         names = list(topics)
         if len(names) <= 1:
-            return SplitOutcome(None, f"flow_or_qps_equally_divide: {len(names)} topic(s) in the bundle; Pulsar needs at least 2")
+            return SplitOutcome(
+                None, f"flow_or_qps_equally_divide: {len(names)} topic(s) in the bundle; Pulsar needs at least 2"
+            )
         return SplitOutcome(None, "flow_or_qps_equally_divide: no topic has stats (topics given without rates)")
     if len(topics) <= 1:
-        return SplitOutcome(None, f"flow_or_qps_equally_divide: {len(topics)} topic(s) in the bundle; Pulsar needs at least 2")
+        return SplitOutcome(
+            None, f"flow_or_qps_equally_divide: {len(topics)} topic(s) in the bundle; Pulsar needs at least 2"
+        )
     max_rate = config.load_balancer_namespace_bundle_max_msg_rate
     max_bw = config.load_balancer_namespace_bundle_max_bandwidth_mbytes * MIBI
     diff = config.flow_or_qps_difference_threshold_percentage / 100.0
@@ -229,7 +233,8 @@ def explain_flow_or_qps_equally_divide(
 
     if len(info) < 2:
         return SplitOutcome(
-            None, f"flow_or_qps_equally_divide: {len(info)} topic(s) with traffic (distinct hashes); Pulsar needs at least 2"
+            None,
+            f"flow_or_qps_equally_divide: {len(info)} topic(s) with traffic (distinct hashes); Pulsar needs at least 2",
         )
     rate_limit = max_rate * (1 + diff)
     thr_limit = max_bw * (1 + diff)

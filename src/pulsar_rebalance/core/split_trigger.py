@@ -84,7 +84,12 @@ def _crossed(
             ("sessions", f"producers+consumers {sessions} > loadBalancerNamespaceBundleMaxSessions {max_sessions}")
         )
     if msg_rate > max_rate:
-        out.append(("msgRate", f"{rate_label} msg rate {msg_rate:.15g} msg/s > loadBalancerNamespaceBundleMaxMsgRate {max_rate}"))
+        out.append(
+            (
+                "msgRate",
+                f"{rate_label} msg rate {msg_rate:.15g} msg/s > loadBalancerNamespaceBundleMaxMsgRate {max_rate}",
+            )
+        )
     if throughput > max_bw:
         out.append(
             (
@@ -111,7 +116,8 @@ def _bundle_count(namespace_bundle_counts: Mapping[str, int], namespace: str, bu
     except KeyError:
         # Pulsar asks the metadata store (getBundleCount); we need it as input.
         raise ScenarioError(
-            f"namespaceBundleCounts.{namespace}", f"bundle count of namespace {namespace!r} (of bundle {bundle}) is missing"
+            f"namespaceBundleCounts.{namespace}",
+            f"bundle count of namespace {namespace!r} (of bundle {bundle}) is missing",
         ) from None
 
 

@@ -128,10 +128,7 @@ class StrategyState:
                 "brokerHitCountForHigh": dict(self.avg_hit_high),
                 "brokerHitCountForLow": dict(self.avg_hit_low),
                 "brokerScoreMap": dict(self.avg_scores),
-                "bundleBrokerMap": [
-                    {"bundle": b.bundle, "broker": b.broker}
-                    for b in self.avg_bundle_broker.values()
-                ],
+                "bundleBrokerMap": [{"bundle": b.bundle, "broker": b.broker} for b in self.avg_bundle_broker.values()],
             },
             "transferShedder": {
                 "unloadConditionHitCount": self.transfer_hit_count,
@@ -161,21 +158,29 @@ class StrategyState:
                 "recentlyUnloadedBrokers",
                 "bundleData",
                 "random",
-
-
                 "globalPlanner",
             },
             path,
         )
         version = root.get("version", STATE_VERSION)
         if version != STATE_VERSION or isinstance(version, bool):
-            raise ScenarioError(field_path(path, "version"), f"unsupported state version {version!r} (expected {STATE_VERSION})")
+            raise ScenarioError(
+                field_path(path, "version"), f"unsupported state version {version!r} (expected {STATE_VERSION})"
+            )
 
         ts = _section(root, "thresholdShedder", path, {"brokerAvgResourceUsage"})
         lr = _section(root, "leastResourceUsageWithWeight", path, {"brokerAvgResourceUsageWithWeight"})
-        av = _section(root, "avgShedder", path, {"brokerHitCountForHigh", "brokerHitCountForLow", "brokerScoreMap", "bundleBrokerMap"})
+        av = _section(
+            root,
+            "avgShedder",
+            path,
+            {"brokerHitCountForHigh", "brokerHitCountForLow", "brokerScoreMap", "bundleBrokerMap"},
+        )
         tr = _section(root, "transferShedder", path, {"unloadConditionHitCount", "brokerLoadData"})
-        p_ts, p_lr, p_av, p_tr = (field_path(path, k) for k in ("thresholdShedder", "leastResourceUsageWithWeight", "avgShedder", "transferShedder"))
+        p_ts, p_lr, p_av, p_tr = (
+            field_path(path, k)
+            for k in ("thresholdShedder", "leastResourceUsageWithWeight", "avgShedder", "transferShedder")
+        )
 
         bindings: dict[str, AvgShedderBinding] = {}
         raw_bindings = av.get("bundleBrokerMap", [])
@@ -256,6 +261,8 @@ def _random_state(value: object, path: str) -> tuple[int, ...] | None:
             raise ScenarioError(field_path(mp, i), f"out of range: {n}")
         out.append(n)
     return tuple(out)
+
+
 def _planner_memory(root: Mapping[str, Any], path: str) -> Mapping[str, Any]:
     if "globalPlanner" not in root:
         return _EMPTY

@@ -88,50 +88,137 @@ class StrategySpec:
         return _build(self.kind, self.load_manager, self.name)
 
 
-def _spec(name: str, kind: Kind, lm: LoadManager, classes: tuple[str, ...] | None, module: str, attr: str,
-          variant_of: str | None = None, **kwargs: Any) -> StrategySpec:
+def _spec(
+    name: str,
+    kind: Kind,
+    lm: LoadManager,
+    classes: tuple[str, ...] | None,
+    module: str,
+    attr: str,
+    variant_of: str | None = None,
+    **kwargs: Any,
+) -> StrategySpec:
     return StrategySpec(name, kind, lm, classes, module, attr, MappingProxyType(kwargs), variant_of)
 
 
 STRATEGIES: tuple[StrategySpec, ...] = (
     # ---- shedding, modular load manager (Pulsar's ModularLoadManagerImpl) ---------------------------
-    _spec("ThresholdShedder", "shedding", "modular", (_IMPL + "ThresholdShedder",),
-          _SHEDDERS_PKG + "threshold_shedder", "ThresholdShedder"),
-    _spec("OverloadShedder", "shedding", "modular", (_IMPL + "OverloadShedder",),
-          _SHEDDERS_PKG + "overload_shedder", "OverloadShedder"),
-    _spec("UniformLoadShedder", "shedding", "modular", (_IMPL + "UniformLoadShedder",),
-          _SHEDDERS_PKG + "uniform_load_shedder", "UniformLoadShedder"),
+    _spec(
+        "ThresholdShedder",
+        "shedding",
+        "modular",
+        (_IMPL + "ThresholdShedder",),
+        _SHEDDERS_PKG + "threshold_shedder",
+        "ThresholdShedder",
+    ),
+    _spec(
+        "OverloadShedder",
+        "shedding",
+        "modular",
+        (_IMPL + "OverloadShedder",),
+        _SHEDDERS_PKG + "overload_shedder",
+        "OverloadShedder",
+    ),
+    _spec(
+        "UniformLoadShedder",
+        "shedding",
+        "modular",
+        (_IMPL + "UniformLoadShedder",),
+        _SHEDDERS_PKG + "uniform_load_shedder",
+        "UniformLoadShedder",
+    ),
     _spec("AvgShedder", "shedding", "modular", (_IMPL + "AvgShedder",), _SHEDDERS_PKG + "avg_shedder", "AvgShedder"),
     # ---- shedding, extensible load manager. Pulsar's ExtensibleLoadManagerImpl always uses it (it is
     # not read from loadBalancerLoadSheddingStrategy); the config key accepts it so one key selects the
     # shedder for both load managers.
-    _spec("TransferShedder", "shedding", "extensible", (_EXT_SCHEDULER + "TransferShedder",),
-          _SHEDDERS_PKG + "transfer_shedder", "TransferShedder"),
+    _spec(
+        "TransferShedder",
+        "shedding",
+        "extensible",
+        (_EXT_SCHEDULER + "TransferShedder",),
+        _SHEDDERS_PKG + "transfer_shedder",
+        "TransferShedder",
+    ),
     # ---- opt-in shedding variants (see each module) ---------------------------------------------------
-    _spec("ThresholdShedderSingleEma", "shedding", "modular", None, _SHEDDERS_PKG + "threshold_shedder",
-          "ThresholdShedder", variant_of="ThresholdShedder", double_ema_on_lower_boundary=False),
-    _spec("OverloadShedderUnweighted", "shedding", "modular", None, _SHEDDERS_PKG + "overload_shedder",
-          "OverloadShedder", variant_of="OverloadShedder", weighted=False),
-    _spec("UniformLoadShedderSkipZeroTraffic", "shedding", "modular", None, _SHEDDERS_PKG + "uniform_load_shedder",
-          "UniformLoadShedder", variant_of="UniformLoadShedder", skip_zero_traffic=True),
+    _spec(
+        "ThresholdShedderSingleEma",
+        "shedding",
+        "modular",
+        None,
+        _SHEDDERS_PKG + "threshold_shedder",
+        "ThresholdShedder",
+        variant_of="ThresholdShedder",
+        double_ema_on_lower_boundary=False,
+    ),
+    _spec(
+        "OverloadShedderUnweighted",
+        "shedding",
+        "modular",
+        None,
+        _SHEDDERS_PKG + "overload_shedder",
+        "OverloadShedder",
+        variant_of="OverloadShedder",
+        weighted=False,
+    ),
+    _spec(
+        "UniformLoadShedderSkipZeroTraffic",
+        "shedding",
+        "modular",
+        None,
+        _SHEDDERS_PKG + "uniform_load_shedder",
+        "UniformLoadShedder",
+        variant_of="UniformLoadShedder",
+        skip_zero_traffic=True,
+    ),
     # ---- not a Pulsar class: the whole-cluster planner (core/planner); it plans its own splits -------
     _spec("GlobalPlanner", "shedding", "modular", None, "pulsar_rebalance.core.planner", "GlobalPlanner"),
     # ---- placement -------------------------------------------------------------------------------------
-    _spec("LeastLongTermMessageRate", "placement", "modular", (_IMPL + "LeastLongTermMessageRate",),
-          _PLACEMENT_PKG + "least_long_term_message_rate", "LeastLongTermMessageRate"),
+    _spec(
+        "LeastLongTermMessageRate",
+        "placement",
+        "modular",
+        (_IMPL + "LeastLongTermMessageRate",),
+        _PLACEMENT_PKG + "least_long_term_message_rate",
+        "LeastLongTermMessageRate",
+    ),
     # impl.* is the modular variant; extensions.strategy.* the extensible one (same rule on
     # BrokerLoadData.weightedMaxEMA). Both answer to the same short name; which one applies follows
     # from the load manager (loadManagerClassName / the shedder).
-    _spec("LeastResourceUsageWithWeight", "placement", "modular", (_IMPL + "LeastResourceUsageWithWeight",),
-          _PLACEMENT_PKG + "least_resource_usage_with_weight", "LeastResourceUsageWithWeight"),
-    _spec("LeastResourceUsageWithWeight", "placement", "extensible", (_EXT_STRATEGY + "LeastResourceUsageWithWeight",),
-          _PLACEMENT_PKG + "least_resource_usage_with_weight", "ExtensibleLeastResourceUsageWithWeight"),
+    _spec(
+        "LeastResourceUsageWithWeight",
+        "placement",
+        "modular",
+        (_IMPL + "LeastResourceUsageWithWeight",),
+        _PLACEMENT_PKG + "least_resource_usage_with_weight",
+        "LeastResourceUsageWithWeight",
+    ),
+    _spec(
+        "LeastResourceUsageWithWeight",
+        "placement",
+        "extensible",
+        (_EXT_STRATEGY + "LeastResourceUsageWithWeight",),
+        _PLACEMENT_PKG + "least_resource_usage_with_weight",
+        "ExtensibleLeastResourceUsageWithWeight",
+    ),
     # AvgShedder is both a shedder and a placement strategy (state shared with the shedder)
-    _spec("AvgShedder", "placement", "modular", (_IMPL + "AvgShedder",), _SHEDDERS_PKG + "avg_shedder",
-          "AvgShedderPlacement"),
-    _spec("LeastLongTermMessageRateUnweighted", "placement", "modular", None,
-          _PLACEMENT_PKG + "least_long_term_message_rate", "LeastLongTermMessageRate",
-          variant_of="LeastLongTermMessageRate", weighted=False),
+    _spec(
+        "AvgShedder",
+        "placement",
+        "modular",
+        (_IMPL + "AvgShedder",),
+        _SHEDDERS_PKG + "avg_shedder",
+        "AvgShedderPlacement",
+    ),
+    _spec(
+        "LeastLongTermMessageRateUnweighted",
+        "placement",
+        "modular",
+        None,
+        _PLACEMENT_PKG + "least_long_term_message_rate",
+        "LeastLongTermMessageRate",
+        variant_of="LeastLongTermMessageRate",
+        weighted=False,
+    ),
 )
 """Every strategy, in the order the derived lists show them."""
 
@@ -145,10 +232,14 @@ DEFAULT_PLACEMENT = "AvgShedder"
 """The pipeline's default placement (Pulsar's ``loadBalancerLoadPlacementStrategy`` since PR #26609)."""
 
 
-def specs(kind: Kind, load_manager: LoadManager | None = None, *, selectable: bool | None = None) -> tuple[StrategySpec, ...]:
+def specs(
+    kind: Kind, load_manager: LoadManager | None = None, *, selectable: bool | None = None
+) -> tuple[StrategySpec, ...]:
     return tuple(
-        s for s in STRATEGIES
-        if s.kind == kind and (load_manager is None or s.load_manager == load_manager)
+        s
+        for s in STRATEGIES
+        if s.kind == kind
+        and (load_manager is None or s.load_manager == load_manager)
         and (selectable is None or s.selectable == selectable)
     )
 

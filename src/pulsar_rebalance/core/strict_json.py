@@ -97,9 +97,13 @@ def loads_strict(text: str, label: str) -> Any:
     except json.JSONDecodeError as exc:
         raise ScenarioError(label, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except _OutOfRange as exc:
-        raise ScenarioError(label, f"number {exc.literal} is out of the range of a double (Java's and JSON's)") from None
+        raise ScenarioError(
+            label, f"number {exc.literal} is out of the range of a double (Java's and JSON's)"
+        ) from None
     except RecursionError:
-        raise ScenarioError(label, "JSON nests too deeply to be a scenario (arrays/objects inside each other)") from None
+        raise ScenarioError(
+            label, "JSON nests too deeply to be a scenario (arrays/objects inside each other)"
+        ) from None
     except ValueError as exc:  # NaN / Infinity literals, integer literals beyond Python's digit limit
         raise ScenarioError(label, f"invalid JSON: {exc}") from None
     if repeated:

@@ -74,7 +74,7 @@ def check_plan(url: str, run_id: str, now: dt.datetime | None = None) -> dict[st
     """Current gate state of the run's plan; expires it (recorded) when its window has passed."""
     from pulsar_rebalance.store import repository as repo
 
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     with _session(url) as s:
         plan = repo.plan_for_run(s, run_id=run_id)
         if plan is None:
@@ -99,7 +99,11 @@ def auto_approval_reason(plan, max_unloads: int | None) -> str | None:
 
 
 def open_gate_for_run(
-    url: str, run_id: str, gate: dict[str, Any], *, auto_approve_max_unloads: int | None = None,
+    url: str,
+    run_id: str,
+    gate: dict[str, Any],
+    *,
+    auto_approve_max_unloads: int | None = None,
     now: dt.datetime | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Prepare the gate of ``run_id``: expiry, the auto-approval policy, then mark the plan as gated.
@@ -108,7 +112,7 @@ def open_gate_for_run(
     """
     from pulsar_rebalance.store import repository as repo
 
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     with _session(url) as s:
         plan = repo.plan_for_run(s, run_id=run_id)
         if plan is None:
@@ -116,8 +120,16 @@ def open_gate_for_run(
         if plan.status == "pending" and not repo.expire_plan(s, plan_id=plan.plan_id, now=now):
             reason = auto_approval_reason(plan, auto_approve_max_unloads)
             if reason:
-                repo.decide_plan(s, plan_id=plan.plan_id, decision="approved", decided_by="policy:auto-approve",
-                                 comment=reason, now=now, plan_hash=plan.content_hash, via="policy")
+                repo.decide_plan(
+                    s,
+                    plan_id=plan.plan_id,
+                    decision="approved",
+                    decided_by="policy:auto-approve",
+                    comment=reason,
+                    now=now,
+                    plan_hash=plan.content_hash,
+                    via="policy",
+                )
             else:
                 repo.open_gate(s, plan_id=plan.plan_id, gate=gate, now=now)
         plan = repo.get_plan(s, plan_id=plan.plan_id)
@@ -125,7 +137,13 @@ def open_gate_for_run(
 
 
 def record_gate_decision(
-    url: str, run_id: str, *, decision: str, decided_by: str, comment: str | None, plan_hash: str | None,
+    url: str,
+    run_id: str,
+    *,
+    decision: str,
+    decided_by: str,
+    comment: str | None,
+    plan_hash: str | None,
     responded_at: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """Record an answer given at the gate (idempotent: the guard may have recorded it already)."""
@@ -139,13 +157,24 @@ def record_gate_decision(
         approval = plan.approval
         if approval is not None and approval.via == "airflow-gate" and decided_by in approval.decided_by.split(" + "):
             return _state(plan)  # recorded by the guard when the answer was given
-        if (approval is None and decision == "approved"
-                and any(v.voter == decided_by and v.via == "airflow-gate" for v in plan.votes)):
+        if (
+            approval is None
+            and decision == "approved"
+            and any(v.voter == decided_by and v.via == "airflow-gate" for v in plan.votes)
+        ):
             return _state(plan)  # this person's vote is in (by the guard); the plan waits for the next approver
     try:
         with _session(url) as s:
-            repo.decide_plan(s, plan_id=plan.plan_id, decision=decision, decided_by=decided_by, comment=comment,
-                             now=responded_at, plan_hash=plan_hash or None, via="airflow-gate")
+            repo.decide_plan(
+                s,
+                plan_id=plan.plan_id,
+                decision=decision,
+                decided_by=decided_by,
+                comment=comment,
+                now=responded_at,
+                plan_hash=plan_hash or None,
+                via="airflow-gate",
+            )
             message = None
     except PlanError as exc:  # expired/superseded/changed meanwhile: the stored plan wins
         message = f"the answer of {decided_by} at the gate was not applied: {exc}"
@@ -160,8 +189,11 @@ def gate_body(plan, *, cluster: str | None = None) -> str:
     splits = [a for a in plan.actions if a.kind == "split"]
     before, after = summary.get("maxUsageBefore"), summary.get("maxUsageAfterPredicted")
     lines = [
-        f"**Plan `{plan.plan_id}`**" + (f" for cluster **{cluster}**" if cluster else "")
-        + f": {len(unloads)} unload(s), {len(splits)} split(s)" + (" — **dry run**" if plan.dry_run else "") + ".",
+        f"**Plan `{plan.plan_id}`**"
+        + (f" for cluster **{cluster}**" if cluster else "")
+        + f": {len(unloads)} unload(s), {len(splits)} split(s)"
+        + (" — **dry run**" if plan.dry_run else "")
+        + ".",
         "",
     ]
     if before is not None and after is not None:
@@ -171,13 +203,19 @@ def gate_body(plan, *, cluster: str | None = None) -> str:
     if summary.get("warnings"):
         lines.append("")
     if plan.required_approvals > 1:
-        lines += [f"**Needs {plan.required_approvals} approvals from different people.** After each approval "
-                  "this request opens again for the next approver; the plan page lists who approved so far. "
-                  "A single Reject ends it.", ""]
+        lines += [
+            f"**Needs {plan.required_approvals} approvals from different people.** After each approval "
+            "this request opens again for the next approver; the plan page lists who approved so far. "
+            "A single Reject ends it.",
+            "",
+        ]
     lines += ["| # | action | bundle | from → to | reason |", "|---|---|---|---|---|"]
     for a in plan.actions[:BODY_ACTION_ROWS]:
-        move = (f"{a.source_broker} → {a.destination_broker or '(Pulsar chooses)'}" if a.kind == "unload"
-                else f"{a.source_broker}, at {', '.join(f'0x{b:08x}' for b in (a.boundaries or []))}")
+        move = (
+            f"{a.source_broker} → {a.destination_broker or '(Pulsar chooses)'}"
+            if a.kind == "unload"
+            else f"{a.source_broker}, at {', '.join(f'0x{b:08x}' for b in (a.boundaries or []))}"
+        )
         reason = a.reason.replace("|", "\\|")
         lines.append(f"| {a.seq} | {a.kind} | `{a.bundle}` | {move} | {reason} |")
     if len(plan.actions) > BODY_ACTION_ROWS:
@@ -200,16 +238,23 @@ class PlanApprovalGate(HITLOperator):
     template_fields = ("run_key",)
     ui_color = "#fff3cd"
 
-    def __init__(self, *, run_key: str = "{{ run_id }}", auto_approve_param: str = "auto_approve_max_unloads",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, run_key: str = "{{ run_id }}", auto_approve_param: str = "auto_approve_max_unloads", **kwargs: Any
+    ) -> None:
         kwargs.setdefault("subject", "Approve the rebalance plan")
         injected = kwargs.pop("params", None) or {}  # DAG-level params handed down by Airflow (source "dag")
         params = {k: injected.get_param(k) if isinstance(injected, ParamsDict) else injected[k] for k in injected}
-        params.update({
-            "comment": Param("", type="string", title="Comment", description="recorded with your decision"),
-            "plan_hash": Param("", type="string", title="Plan content hash",
-                               description="the content you reviewed (pre-filled; leave as is)"),
-        })
+        params.update(
+            {
+                "comment": Param("", type="string", title="Comment", description="recorded with your decision"),
+                "plan_hash": Param(
+                    "",
+                    type="string",
+                    title="Plan content hash",
+                    description="the content you reviewed (pre-filled; leave as is)",
+                ),
+            }
+        )
         super().__init__(options=[APPROVE, REJECT], params=params, **kwargs)
         self.run_key = run_key
         self.auto_approve_param = auto_approve_param
@@ -219,25 +264,42 @@ class PlanApprovalGate(HITLOperator):
         from pulsar_rebalance.orchestration.connections import database_url
 
         ti = context["task_instance"]
-        gate = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id,
-                "map_index": getattr(ti, "map_index", -1) if getattr(ti, "map_index", None) is not None else -1}
+        gate = {
+            "dag_id": ti.dag_id,
+            "run_id": ti.run_id,
+            "task_id": ti.task_id,
+            "map_index": getattr(ti, "map_index", -1) if getattr(ti, "map_index", None) is not None else -1,
+        }
         max_unloads = (context.get("params") or {}).get(self.auto_approve_param)
         state, plan = open_gate_for_run(database_url(), self.run_key, gate, auto_approve_max_unloads=max_unloads)
         if state["status"] != "pending":
             return self._finish(state)
-        now = dt.datetime.now(dt.timezone.utc)
-        self.subject = (f"Approve rebalance plan {plan.plan_id}: {sum(a.kind == 'unload' for a in plan.actions)} "
-                        f"unload(s), {sum(a.kind == 'split' for a in plan.actions)} split(s)")
+        now = dt.datetime.now(dt.UTC)
+        self.subject = (
+            f"Approve rebalance plan {plan.plan_id}: {sum(a.kind == 'unload' for a in plan.actions)} "
+            f"unload(s), {sum(a.kind == 'split' for a in plan.actions)} split(s)"
+        )
         self.body = gate_body(plan, cluster=(plan.summary or {}).get("cluster"))
         self.params["plan_hash"] = plan.content_hash or ""
         if plan.expires_at is not None:
             self.response_timeout = max(plan.expires_at - now, dt.timedelta(seconds=1))
-        self.log.info("Plan %s waits for approval (%d actions; expires %s).", plan.plan_id, len(plan.actions),
-                      plan.expires_at.isoformat() if plan.expires_at else "never")
-        self.log.info("Decide in the Airflow UI: Browse -> Required Actions, or /dags/%s/runs/%s/tasks/%s/required_actions",
-                      gate["dag_id"], gate["run_id"], gate["task_id"])
-        self.log.info("Plan page: /%s   CLI: pulsar-rebalance plans approve|reject %s -m '...'",
-                      PLAN_PAGE.format(plan_id=plan.plan_id), plan.plan_id)
+        self.log.info(
+            "Plan %s waits for approval (%d actions; expires %s).",
+            plan.plan_id,
+            len(plan.actions),
+            plan.expires_at.isoformat() if plan.expires_at else "never",
+        )
+        self.log.info(
+            "Decide in the Airflow UI: Browse -> Required Actions, or /dags/%s/runs/%s/tasks/%s/required_actions",
+            gate["dag_id"],
+            gate["run_id"],
+            gate["task_id"],
+        )
+        self.log.info(
+            "Plan page: /%s   CLI: pulsar-rebalance plans approve|reject %s -m '...'",
+            PLAN_PAGE.format(plan_id=plan.plan_id),
+            plan.plan_id,
+        )
         return super().execute(context)
 
     # ----------------------------------------------------------------------------------- answer
@@ -259,9 +321,13 @@ class PlanApprovalGate(HITLOperator):
         if not user:  # a timeout default, not a person
             return self._finish(check_plan(url, self.run_key))
         state = record_gate_decision(
-            url, self.run_key, decision="approved" if chosen == [APPROVE] else "rejected",
-            decided_by=user.get("name") or user.get("id") or "unknown", comment=params.get("comment") or None,
-            plan_hash=params.get("plan_hash") or None, responded_at=answer.get("responded_at"),
+            url,
+            self.run_key,
+            decision="approved" if chosen == [APPROVE] else "rejected",
+            decided_by=user.get("name") or user.get("id") or "unknown",
+            comment=params.get("comment") or None,
+            plan_hash=params.get("plan_hash") or None,
+            responded_at=answer.get("responded_at"),
         )
         if state.get("status") == "pending":  # one approval of several: open the request for the next approver
             return self._reopen(context, state)
@@ -277,9 +343,14 @@ class PlanApprovalGate(HITLOperator):
         with _session(database_url()) as s:
             plan = repo.get_plan(s, plan_id=state["plan_id"])
         if plan.expires_at is not None:
-            self.response_timeout = max(plan.expires_at - dt.datetime.now(dt.timezone.utc), dt.timedelta(seconds=1))
-        self.log.info("Plan %s has %d of %d approvals (%s); waiting for another approver at the same gate.",
-                      plan.plan_id, len(plan.votes), plan.required_approvals, ", ".join(v.voter for v in plan.votes))
+            self.response_timeout = max(plan.expires_at - dt.datetime.now(dt.UTC), dt.timedelta(seconds=1))
+        self.log.info(
+            "Plan %s has %d of %d approvals (%s); waiting for another approver at the same gate.",
+            plan.plan_id,
+            len(plan.votes),
+            plan.required_approvals,
+            ", ".join(v.voter for v in plan.votes),
+        )
         return HITLOperator.execute(self, context)
 
     def _finish(self, state: dict[str, Any]):
@@ -296,6 +367,11 @@ class PlanApprovalGate(HITLOperator):
             raise AirflowSkipException(f"Plan {state.get('plan_id')} was {status}{who}{extra}: nothing is executed.")
         if status != "approved":
             raise AirflowSkipException(f"Plan {state.get('plan_id')} is {status}: nothing to execute from this gate.")
-        self.log.info("Plan %s approved by %s (via %s)%s", state.get("plan_id"), state.get("decided_by"),
-                      state.get("via"), f": {state['comment']}" if state.get("comment") else "")
+        self.log.info(
+            "Plan %s approved by %s (via %s)%s",
+            state.get("plan_id"),
+            state.get("decided_by"),
+            state.get("via"),
+            f": {state['comment']}" if state.get("comment") else "",
+        )
         return state

@@ -43,7 +43,9 @@ def admin_env(conn) -> dict[str, str]:
         env["PULSAR_ADMIN_TOKEN"] = conn.password
     extra: dict[str, Any] = conn.extra_dejson or {}
     if "tls_verify" in extra:
-        env["PULSAR_ADMIN_TLS_VERIFY"] = str(extra["tls_verify"]).lower() if isinstance(extra["tls_verify"], bool) else str(extra["tls_verify"])
+        env["PULSAR_ADMIN_TLS_VERIFY"] = (
+            str(extra["tls_verify"]).lower() if isinstance(extra["tls_verify"], bool) else str(extra["tls_verify"])
+        )
     if "timeout" in extra:
         env["PULSAR_ADMIN_TIMEOUT"] = str(extra["timeout"])
     return env
@@ -58,8 +60,12 @@ def db_url_from_conn(conn) -> str | None:
     import sqlalchemy as sa
 
     return sa.engine.URL.create(
-        "postgresql+psycopg2", username=conn.login or None, password=conn.password or None,
-        host=conn.host or None, port=conn.port or None, database=conn.schema or None,
+        "postgresql+psycopg2",
+        username=conn.login or None,
+        password=conn.password or None,
+        host=conn.host or None,
+        port=conn.port or None,
+        database=conn.schema or None,
     ).render_as_string(hide_password=False)
 
 
@@ -131,7 +137,7 @@ def server_database_url() -> str | None:
         from airflow.models.connection import Connection
 
         conn = Connection.get_connection_from_secrets(DB_CONN_ID)
-    except Exception:  # noqa: BLE001 - not defined (AirflowNotFoundException) or no backend reachable
+    except Exception:
         conn = None
     url = db_url_from_conn(conn)
     if url:

@@ -42,8 +42,16 @@ def _db_url() -> str | None:
     return server_database_url()
 
 
-def precheck(url: str, dag_id: str, run_id: str, task_id: str, plan_hash: str | None, *,
-             voter: str | None = None, decision: str | None = None) -> tuple[str | None, str | None]:
+def precheck(
+    url: str,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    plan_hash: str | None,
+    *,
+    voter: str | None = None,
+    decision: str | None = None,
+) -> tuple[str | None, str | None]:
     """``(plan_id, refusal)`` for an answer to this gate; plan_id None: not one of our gates.
 
     ``voter``/``decision``: who answers what; a second approval by the same person of a plan that
@@ -63,24 +71,30 @@ def precheck(url: str, dag_id: str, run_id: str, task_id: str, plan_hash: str | 
     if plan.status == "expired":
         return plan.plan_id, f"plan {plan.plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M:%S} UTC: nothing will run"
     if plan.status == "superseded":
-        return plan.plan_id, (f"plan {plan.plan_id} was superseded by plan {plan.superseded_by}: review and decide "
-                              "the newer plan instead")
+        return plan.plan_id, (
+            f"plan {plan.plan_id} was superseded by plan {plan.superseded_by}: review and decide the newer plan instead"
+        )
     if plan.status != "pending":
         a = plan.approval
         who = f" ({a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC)" if a else ""
         return plan.plan_id, f"plan {plan.plan_id} is already {plan.status}{who}"
     if decision == "approved" and voter and any(v.voter == voter for v in plan.votes):
-        return plan.plan_id, (f"plan {plan.plan_id} already has your approval ({voter}); it needs "
-                              f"{plan.required_approvals} approvals from different people ({len(plan.votes)} so far): "
-                              "another approver must decide")
+        return plan.plan_id, (
+            f"plan {plan.plan_id} already has your approval ({voter}); it needs "
+            f"{plan.required_approvals} approvals from different people ({len(plan.votes)} so far): "
+            "another approver must decide"
+        )
     if plan_hash and plan.content_hash and plan_hash != plan.content_hash:
-        return plan.plan_id, (f"plan {plan.plan_id} has content {plan.content_hash[:12]} but the answer was given on "
-                              f"{plan_hash[:12]}: reload the plan and decide again")
+        return plan.plan_id, (
+            f"plan {plan.plan_id} has content {plan.content_hash[:12]} but the answer was given on "
+            f"{plan_hash[:12]}: reload the plan and decide again"
+        )
     return plan.plan_id, None
 
 
-def record(url: str, plan_id: str, *, decision: str, decided_by: str, comment: str | None,
-           plan_hash: str | None) -> str | None:
+def record(
+    url: str, plan_id: str, *, decision: str, decided_by: str, comment: str | None, plan_hash: str | None
+) -> str | None:
     """Record the accepted answer; returns a refusal message if the plan changed state meanwhile."""
     from pulsar_rebalance.errors import PlanError
     from pulsar_rebalance.store import repository as repo
@@ -88,8 +102,15 @@ def record(url: str, plan_id: str, *, decision: str, decided_by: str, comment: s
 
     try:
         with session_scope(make_engine(url)) as s:
-            repo.decide_plan(s, plan_id=plan_id, decision=decision, decided_by=decided_by, comment=comment,
-                             plan_hash=plan_hash, via="airflow-gate")
+            repo.decide_plan(
+                s,
+                plan_id=plan_id,
+                decision=decision,
+                decided_by=decided_by,
+                comment=comment,
+                plan_hash=plan_hash,
+                via="airflow-gate",
+            )
     except PlanError as exc:
         return f"the answer was stored by Airflow but not applied to the plan: {exc}"
     return None
@@ -104,18 +125,19 @@ def waiting_for_next_approver(url: str, plan_id: str) -> str | None:
         plan = repo.get_plan(s, plan_id=plan_id)
     if plan.status != "pending" or not plan.votes:
         return None
-    return (f"plan {plan_id} has {len(plan.votes)} of {plan.required_approvals} approvals "
-            f"({', '.join(v.voter for v in plan.votes)}); its gate opens again for the next approver in a few "
-            "seconds: retry then")
+    return (
+        f"plan {plan_id} has {len(plan.votes)} of {plan.required_approvals} approvals "
+        f"({', '.join(v.voter for v in plan.votes)}); its gate opens again for the next approver in a few "
+        "seconds: retry then"
+    )
 
 
 async def _authorized(scope, dag_id: str):
     """The caller if authenticated and allowed to answer this DAG's required actions, else None."""
-    from starlette.requests import Request
-
     from airflow.api_fastapi.app import get_auth_manager
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
     from airflow.api_fastapi.core_api.security import USER_INJECTED_BY_TRUSTED_MIDDLEWARE
+    from starlette.requests import Request
 
     request = Request(scope)
     user = None
@@ -124,7 +146,10 @@ async def _authorized(scope, dag_id: str):
         token = header[7:].strip()
     else:
         injected = getattr(request.state, "user", None)
-        if injected is not None and getattr(request.state, "user_authenticated_via", None) is USER_INJECTED_BY_TRUSTED_MIDDLEWARE:
+        if (
+            injected is not None
+            and getattr(request.state, "user_authenticated_via", None) is USER_INJECTED_BY_TRUSTED_MIDDLEWARE
+        ):
             user = injected
         token = request.cookies.get("_token")
     try:
@@ -133,9 +158,10 @@ async def _authorized(scope, dag_id: str):
         if user is None:
             return None
         allowed = get_auth_manager().is_authorized_dag(
-            method="PUT", access_entity=DagAccessEntity.HITL_DETAIL, details=DagDetails(id=dag_id), user=user)
+            method="PUT", access_entity=DagAccessEntity.HITL_DETAIL, details=DagDetails(id=dag_id), user=user
+        )
         return user if allowed else None
-    except Exception:  # noqa: BLE001 - any auth failure: let Airflow's own route answer it
+    except Exception:
         return None
 
 
@@ -163,7 +189,7 @@ class GateGuardMiddleware:
 
         try:
             return await self._guard(scope, replay, send, match.groupdict(), body)
-        except Exception:  # noqa: BLE001 - never break Airflow's own API because of our guard
+        except Exception:
             log.exception("pulsar-rebalance gate guard failed; passing the request through")
             return await self.app(scope, replay, send)
 
@@ -184,9 +210,16 @@ class GateGuardMiddleware:
             return await self.app(scope, replay, send)
         decision = DECISIONS.get(chosen[0]) if len(chosen) == 1 and isinstance(chosen[0], str) else None
         plan_hash = params.get("plan_hash") if isinstance(params, dict) else None
-        plan_id, refusal = await asyncio.to_thread(precheck, url, dag_id, run_id, task_id,
-                                                   plan_hash if isinstance(plan_hash, str) else None,
-                                                   voter=voter, decision=decision)
+        plan_id, refusal = await asyncio.to_thread(
+            precheck,
+            url,
+            dag_id,
+            run_id,
+            task_id,
+            plan_hash if isinstance(plan_hash, str) else None,
+            voter=voter,
+            decision=decision,
+        )
         if plan_id is None or decision is None:
             return await self.app(scope, replay, send)
         if refusal:
@@ -211,8 +244,14 @@ class GateGuardMiddleware:
                 who = {}
             comment = params.get("comment") if isinstance(params, dict) else None
             problem = await asyncio.to_thread(
-                record, url, plan_id, decision=decision, decided_by=who.get("name") or who.get("id") or "unknown",
-                comment=comment or None, plan_hash=plan_hash if isinstance(plan_hash, str) and plan_hash else None)
+                record,
+                url,
+                plan_id,
+                decision=decision,
+                decided_by=who.get("name") or who.get("id") or "unknown",
+                comment=comment or None,
+                plan_hash=plan_hash if isinstance(plan_hash, str) and plan_hash else None,
+            )
             if problem:
                 return await _send_json(send, 409, {"detail": problem})
         elif status == 409 and (between := await asyncio.to_thread(waiting_for_next_approver, url, plan_id)):
@@ -226,7 +265,7 @@ def _user_name(user) -> str | None:
     for getter in ("get_name", "get_id"):
         try:
             value = getattr(user, getter)()
-        except Exception:  # noqa: BLE001 - auth managers differ; a missing name only skips the self-check
+        except Exception:
             continue
         if value:
             return str(value)
@@ -235,6 +274,11 @@ def _user_name(user) -> str | None:
 
 async def _send_json(send, status: int, doc: dict[str, Any]) -> None:
     body = json.dumps(doc).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

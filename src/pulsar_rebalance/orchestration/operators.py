@@ -45,7 +45,9 @@ if not hasattr(_spark_submit_hook, "kube_client"):
 
 
 def default_work_root() -> str:
-    return os.environ.get(DEFAULT_WORK_ROOT_ENV) or str(Path(os.environ.get("AIRFLOW_HOME", "/tmp")) / "pulsar-rebalance-work")
+    return os.environ.get(DEFAULT_WORK_ROOT_ENV) or str(
+        Path(os.environ.get("AIRFLOW_HOME", "/tmp")) / "pulsar-rebalance-work"
+    )
 
 
 @contextlib.contextmanager
@@ -93,7 +95,12 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
     ui_color = "#e8f0fe"
 
     def __init__(
-        self, *, job: str, pass_params: bool = False, jobs_dir: str | None = None, kubernetes_secret: str | None = None,
+        self,
+        *,
+        job: str,
+        pass_params: bool = False,
+        jobs_dir: str | None = None,
+        kubernetes_secret: str | None = None,
         **kwargs: Any,
     ) -> None:
         jobs = Path(jobs_dir or os.environ.get("PULSAR_REBALANCE_SPARK_JOBS_DIR") or SPARK_JOBS_DIR)
@@ -101,8 +108,11 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         kwargs.setdefault("name", f"pulsar-rebalance-{job}")
         kwargs.setdefault("conn_id", "spark_default")
         kwargs.setdefault("spark_binary", str(Path(sys.executable).parent / "spark-submit"))
-        conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
-                "spark.executor.extraJavaOptions": QUIET}  # Spark at WARN in task logs
+        conf = {
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.executor.extraJavaOptions": QUIET,
+        }  # Spark at WARN in task logs
         conf.update(kwargs.pop("conf", None) or {})
         # the driver's: WARN logging, C1 only and the class-data-sharing archive (pipeline.jvm), resolved at
         # execute time (the archive may be built after the DAG was parsed); a conf given here wins
@@ -138,7 +148,7 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         except AirflowNotFoundException as exc:
             raise AirflowNotFoundException(
                 f"Spark connection {self._conn_id!r} is not defined; without it spark-submit would silently use "
-                "'--master yarn'. Define it, e.g. AIRFLOW_CONN_SPARK_DEFAULT='{\"conn_type\": \"spark\", \"host\": \"local[*]\"}'"
+                '\'--master yarn\'. Define it, e.g. AIRFLOW_CONN_SPARK_DEFAULT=\'{"conn_type": "spark", "host": "local[*]"}\''
             ) from exc
         args = list(self.application_args or [])
         if "--work-dir" not in args:
@@ -193,7 +203,11 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         try:
-            probe = SparkSubmitHook(conn_id=self._conn_id, deploy_mode=self._deploy_mode, spark_binary=self._spark_binary)
+            probe = SparkSubmitHook(
+                conn_id=self._conn_id, deploy_mode=self._deploy_mode, spark_binary=self._spark_binary
+            )
         except RuntimeError as exc:  # k8s:// without the cncf.kubernetes provider
-            raise RuntimeError(f"{exc} Install apache-airflow-providers-cncf-kubernetes to submit to Kubernetes.") from None
+            raise RuntimeError(
+                f"{exc} Install apache-airflow-providers-cncf-kubernetes to submit to Kubernetes."
+            ) from None
         return probe._connection["master"], probe._connection["deploy_mode"]

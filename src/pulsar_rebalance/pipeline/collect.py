@@ -34,13 +34,32 @@ from pulsar_rebalance.errors import MalformedResponseError, PulsarAdminError, Re
 log = logging.getLogger(__name__)
 
 TOPIC_COLUMNS = (
-    "broker", "namespace", "reported_bundle", "domain", "topic",
-    "msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out",
-    "producer_count", "consumer_count", "subscription_count",
+    "broker",
+    "namespace",
+    "reported_bundle",
+    "domain",
+    "topic",
+    "msg_rate_in",
+    "msg_rate_out",
+    "msg_throughput_in",
+    "msg_throughput_out",
+    "producer_count",
+    "consumer_count",
+    "subscription_count",
 )
 BUNDLE_STATS_COLUMNS = (
-    "broker", "bundle", "namespace", "range", "msg_rate_in", "msg_rate_out", "msg_throughput_in",
-    "msg_throughput_out", "consumer_count", "producer_count", "topics", "cache_size",
+    "broker",
+    "bundle",
+    "namespace",
+    "range",
+    "msg_rate_in",
+    "msg_rate_out",
+    "msg_throughput_in",
+    "msg_throughput_out",
+    "consumer_count",
+    "producer_count",
+    "topics",
+    "cache_size",
 )
 
 
@@ -65,8 +84,11 @@ class Snapshot:
     without_topic_stats: dict[str, str] = field(default_factory=dict)  # load report, but no topic stats
 
     def data_quality(self) -> dict[str, Any]:
-        return {"brokers": len(self.brokers), "unansweredBrokers": dict(sorted(self.unanswered.items())),
-                "brokersWithoutTopicStats": dict(sorted(self.without_topic_stats.items()))}
+        return {
+            "brokers": len(self.brokers),
+            "unansweredBrokers": dict(sorted(self.unanswered.items())),
+            "brokersWithoutTopicStats": dict(sorted(self.without_topic_stats.items())),
+        }
 
     def weighted_usage(self, weights: tuple[float, float, float, float, float]) -> dict[str, float]:
         """Pulsar's weighted max resource usage per broker (a fraction; > 1 when over 100%)."""
@@ -96,20 +118,30 @@ class Snapshot:
                 raise exc
             self.without_topic_stats[broker] = _describe(exc)
             first_missing = first_missing or exc
-        check_missing_brokers(len(self.brokers), {**self.unanswered, **self.without_topic_stats}, max_missing_brokers,
-                              first_missing)
+        check_missing_brokers(
+            len(self.brokers), {**self.unanswered, **self.without_topic_stats}, max_missing_brokers, first_missing
+        )
         if self.check is not None:
             self.check.warnings.extend(
-                SnapshotWarning("broker_without_topic_stats",
-                                f"broker {b} did not answer for its topic stats ({err}): its bundles have no topic rows "
-                                "in this run (their load samples come from its load report); a split of one of them "
-                                "has no topic rates to work with", broker=b, field="broker-stats/topics")
-                for b, err in sorted(self.without_topic_stats.items()))
+                SnapshotWarning(
+                    "broker_without_topic_stats",
+                    f"broker {b} did not answer for its topic stats ({err}): its bundles have no topic rows "
+                    "in this run (their load samples come from its load report); a split of one of them "
+                    "has no topic rates to work with",
+                    broker=b,
+                    field="broker-stats/topics",
+                )
+                for b, err in sorted(self.without_topic_stats.items())
+            )
         return rows
 
 
 def collect_snapshot(
-    client, *, namespaces: Iterable[str] | None = None, cluster: str | None = None, topic_stats: bool = True,
+    client,
+    *,
+    namespaces: Iterable[str] | None = None,
+    cluster: str | None = None,
+    topic_stats: bool = True,
     max_missing_brokers: float = 0.0,
 ) -> Snapshot:
     """Read brokers, namespaces, bundle boundaries, load reports, topic stats and ownership.
@@ -172,7 +204,8 @@ def collect_snapshot(
             parsed = LocalBrokerData.from_json(report, f"load-report[{broker}]")
         except ScenarioError as exc:
             raise MalformedResponseError(
-                f"load report of broker {broker} is not a LocalBrokerData: {exc}", url=f"{broker}/admin/v2/broker-stats/load-report"
+                f"load report of broker {broker} is not a LocalBrokerData: {exc}",
+                url=f"{broker}/admin/v2/broker-stats/load-report",
             ) from exc
         reports[broker] = report
         parsed_reports[broker] = parsed
@@ -186,14 +219,25 @@ def collect_snapshot(
     # Everything has been read and nothing written: one validation layer (core.snapshot) rejects a
     # snapshot that contradicts itself, and turns what Pulsar can show mid-transition (a bundle
     # claimed twice, split between two reads) into warnings for the plan with the bundle left out.
-    check = validate_snapshot(brokers=brokers, boundaries=ns_boundaries, claims=claims, reports=parsed_reports,
-                              raw_reports=reports, leader=leader, cluster=cluster)
+    check = validate_snapshot(
+        brokers=brokers,
+        boundaries=ns_boundaries,
+        claims=claims,
+        reports=parsed_reports,
+        raw_reports=reports,
+        leader=leader,
+        cluster=cluster,
+    )
     check.warnings.extend(
-        SnapshotWarning("broker_unanswered",
-                        f"broker {b} did not answer ({err}): its load report and owned bundles are missing from this "
-                        "run, so the plan neither moves its bundles nor places any on it", broker=b,
-                        field="broker-stats/load-report")
-        for b, err in sorted(unanswered.items()))
+        SnapshotWarning(
+            "broker_unanswered",
+            f"broker {b} did not answer ({err}): its load report and owned bundles are missing from this "
+            "run, so the plan neither moves its bundles nor places any on it",
+            broker=b,
+            field="broker-stats/load-report",
+        )
+        for b, err in sorted(unanswered.items())
+    )
     shedding = pulsar_shedding_warning(client)
     if shedding is not None:
         check.warnings.append(shedding)
@@ -228,17 +272,23 @@ def pulsar_shedding_warning(client) -> SnapshotWarning | None:
     try:
         value = client.dynamic_config().get("loadBalancerSheddingEnabled")
     except PulsarAdminError as exc:
-        return SnapshotWarning("pulsar_shedding_unknown", f"could not read Pulsar's dynamic configuration to check "
-                               f"loadBalancerSheddingEnabled ({exc}); execution checks it again",
-                               field="loadBalancerSheddingEnabled")
+        return SnapshotWarning(
+            "pulsar_shedding_unknown",
+            f"could not read Pulsar's dynamic configuration to check "
+            f"loadBalancerSheddingEnabled ({exc}); execution checks it again",
+            field="loadBalancerSheddingEnabled",
+        )
     if not shedding_enabled(value):
         return None
     source = "set to true" if value is not None else "not overridden, and Pulsar's default is true"
-    return SnapshotWarning("pulsar_shedding_enabled", f"Pulsar's own load shedding is on (loadBalancerSheddingEnabled "
-                           f"{source}): its leader would keep moving bundles too, so execution is refused unless the "
-                           "run allows it (allow_pulsar_shedding); turn it off with pulsar-admin brokers "
-                           "update-dynamic-config --config loadBalancerSheddingEnabled --value false",
-                           field="loadBalancerSheddingEnabled")
+    return SnapshotWarning(
+        "pulsar_shedding_enabled",
+        f"Pulsar's own load shedding is on (loadBalancerSheddingEnabled "
+        f"{source}): its leader would keep moving bundles too, so execution is refused unless the "
+        "run allows it (allow_pulsar_shedding); turn it off with pulsar-admin brokers "
+        "update-dynamic-config --config loadBalancerSheddingEnabled --value false",
+        field="loadBalancerSheddingEnabled",
+    )
 
 
 def _describe(exc: Exception) -> str:
@@ -251,8 +301,10 @@ def check_missing_brokers(
     """Raise when more than ``max_fraction`` of ``total`` brokers are missing (``error``, or a summary)."""
     if len(missing) <= max_fraction * total:
         return
-    note = (f"{len(missing)} of {total} brokers did not answer ({', '.join(sorted(missing)[:5])}"
-            f"{', ...' if len(missing) > 5 else ''}); at most max_missing_brokers={max_fraction:g} of them may be missing")
+    note = (
+        f"{len(missing)} of {total} brokers did not answer ({', '.join(sorted(missing)[:5])}"
+        f"{', ...' if len(missing) > 5 else ''}); at most max_missing_brokers={max_fraction:g} of them may be missing"
+    )
     if error is None:
         error = PulsarAdminError(f"{note}: {next(iter(sorted(missing.items())))[1]}")
     else:
@@ -320,13 +372,22 @@ def _bundle_stats_rows(broker: str, data: LocalBrokerData, wanted_ns: Mapping[st
         ns, _, rng = bundle.rpartition("/")  # a malformed name is rejected by validate_snapshot
         if ns not in wanted_ns:
             continue
-        rows.append({
-            "broker": broker, "bundle": bundle, "namespace": ns, "range": rng,
-            "msg_rate_in": float(st.msg_rate_in), "msg_rate_out": float(st.msg_rate_out),
-            "msg_throughput_in": float(st.msg_throughput_in), "msg_throughput_out": float(st.msg_throughput_out),
-            "consumer_count": int(st.consumer_count), "producer_count": int(st.producer_count),
-            "topics": int(st.topics), "cache_size": int(st.cache_size),
-        })
+        rows.append(
+            {
+                "broker": broker,
+                "bundle": bundle,
+                "namespace": ns,
+                "range": rng,
+                "msg_rate_in": float(st.msg_rate_in),
+                "msg_rate_out": float(st.msg_rate_out),
+                "msg_throughput_in": float(st.msg_throughput_in),
+                "msg_throughput_out": float(st.msg_throughput_out),
+                "consumer_count": int(st.consumer_count),
+                "producer_count": int(st.producer_count),
+                "topics": int(st.topics),
+                "cache_size": int(st.cache_size),
+            }
+        )
     return rows
 
 
@@ -344,14 +405,22 @@ def topic_rows_from_stats(broker: str, stats: Any, wanted_ns: Mapping[str, Any])
                 check_text(domain, "domain", broker=broker, bundle=f"{ns}/{rng}")
                 for topic, ts in _mapping(topics, broker, f"{ns}/{rng}/{domain}").items():
                     st = validate_topic_stats(ts, broker=broker, bundle=f"{ns}/{rng}", topic=topic)
-                    rows.append({
-                        "broker": broker, "namespace": ns, "reported_bundle": rng, "domain": domain, "topic": topic,
-                        "msg_rate_in": st.msgRateIn, "msg_rate_out": st.msgRateOut,
-                        "msg_throughput_in": st.msgThroughputIn, "msg_throughput_out": st.msgThroughputOut,
-                        "producer_count": st.producers(),
-                        "consumer_count": sum(sub.consumer_total() for sub in st.subscriptions.values()),
-                        "subscription_count": len(st.subscriptions),
-                    })
+                    rows.append(
+                        {
+                            "broker": broker,
+                            "namespace": ns,
+                            "reported_bundle": rng,
+                            "domain": domain,
+                            "topic": topic,
+                            "msg_rate_in": st.msgRateIn,
+                            "msg_rate_out": st.msgRateOut,
+                            "msg_throughput_in": st.msgThroughputIn,
+                            "msg_throughput_out": st.msgThroughputOut,
+                            "producer_count": st.producers(),
+                            "consumer_count": sum(sub.consumer_total() for sub in st.subscriptions.values()),
+                            "subscription_count": len(st.subscriptions),
+                        }
+                    )
     return rows
 
 
@@ -362,7 +431,12 @@ def _mapping(value: Any, broker: str, where: str) -> Mapping[str, Any]:
 
 
 def record_snapshot(
-    session, snapshot: Snapshot, *, run_id: str, params: Mapping[str, Any], work_dir: str,
+    session,
+    snapshot: Snapshot,
+    *,
+    run_id: str,
+    params: Mapping[str, Any],
+    work_dir: str,
     weights: tuple[float, float, float, float, float],
 ) -> int:
     """Write the snapshot (run, brokers, raw reports, live ranges, ownership) in the caller's transaction."""
@@ -372,13 +446,20 @@ def record_snapshot(
     repo.start_run(session, run_id=run_id, cluster_id=cluster_id, params=dict(params), work_dir=work_dir)
     repo.upsert_brokers(session, cluster_id=cluster_id, run_id=run_id, brokers=snapshot.brokers)
     repo.record_broker_load(
-        session, run_id=run_id, rows=[broker_load_row(b, r, weights=weights, parsed=snapshot.parsed.get(b))
-              for b, r in snapshot.load_reports.items()]
+        session,
+        run_id=run_id,
+        rows=[
+            broker_load_row(b, r, weights=weights, parsed=snapshot.parsed.get(b))
+            for b, r in snapshot.load_reports.items()
+        ],
     )
     for ns, bounds in sorted(snapshot.namespaces.items()):
         repo.sync_bundle_ranges(session, cluster_id=cluster_id, run_id=run_id, namespace=ns, boundaries=bounds)
     repo.sync_ownership(
-        session, cluster_id=cluster_id, run_id=run_id, ownership=snapshot.ownership,
+        session,
+        cluster_id=cluster_id,
+        run_id=run_id,
+        ownership=snapshot.ownership,
         cause="observed by collect_load",
     )
     if snapshot.check is not None:

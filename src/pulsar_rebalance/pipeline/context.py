@@ -34,8 +34,9 @@ ENV_ADMIN_TLS_VERIFY = "PULSAR_ADMIN_TLS_VERIFY"  # "true" | "false" | path to a
 ENV_ADMIN_TIMEOUT = "PULSAR_ADMIN_TIMEOUT"
 ENV_SECRETS_FILE = "PULSAR_REBALANCE_SECRETS_FILE"  # path of the secrets file (client mode), not a secret
 SECRETS_FILE_NAME = "pulsar-rebalance-secrets.json"  # its name when shipped with --files (cluster mode)
-SECRET_KEYS = frozenset({ENV_ADMIN_URL, ENV_ADMIN_TOKEN, ENV_ADMIN_TLS_VERIFY, ENV_ADMIN_TIMEOUT,
-                         "PULSAR_REBALANCE_DATABASE_URL"})
+SECRET_KEYS = frozenset(
+    {ENV_ADMIN_URL, ENV_ADMIN_TOKEN, ENV_ADMIN_TLS_VERIFY, ENV_ADMIN_TIMEOUT, "PULSAR_REBALANCE_DATABASE_URL"}
+)
 
 # Parquet datasets inside a run's work directory
 TOPICS = "topics.parquet"
@@ -106,11 +107,13 @@ def admin_client_from_env(environ: Mapping[str, str] = os.environ):
     except ValueError:
         timeout = math.nan
     if not 0 < timeout < math.inf:
-        raise ConfigError(f"{ENV_ADMIN_TIMEOUT} must be a positive number of seconds, got {raw_timeout!r}",
-                          key=ENV_ADMIN_TIMEOUT)
+        raise ConfigError(
+            f"{ENV_ADMIN_TIMEOUT} must be a positive number of seconds, got {raw_timeout!r}", key=ENV_ADMIN_TIMEOUT
+        )
     try:
-        return PulsarAdminClient.from_url(url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify,
-                                          timeout=timeout)
+        return PulsarAdminClient.from_url(
+            url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify, timeout=timeout
+        )
     except ValueError as exc:  # the message names the URL with its credentials redacted
         raise ConfigError(f"{ENV_ADMIN_URL}: {exc}", key=ENV_ADMIN_URL) from None
 
@@ -119,13 +122,17 @@ def find_secrets_file(environ: Mapping[str, str] = os.environ, spark_files_dir: 
     """Where this job's secrets file is: ``PULSAR_REBALANCE_SECRETS_FILE`` (absolute, or a name relative
     to the working directory / SparkFiles), else ``pulsar-rebalance-secrets.json`` shipped with --files."""
     name = environ.get(ENV_SECRETS_FILE) or SECRETS_FILE_NAME
-    candidates = [name] if os.path.isabs(name) else [name, *([os.path.join(spark_files_dir, name)] if spark_files_dir else [])]
+    candidates = (
+        [name] if os.path.isabs(name) else [name, *([os.path.join(spark_files_dir, name)] if spark_files_dir else [])]
+    )
     for path in candidates:
         if os.path.isfile(path):
             return path
     if environ.get(ENV_SECRETS_FILE):
-        raise ConfigError(f"{ENV_SECRETS_FILE} names {name!r}, which does not exist here (was it shipped with --files?)",
-                          key=ENV_SECRETS_FILE)
+        raise ConfigError(
+            f"{ENV_SECRETS_FILE} names {name!r}, which does not exist here (was it shipped with --files?)",
+            key=ENV_SECRETS_FILE,
+        )
     return None
 
 
@@ -141,13 +148,17 @@ def load_secrets(environ: MutableMapping[str, str] = os.environ, spark_files_dir
     mode = os.stat(path).st_mode
     # the operator's own file (client mode) must be private; a copy Spark shipped is the cluster manager's
     if os.path.isabs(path) and path == environ.get(ENV_SECRETS_FILE) and mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"secrets file {path} is readable by others (mode {stat.S_IMODE(mode):o}); it must be 0600",
-                          key=ENV_SECRETS_FILE)
+        raise ConfigError(
+            f"secrets file {path} is readable by others (mode {stat.S_IMODE(mode):o}); it must be 0600",
+            key=ENV_SECRETS_FILE,
+        )
     try:
         with open(path, encoding="utf-8") as fh:
             values = json.load(fh)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"secrets file {path} is not readable JSON: {type(exc).__name__}", key=ENV_SECRETS_FILE) from None
+        raise ConfigError(
+            f"secrets file {path} is not readable JSON: {type(exc).__name__}", key=ENV_SECRETS_FILE
+        ) from None
     if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
         raise ConfigError(f"secrets file {path} must be a JSON object of strings", key=ENV_SECRETS_FILE)
     unknown = sorted(set(values) - SECRET_KEYS)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulsar_rebalance.core.planner import split_candidates
 from pulsar_rebalance.core.strategies import specs
 from pulsar_rebalance.pipeline.params import RunParams
 
-
 MODULAR_SHEDDERS_WITH_PLACEMENT = tuple(
-    s.name for s in specs("shedding", "modular", selectable=True)
-    if s.pulsar_classes and not getattr(s.implementation, "plans_splits", False)
+    s.name
+    for s in specs("shedding", "modular", selectable=True)
+    if s.pulsar_classes
+    and not getattr(s.implementation, "plans_splits", False)
     and s.name not in {p.name for p in specs("placement")}
 )
 """Pulsar's modular shedders that take the run's placement strategy (not AvgShedder, which is its own
@@ -50,16 +50,20 @@ def build_scenario(
         "config": config,
         "seed": params.seed,
         "assignDestinations": True,
-        "cycles": [{
-            "brokers": {b: dict(r) for b, r in reports.items()},
-            "bundleData": {b: dict(d) for b, d in bundle_data.items()},
-            "recentlyUnloadedBundles": dict(recently_unloaded),
-            "nowMs": now_ms,
-            "namespaceBundleCounts": {ns: len(bs) - 1 for ns, bs in namespace_boundaries.items()},
-        }],
+        "cycles": [
+            {
+                "brokers": {b: dict(r) for b, r in reports.items()},
+                "bundleData": {b: dict(d) for b, d in bundle_data.items()},
+                "recentlyUnloadedBundles": dict(recently_unloaded),
+                "nowMs": now_ms,
+                "namespaceBundleCounts": {ns: len(bs) - 1 for ns, bs in namespace_boundaries.items()},
+            }
+        ],
     }
     if bundle_topics and params.shedding_strategy in PLANNERS:
-        scenario["cycles"][0]["bundleTopics"] = {b: {t: dict(r) for t, r in ts.items()} for b, ts in bundle_topics.items()}
+        scenario["cycles"][0]["bundleTopics"] = {
+            b: {t: dict(r) for t, r in ts.items()} for b, ts in bundle_topics.items()
+        }
     if params.shedding_strategy in MODULAR_SHEDDERS_WITH_PLACEMENT and params.placement_strategy != "AvgShedder":
         scenario["placement"] = params.placement_strategy
     # AvgShedder places with its own pairing and TransferShedder with the extensible

@@ -76,9 +76,14 @@ class ExecutionPolicy:
 
     @classmethod
     def from_params(cls, params) -> ExecutionPolicy:
-        return cls(max_parallel=params.max_parallel_unloads, max_unloads_per_broker=params.max_unloads_per_broker,
-                   max_unloads_per_run=params.max_unloads_per_run, pacing_seconds=params.unload_pacing_seconds,
-                   drift_tolerance=params.drift_tolerance, allow_pulsar_shedding=params.allow_pulsar_shedding)
+        return cls(
+            max_parallel=params.max_parallel_unloads,
+            max_unloads_per_broker=params.max_unloads_per_broker,
+            max_unloads_per_run=params.max_unloads_per_run,
+            pacing_seconds=params.unload_pacing_seconds,
+            drift_tolerance=params.drift_tolerance,
+            allow_pulsar_shedding=params.allow_pulsar_shedding,
+        )
 
 
 @dataclass
@@ -119,18 +124,31 @@ class _ClusterLock:
 
     def __exit__(self, *exc):
         try:
-            self.conn.execute(sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"})
+            self.conn.execute(
+                sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"}
+            )
             self.conn.commit()
         except sa.exc.DBAPIError as err:  # e.g. Postgres restarted: a session lock ends with its connection
-            log.warning("execution lock of cluster %r released with its connection (unlock failed: %s)",
-                        self.cluster, type(err.orig).__name__)
+            log.warning(
+                "execution lock of cluster %r released with its connection (unlock failed: %s)",
+                self.cluster,
+                type(err.orig).__name__,
+            )
             self.conn.invalidate()  # close it for good, so the lock cannot outlive this execution
         finally:
             self.conn.close()
 
 
-def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = None, after_snapshot=None,
-                 policy: ExecutionPolicy | None = None, actor: str = ACTOR) -> ExecutionReport:
+def execute_plan(
+    engine,
+    client,
+    *,
+    plan_id: str,
+    max_parallel: int | None = None,
+    after_snapshot=None,
+    policy: ExecutionPolicy | None = None,
+    actor: str = ACTOR,
+) -> ExecutionReport:
     """Execute the approved plan ``plan_id``. ``after_snapshot(client, namespaces)`` re-reads the cluster."""
     policy = policy or ExecutionPolicy()
     if max_parallel is not None:
@@ -145,11 +163,14 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
         log.info("plan %s was already executed; returning the recorded outcome", plan_id)
         return ExecutionReport(**plan.result)
     if plan.status in repo.FINAL_PLAN_STATUSES:
-        raise ExecutionError(f"plan {plan_id} is {plan.status}: nothing is executed"
-                             + (f" (superseded by {plan.superseded_by})" if plan.superseded_by else ""))
+        raise ExecutionError(
+            f"plan {plan_id} is {plan.status}: nothing is executed"
+            + (f" (superseded by {plan.superseded_by})" if plan.superseded_by else "")
+        )
     planned = _verify_content(plan, cluster)
     report = ExecutionReport(
-        plan_id=plan_id, status=plan.status,
+        plan_id=plan_id,
+        status=plan.status,
         max_usage_before=plan.summary.get("maxUsageBefore"),
         max_usage_after_predicted=plan.summary.get("maxUsageAfterPredicted"),
     )
@@ -161,20 +182,37 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
         if plan.status == "approved" and not plan.dry_run:
             _check_pulsar_shedding(client, plan_id, policy)
         with session_scope(engine) as s:
-            repo.supersede_plans(s, cluster_id=plan.cluster_id, by_plan_id=plan_id, statuses=("pending", "approved"),
-                                 older_than=plan.created_at,
-                                 reason=f"plan {plan_id}, made from a newer snapshot, is executing")
+            repo.supersede_plans(
+                s,
+                cluster_id=plan.cluster_id,
+                by_plan_id=plan_id,
+                statuses=("pending", "approved"),
+                older_than=plan.created_at,
+                reason=f"plan {plan_id}, made from a newer snapshot, is executing",
+            )
             repo.set_plan_status(s, plan_id=plan_id, status="executing", actor=actor)
-            repo.audit(s, event="execution_started", actor=actor, plan_id=plan_id, run_id=plan.run_id,
-                       details={"dryRun": plan.dry_run, "actions": len(plan.actions), "policy": asdict(policy)})
+            repo.audit(
+                s,
+                event="execution_started",
+                actor=actor,
+                plan_id=plan_id,
+                run_id=plan.run_id,
+                details={"dryRun": plan.dry_run, "actions": len(plan.actions), "policy": asdict(policy)},
+            )
         gate = _Gate(engine, plan_id, policy)
         ids = {a.seq: a.id for a in plan.actions}  # the stored row of each planned action
         outcomes: list[tuple[Action, str]] = []
         for a in planned.splits:
             outcomes.append((a, _run_action(engine, client, plan, cluster, ids[a.seq], a, gate)))
         with ThreadPoolExecutor(max_workers=max(1, policy.max_parallel), thread_name_prefix="unload") as pool:
-            outcomes.extend(zip(planned.unloads, pool.map(
-                lambda a: _run_action(engine, client, plan, cluster, ids[a.seq], a, gate), planned.unloads)))
+            outcomes.extend(
+                zip(
+                    planned.unloads,
+                    pool.map(
+                        lambda a: _run_action(engine, client, plan, cluster, ids[a.seq], a, gate), planned.unloads
+                    ),
+                )
+            )
         for a, outcome in outcomes:
             if outcome == "completed":
                 if a.kind == "unload":
@@ -202,10 +240,16 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
                     if cur.state == "completed" and a.kind == "unload":
                         cause_ids[a.bundle] = a.id
                 for ns, bounds in sorted(snap.namespaces.items()):
-                    repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds)
+                    repo.sync_bundle_ranges(
+                        s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds
+                    )
                 repo.sync_ownership(
-                    s, cluster_id=plan.cluster_id, run_id=plan.run_id, ownership=snap.ownership,
-                    cause=f"executed plan {plan_id}", cause_action_ids=cause_ids,
+                    s,
+                    cluster_id=plan.cluster_id,
+                    run_id=plan.run_id,
+                    ownership=snap.ownership,
+                    cause=f"executed plan {plan_id}",
+                    cause_action_ids=cause_ids,
                 )
             report.max_usage_after = snap.max_usage
             report.broker_usage_after = dict(snap.broker_usage)
@@ -220,7 +264,14 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
         report.status = status
         with session_scope(engine) as s:
             repo.set_plan_status(s, plan_id=plan_id, status=status, result=report.to_json())
-            repo.audit(s, event="execution_finished", actor=ACTOR, plan_id=plan_id, run_id=plan.run_id, details=report.to_json())
+            repo.audit(
+                s,
+                event="execution_finished",
+                actor=ACTOR,
+                plan_id=plan_id,
+                run_id=plan.run_id,
+                details=report.to_json(),
+            )
     if report.failed:
         raise ExecutionError(
             f"plan {plan_id}: {report.failed} action(s) failed ({'; '.join(report.errors)}); "
@@ -232,17 +283,20 @@ def execute_plan(engine, client, *, plan_id: str, max_parallel: int | None = Non
 RESUMABLE = ("interrupted", "executing", "partially_executed", "failed")
 
 
-def resume_plan(engine, client, *, plan_id: str, by: str, policy: ExecutionPolicy | None = None,
-                after_snapshot=None) -> ExecutionReport:
+def resume_plan(
+    engine, client, *, plan_id: str, by: str, policy: ExecutionPolicy | None = None, after_snapshot=None
+) -> ExecutionReport:
     """``plans resume``: finish an interrupted (or partly failed) execution, reconciling with Pulsar first."""
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
         if plan.status not in RESUMABLE:
-            raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be resumed",
-                                 plan_id=plan_id)
+            raise PlanStateError(
+                f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be resumed", plan_id=plan_id
+            )
         repo.audit(s, event="plan.resumed", actor=by, plan_id=plan_id, run_id=plan.run_id)
-    return execute_plan(engine, client, plan_id=plan_id, policy=policy, after_snapshot=after_snapshot,
-                        actor=f"resume by {by}")
+    return execute_plan(
+        engine, client, plan_id=plan_id, policy=policy, after_snapshot=after_snapshot, actor=f"resume by {by}"
+    )
 
 
 def abort_plan(engine, *, plan_id: str, by: str):
@@ -256,14 +310,17 @@ def abort_plan(engine, *, plan_id: str, by: str):
         plan = repo.get_plan(s, plan_id=plan_id)
         cluster = repo.cluster_name(s, cluster_id=plan.cluster_id)
     if plan.status not in RESUMABLE:
-        raise PlanStateError(f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be aborted",
-                             plan_id=plan_id)
+        raise PlanStateError(
+            f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be aborted", plan_id=plan_id
+        )
     lock = _ClusterLock(engine, cluster)
     try:
         lock.__enter__()
     except ExecutionInProgressError as exc:
-        raise ExecutionError(f"an execution on cluster {cluster!r} is running in a live process: "
-                             f"use `pulsar-rebalance plans stop {plan_id}` to halt it") from exc
+        raise ExecutionError(
+            f"an execution on cluster {cluster!r} is running in a live process: "
+            f"use `pulsar-rebalance plans stop {plan_id}` to halt it"
+        ) from exc
     try:
         with session_scope(engine) as s:
             # another plan still 'executing' without a live holder would block ours (one executing per cluster)
@@ -273,9 +330,16 @@ def abort_plan(engine, *, plan_id: str, by: str):
                 if a.state == "pending":
                     repo.transition_action(s, action_id=a.id, to="skipped", error=f"aborted by {by}", actor=by)
                 elif a.state == "in_progress":
-                    repo.transition_action(s, action_id=a.id, to="failed", actor=by, error=(
-                        f"aborted by {by} while in progress: outcome unknown (the next collect records where "
-                        "the bundle is)"))
+                    repo.transition_action(
+                        s,
+                        action_id=a.id,
+                        to="failed",
+                        actor=by,
+                        error=(
+                            f"aborted by {by} while in progress: outcome unknown (the next collect records where "
+                            "the bundle is)"
+                        ),
+                    )
             repo.set_plan_status(s, plan_id=plan_id, status="aborted", actor=by)
             repo.audit(s, event="plan.aborted", actor=by, plan_id=plan_id, run_id=plan.run_id)
             return repo.get_plan(s, plan_id=plan_id)
@@ -293,11 +357,14 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
         return "completed" if cur.state == "completed" else "skipped:already"
     if plan.dry_run:
         with session_scope(engine) as s:
-            repo.transition_action(s, action_id=action_id, to="skipped",
-                                   result={"dryRun": True, "wouldDo": _describe(action)})
+            repo.transition_action(
+                s, action_id=action_id, to="skipped", result={"dryRun": True, "wouldDo": _describe(action)}
+            )
         return "skipped:dry-run"
     try:
-        if cur.state in ("in_progress", "failed") and _settled(client, cluster, action, cur, gate.policy.settle_seconds):
+        if cur.state in ("in_progress", "failed") and _settled(
+            client, cluster, action, cur, gate.policy.settle_seconds
+        ):
             with session_scope(engine) as s:
                 if cur.state == "failed":
                     repo.transition_action(s, action_id=action_id, to="in_progress")
@@ -323,19 +390,30 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
         started = time.monotonic()
         try:
             if action.kind == "split":
-                client.split_bundle(action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries))
+                client.split_bundle(
+                    action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries)
+                )
             else:
-                client.unload_bundle(action.namespace, action.bundle_range, destination_broker=action.destination_broker)
+                client.unload_bundle(
+                    action.namespace, action.bundle_range, destination_broker=action.destination_broker
+                )
         except AdminTimeoutError as exc:  # the request may still land: the retry waits for it first
             return _fail(engine, action_id, action, "in_progress", f"{OUTCOME_UNKNOWN}: {exc}")
         except PulsarAdminError as exc:
             return _fail(engine, action_id, action, "in_progress", str(exc))
     with session_scope(engine) as s:
-        repo.transition_action(s, action_id=action_id, to="completed",
-                               result={"seconds": round(time.monotonic() - started, 3)})
+        repo.transition_action(
+            s, action_id=action_id, to="completed", result={"seconds": round(time.monotonic() - started, 3)}
+        )
         if action.kind == "split":
-            repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=action.namespace,
-                                    boundaries=_boundaries(client, action.namespace), action_id=action_id)
+            repo.sync_bundle_ranges(
+                s,
+                cluster_id=plan.cluster_id,
+                run_id=plan.run_id,
+                namespace=action.namespace,
+                boundaries=_boundaries(client, action.namespace),
+                action_id=action_id,
+            )
     log.info("[%s] %s done: %s", full, action.kind, _describe(action))
     gate.pace()
     return "completed"
@@ -387,11 +465,15 @@ class _Gate:
 
     def slot(self, action: Action):
         """Hold a slot on the source and destination brokers for the admin call (sorted: no deadlock)."""
-        brokers = sorted({b for b in (action.source_broker, action.destination_broker) if b}) \
-            if action.kind == "unload" else []
+        brokers = (
+            sorted({b for b in (action.source_broker, action.destination_broker) if b})
+            if action.kind == "unload"
+            else []
+        )
         with self._lock:
-            sems = [self._per_broker.setdefault(b, threading.Semaphore(self.policy.max_unloads_per_broker))
-                    for b in brokers]
+            sems = [
+                self._per_broker.setdefault(b, threading.Semaphore(self.policy.max_unloads_per_broker)) for b in brokers
+            ]
         return _Slots(sems)
 
     def pace(self) -> None:
@@ -427,7 +509,8 @@ def _verify_content(plan, cluster: str) -> Plan:
     if actual != plan.content_hash or (approved is not None and approved != plan.content_hash):
         raise ExecutionError(
             f"plan {plan.plan_id}: the stored actions (content {actual[:12]}) are not what was approved "
-            f"(plan {plan.content_hash[:12]}, approval {(approved or '-')[:12]}): nothing is executed")
+            f"(plan {plan.content_hash[:12]}, approval {(approved or '-')[:12]}): nothing is executed"
+        )
     return planned
 
 
@@ -437,10 +520,18 @@ def _refuse_if_stale(s, plan) -> None:
     last = repo.last_execution_activity(s, cluster_id=plan.cluster_id, exclude_plan_id=plan.plan_id)
     if last is None or last[0] <= snapshot_at:
         return
-    reason = (f"made from a snapshot taken at {snapshot_at:%Y-%m-%d %H:%M:%S} UTC, before plan {last[1]} executed "
-              f"at {last[0]:%Y-%m-%d %H:%M:%S} UTC: the cluster has changed since; re-plan")
-    repo.supersede_plans(s, cluster_id=plan.cluster_id, by_plan_id=last[1], statuses=("approved",),
-                         reason=f"stale: {reason}", only=(plan.plan_id,))
+    reason = (
+        f"made from a snapshot taken at {snapshot_at:%Y-%m-%d %H:%M:%S} UTC, before plan {last[1]} executed "
+        f"at {last[0]:%Y-%m-%d %H:%M:%S} UTC: the cluster has changed since; re-plan"
+    )
+    repo.supersede_plans(
+        s,
+        cluster_id=plan.cluster_id,
+        by_plan_id=last[1],
+        statuses=("approved",),
+        reason=f"stale: {reason}",
+        only=(plan.plan_id,),
+    )
     s.commit()
     raise StalePlanError(f"plan {plan.plan_id} is stale and was not executed: {reason}", plan_id=plan.plan_id)
 
@@ -452,7 +543,9 @@ def _check_pulsar_shedding(client, plan_id: str, policy: ExecutionPolicy) -> Non
     value = client.dynamic_config().get("loadBalancerSheddingEnabled")
     if not shedding_enabled(value):
         return
-    where = "its dynamic configuration says true" if value is not None else "it is not overridden (Pulsar's default: true)"
+    where = (
+        "its dynamic configuration says true" if value is not None else "it is not overridden (Pulsar's default: true)"
+    )
     if policy.allow_pulsar_shedding:
         log.warning("Pulsar's own load shedding is on (%s); executing anyway (allow_pulsar_shedding)", where)
         return
@@ -460,7 +553,8 @@ def _check_pulsar_shedding(client, plan_id: str, policy: ExecutionPolicy) -> Non
         f"plan {plan_id} not executed: Pulsar's own loadBalancerSheddingEnabled is on ({where}), so Pulsar's leader "
         "would keep moving bundles too and the two balancers would fight. Turn it off with "
         "`pulsar-admin brokers update-dynamic-config --config loadBalancerSheddingEnabled --value false`, or run "
-        "with allow_pulsar_shedding=true")
+        "with allow_pulsar_shedding=true"
+    )
 
 
 def _fail(engine, action_id: int, action: Action, state: str, error: str) -> str:
@@ -491,7 +585,8 @@ def _already_applied(client, cluster: str, action: Action) -> bool:
     full = action.bundle
     if action.kind == "unload":  # a destination that left the cluster owns nothing (and 404s)
         return action.destination_broker in client.brokers(cluster) and _owner(
-            client, cluster, action.destination_broker, full)
+            client, cluster, action.destination_broker, full
+        )
     bounds = set(_boundaries(client, action.namespace))
     wanted = {action.lower, action.upper, *action.boundaries}
     return wanted <= bounds
@@ -528,6 +623,8 @@ def _load_drift(client, action: Action, tolerance: float) -> str | None:
     now = float(stats.get("msgRateIn", 0.0)) + float(stats.get("msgRateOut", 0.0))
     change = abs(now - was) / max(was, 1.0)
     if change > tolerance:
-        return (f"load drift: {action.bundle} carries {now:.1f} msg/s now vs {was:.1f} msg/s when planned "
-                f"({change:.0%} > drift_tolerance {tolerance:.0%})")
+        return (
+            f"load drift: {action.bundle} carries {now:.1f} msg/s now vs {was:.1f} msg/s when planned "
+            f"({change:.0%} > drift_tolerance {tolerance:.0%})"
+        )
     return None

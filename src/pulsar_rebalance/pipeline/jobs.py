@@ -11,7 +11,11 @@ from collections.abc import Sequence
 
 
 def parse_args(
-    description: str, argv: Sequence[str] | None = None, *, with_params: bool = False, without_spark: bool = False,
+    description: str,
+    argv: Sequence[str] | None = None,
+    *,
+    with_params: bool = False,
+    without_spark: bool = False,
     extra: Sequence[tuple[str, type, object]] = (),
 ) -> argparse.Namespace:
     """The common job arguments, plus ``extra`` options given as ``(flag, type, default)``."""
@@ -21,8 +25,11 @@ def parse_args(
     if with_params:
         p.add_argument("--params-json", default="{}", help="run parameters as JSON (no secrets)")
     if without_spark:
-        p.add_argument("--without-spark", action="store_true",
-                       help="run the stage in this Python process without starting Spark (no Parquet copy of the outcome)")
+        p.add_argument(
+            "--without-spark",
+            action="store_true",
+            help="run the stage in this Python process without starting Spark (no Parquet copy of the outcome)",
+        )
     for flag, kind, default in extra:
         p.add_argument(flag, type=kind, default=default, help=f"default: {default}")
     return p.parse_args(argv)
@@ -30,8 +37,9 @@ def parse_args(
 
 def setup_logging() -> None:
     """Our modules at INFO (what the task did and why), everything else (py4j, urllib3...) at WARNING."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stdout)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout
+    )
     logging.getLogger("pulsar_rebalance").setLevel(logging.INFO)
 
 
@@ -90,7 +98,11 @@ def session(app: str) -> LazySession:
     setup_logging()
     spark = LazySession(app)
     name = os.environ.get(ENV_SECRETS_FILE)
-    if (name and os.path.isabs(name)) or os.path.isfile(name or SECRETS_FILE_NAME) or not (name or _cluster_deploy_mode()):
+    if (
+        (name and os.path.isabs(name))
+        or os.path.isfile(name or SECRETS_FILE_NAME)
+        or not (name or _cluster_deploy_mode())
+    ):
         names = load_secrets()
     else:
         from pyspark import SparkFiles

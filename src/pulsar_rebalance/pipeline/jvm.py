@@ -73,14 +73,30 @@ def build_archive(path: Path | None = None, *, spark_submit: str | None = None, 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     submit = spark_submit or str(Path(sys.executable).parent / "spark-submit")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+    }
     try:
         with tempfile.TemporaryDirectory(prefix="pulsar-rebalance-warm-up-") as work:
-            cmd = [submit, "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-                   "--conf", "spark.sql.shuffle.partitions=4",
-                   "--conf", f"spark.driver.extraJavaOptions={QUIET} -XX:ArchiveClassesAtExit={tmp}",
-                   str(SPARK_JOBS_DIR / "warm_up.py"), "--run-id", "warm-up", "--work-dir", work]
+            cmd = [
+                submit,
+                "--master",
+                "local[2]",
+                "--conf",
+                "spark.ui.enabled=false",
+                "--conf",
+                "spark.sql.shuffle.partitions=4",
+                "--conf",
+                f"spark.driver.extraJavaOptions={QUIET} -XX:ArchiveClassesAtExit={tmp}",
+                str(SPARK_JOBS_DIR / "warm_up.py"),
+                "--run-id",
+                "warm-up",
+                "--work-dir",
+                work,
+            ]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         if done.returncode != 0 or not tmp.is_file():
             raise RuntimeError(f"the warm-up job failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
@@ -91,8 +107,10 @@ def build_archive(path: Path | None = None, *, spark_submit: str | None = None, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Build the Spark driver's class-data-sharing archive (see the module "
-                                             "docstring of pulsar_rebalance.pipeline.jvm).")
+    ap = argparse.ArgumentParser(
+        description="Build the Spark driver's class-data-sharing archive (see the module "
+        "docstring of pulsar_rebalance.pipeline.jvm)."
+    )
     ap.add_argument("--if-missing", action="store_true", help="do nothing when the archive exists")
     args = ap.parse_args(argv)
     path = cds_archive()

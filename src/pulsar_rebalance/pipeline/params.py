@@ -63,10 +63,14 @@ class RunParams:
             raise ConfigError(f"approval_timeout_minutes must be > 0, got {timeout!r}", key="approval_timeout_minutes")
         par = doc.get("max_parallel_unloads", cls.max_parallel_unloads)
         if not isinstance(par, int) or not 1 <= par <= 64:
-            raise ConfigError(f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads")
+            raise ConfigError(
+                f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads"
+            )
         missing = doc.get("max_missing_brokers", cls.max_missing_brokers)
         if isinstance(missing, bool) or not isinstance(missing, (int, float)) or not 0 <= missing < 1:
-            raise ConfigError(f"max_missing_brokers must be a fraction in [0, 1), got {missing!r}", key="max_missing_brokers")
+            raise ConfigError(
+                f"max_missing_brokers must be a fraction in [0, 1), got {missing!r}", key="max_missing_brokers"
+            )
         per_broker = doc.get("max_unloads_per_broker", cls.max_unloads_per_broker)
         _int_in("max_unloads_per_broker", per_broker, 1, 64)
         per_run = doc.get("max_unloads_per_run")

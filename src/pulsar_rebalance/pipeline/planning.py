@@ -74,28 +74,42 @@ def build_plan(
             boundaries, children = list(s["boundaries"]), [split_full_name(c)[1] for c in s.get("children") or []]
             split_algorithm = s.get("algorithm") or "specified_positions_divide"
         else:
-            result = split_scenario({
-                "algorithm": algorithm, "bundle": rng, "topics": {t: dict(r) for t, r in topics.items()},
-                "config": dict(params.config),
-            })
+            result = split_scenario(
+                {
+                    "algorithm": algorithm,
+                    "bundle": rng,
+                    "topics": {t: dict(r) for t, r in topics.items()},
+                    "config": dict(params.config),
+                }
+            )
             if not result.get("split"):
-                notes.append(f"split of {bundle} skipped: {algorithm} found no valid boundary ({result.get('reason', 'no split')})")
+                notes.append(
+                    f"split of {bundle} skipped: {algorithm} found no valid boundary ({result.get('reason', 'no split')})"
+                )
                 continue
             boundaries, children, split_algorithm = list(result["boundaries"]), list(result["children"]), algorithm
         split_children[bundle] = children
         for c in children:
             planned_children[f"{ns}/{c}"] = bundle
-        actions.append({
-            "kind": "split", "namespace": ns, "bundle_range": rng,
-            "source_broker": s.get("broker") or ownership.get(bundle),
-            "destination_broker": None,
-            "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(boundaries)],
-            "split_algorithm": split_algorithm,
-            "reason": s["reason"],
-            "predicted": {"children": children, "loadChange": "none: the children stay on the owner until moved",
-                          "bundleLoad": _bundle_load(reports.get(s.get("broker") or ownership.get(bundle) or "", {}),
-                                                     bundle, {})},
-        })
+        actions.append(
+            {
+                "kind": "split",
+                "namespace": ns,
+                "bundle_range": rng,
+                "source_broker": s.get("broker") or ownership.get(bundle),
+                "destination_broker": None,
+                "boundaries": [parse_boundary(b, f"split.boundaries[{i}]") for i, b in enumerate(boundaries)],
+                "split_algorithm": split_algorithm,
+                "reason": s["reason"],
+                "predicted": {
+                    "children": children,
+                    "loadChange": "none: the children stay on the owner until moved",
+                    "bundleLoad": _bundle_load(
+                        reports.get(s.get("broker") or ownership.get(bundle) or "", {}), bundle, {}
+                    ),
+                },
+            }
+        )
 
     moves: list[Move] = []
     child_stats: dict[str, NamespaceBundleStats] = {}
@@ -104,12 +118,13 @@ def build_plan(
     executed = cycle.get("executed")
     for d in (executed or {}).get("dropped", []):
         notes.append(f"unload of {d['bundle']} from {d['broker']} not executed ({d['dropped']}): {d['detail']}")
-    for u in (executed["unloads"] if executed is not None else cycle.get("unloads", [])):
+    for u in executed["unloads"] if executed is not None else cycle.get("unloads", []):
         bundle = u["bundle"]
         ns, rng = split_full_name(bundle)
         if bundle in excluded:
-            notes.append(f"unload of {bundle} from {u['broker']} left out: the snapshot showed it mid-transition "
-                         "(see warnings)")
+            notes.append(
+                f"unload of {bundle} from {u['broker']} left out: the snapshot showed it mid-transition (see warnings)"
+            )
             continue
         dest = u.get("destination")
         if not dest:
@@ -121,8 +136,10 @@ def build_plan(
             rng = max(split_children[bundle], key=lambda c: loads[c].total_msg_throughput)
             child_stats[f"{ns}/{rng}"] = loads[rng]
             parent_thr = sum(v.total_msg_throughput for v in loads.values())
-            reason = (f"{reason}; {bundle} is split in this plan, so its heaviest child {rng} "
-                      f"({loads[rng].total_msg_throughput / 2**20:.2f} of {parent_thr / 2**20:.2f} MiB/s) moves instead")
+            reason = (
+                f"{reason}; {bundle} is split in this plan, so its heaviest child {rng} "
+                f"({loads[rng].total_msg_throughput / 2**20:.2f} of {parent_thr / 2**20:.2f} MiB/s) moves instead"
+            )
             notes.append(f"unload of {bundle} replaced by its child {ns}/{rng} (the bundle is split first)")
         if bundle in planned_children:  # a child of a split of this plan: its load from the parent's topics
             parent = planned_children[bundle]
@@ -130,13 +147,22 @@ def build_plan(
             child_stats[bundle] = loads[rng]
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
-        actions.append({
-            "kind": "unload", "namespace": ns, "bundle_range": rng,
-            "source_broker": u["broker"], "destination_broker": dest,
-            "boundaries": None, "split_algorithm": None, "reason": reason,
-            "predicted": {"tied": u.get("tied"),
-                          "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats)},
-        })
+        actions.append(
+            {
+                "kind": "unload",
+                "namespace": ns,
+                "bundle_range": rng,
+                "source_broker": u["broker"],
+                "destination_broker": dest,
+                "boundaries": None,
+                "split_algorithm": None,
+                "reason": reason,
+                "predicted": {
+                    "tied": u.get("tied"),
+                    "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats),
+                },
+            }
+        )
         moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
     prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats)
@@ -144,10 +170,16 @@ def build_plan(
         if a["kind"] == "unload":
             src, dst = a["source_broker"], a["destination_broker"]
             b = prediction["brokers"]
-            a["predicted"].update({
-                "source": {"broker": src, "before": b[src]["before"]["usage"], "after": b[src]["after"]["usage"]},
-                "destination": {"broker": dst, "before": b[dst]["before"]["usage"], "after": b[dst]["after"]["usage"]},
-            })
+            a["predicted"].update(
+                {
+                    "source": {"broker": src, "before": b[src]["before"]["usage"], "after": b[src]["after"]["usage"]},
+                    "destination": {
+                        "broker": dst,
+                        "before": b[dst]["before"]["usage"],
+                        "after": b[dst]["after"]["usage"],
+                    },
+                }
+            )
     # drafted as rows until the prediction filled in each unload's before/after; typed from here on
     planned = [action_from_mapping(a, default_seq=i) for i, a in enumerate(actions)]
     summary = {
@@ -159,7 +191,8 @@ def build_plan(
         "warnings": warnings,
         "dataQuality": _data_quality(reports, ownership),
         "strategies": {
-            "shedding": params.shedding_strategy, "placement": params.effective_placement,
+            "shedding": params.shedding_strategy,
+            "placement": params.effective_placement,
             "splitAlgorithm": algorithm,
         },
         "dryRun": params.dry_run,
@@ -188,8 +221,15 @@ def _data_quality(reports: Mapping[str, Mapping[str, Any]], ownership: Mapping[s
     }
 
 
-_LOAD_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "topics", "producerCount",
-              "consumerCount")
+_LOAD_KEYS = (
+    "msgRateIn",
+    "msgRateOut",
+    "msgThroughputIn",
+    "msgThroughputOut",
+    "topics",
+    "producerCount",
+    "consumerCount",
+)
 
 
 def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[str, NamespaceBundleStats]) -> dict:
@@ -198,13 +238,20 @@ def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[st
     rates and topic count come from the parent's topics hashing into it, its client counts are absent."""
     if bundle in child_stats:
         c = child_stats[bundle]
-        return {"msgRateIn": c.msg_rate_in, "msgRateOut": c.msg_rate_out, "msgThroughputIn": c.msg_throughput_in,
-                "msgThroughputOut": c.msg_throughput_out, "topics": c.topics}
+        return {
+            "msgRateIn": c.msg_rate_in,
+            "msgRateOut": c.msg_rate_out,
+            "msgThroughputIn": c.msg_throughput_in,
+            "msgThroughputOut": c.msg_throughput_out,
+            "topics": c.topics,
+        }
     stats = (report.get("lastStats") or {}).get(bundle) or {}
     return {k: stats[k] for k in _LOAD_KEYS if k in stats}
 
 
-def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]) -> dict[str, NamespaceBundleStats]:
+def _child_loads(
+    namespace: str, children: list[str], topics: Mapping[str, Mapping[str, float]]
+) -> dict[str, NamespaceBundleStats]:
     """Each child range's load: the sum of the rates of the parent's topics whose hash falls in it."""
     ranges = [BundleRange.parse(c, f"children[{i}]") for i, c in enumerate(children)]
     acc = {c: [0.0, 0.0, 0.0, 0.0, 0] for c in children}
@@ -220,8 +267,16 @@ def _child_loads(namespace: str, children: list[str], topics: Mapping[str, Mappi
                 a[4] += 1
                 break
     return {
-        c: NamespaceBundleStats(msg_rate_in=a[0], msg_throughput_in=a[2], msg_rate_out=a[1], msg_throughput_out=a[3],
-                                consumer_count=0, producer_count=0, topics=a[4], cache_size=0)
+        c: NamespaceBundleStats(
+            msg_rate_in=a[0],
+            msg_throughput_in=a[2],
+            msg_rate_out=a[1],
+            msg_throughput_out=a[3],
+            consumer_count=0,
+            producer_count=0,
+            topics=a[4],
+            cache_size=0,
+        )
         for c, a in acc.items()
     }
 
@@ -254,20 +309,29 @@ def build_rollback_plan(
             notes.append(f"{a.bundle} no longer exists (split since): not moved back")
             continue
         if now_owner != a.destination_broker:
-            notes.append(f"{a.bundle} is on {now_owner} now, not on {a.destination_broker} where plan "
-                         f"{original.plan_id} put it: left alone")
+            notes.append(
+                f"{a.bundle} is on {now_owner} now, not on {a.destination_broker} where plan "
+                f"{original.plan_id} put it: left alone"
+            )
             continue
         if a.source_broker not in reports:
             notes.append(f"{a.bundle}: its previous owner {a.source_broker} is not in the cluster any more: left alone")
             continue
-        actions.append(UnloadAction(
-            seq=len(actions), namespace=a.namespace, bundle_range=a.bundle_range,
-            source_broker=now_owner, destination_broker=a.source_broker,
-            reason=f"rollback of plan {original.plan_id}{who}: return {a.bundle} to {a.source_broker}, its owner "
-                   "before that plan executed",
-            predicted=Prediction(details={"rollbackOf": {"plan_id": original.plan_id, "action_seq": a.seq}},
-                                 bundle_load=_bundle_load(reports.get(now_owner, {}), a.bundle, {})),
-        ))
+        actions.append(
+            UnloadAction(
+                seq=len(actions),
+                namespace=a.namespace,
+                bundle_range=a.bundle_range,
+                source_broker=now_owner,
+                destination_broker=a.source_broker,
+                reason=f"rollback of plan {original.plan_id}{who}: return {a.bundle} to {a.source_broker}, its owner "
+                "before that plan executed",
+                predicted=Prediction(
+                    details={"rollbackOf": {"plan_id": original.plan_id, "action_seq": a.seq}},
+                    bundle_load=_bundle_load(reports.get(now_owner, {}), a.bundle, {}),
+                ),
+            )
+        )
         moves.append(Move(bundle=a.bundle, source=now_owner, destination=a.source_broker))
     prediction = predict(reports, moves, resource_weights(params.lb_config()))
     summary = {

@@ -15,13 +15,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pulsar_rebalance.core.planner import split_candidates
 from pulsar_rebalance.errors import ConfigError, SnapshotError, StoreError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
-from pulsar_rebalance.pipeline.detect import PLANNERS, build_scenario, decide, split_candidates, state_name
+from pulsar_rebalance.pipeline.detect import PLANNERS, build_scenario, decide, state_name
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 from pulsar_rebalance.pipeline.usage import (
-    broker_usage_rows, bundle_load_rows, carried, carry, latest, parse_reports, update_time_averages,
+    broker_usage_rows,
+    bundle_load_rows,
+    carried,
+    carry,
+    latest,
+    parse_reports,
+    update_time_averages,
 )
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import session_scope
@@ -36,7 +43,7 @@ def _local(path: str) -> Path | None:
     """The local filesystem path of a work-dir path (no scheme or ``file:``), or None for any other Spark URL."""
     if "://" not in path:
         return Path(path)
-    return Path(path[len("file://"):]) if path.startswith("file://") else None
+    return Path(path[len("file://") :]) if path.startswith("file://") else None
 
 
 def write_json(spark, path: str, value: Any) -> None:
@@ -110,12 +117,22 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     from pulsar_rebalance.pipeline.transforms import BUNDLE_STATS_SCHEMA, fetch_topics, removed_on_failure
 
     params = RunParams.from_json(params_doc)  # bad params fail here, before any write
-    snap = collect_snapshot(client, namespaces=params.namespaces, cluster=params.cluster, topic_stats=False,
-                            max_missing_brokers=params.max_missing_brokers)
+    snap = collect_snapshot(
+        client,
+        namespaces=params.namespaces,
+        cluster=params.cluster,
+        topic_stats=False,
+        max_missing_brokers=params.max_missing_brokers,
+    )
     weights = resource_weights(params.lb_config())
     with removed_on_failure(spark, [ctx.path(C.TOPICS), ctx.path(C.BUNDLE_STATS)], [ctx.work_dir, ctx.work_root]):
-        outcome = fetch_topics(spark, list(snap.load_reports), TopicStatsFetcher.for_client(client, snap.namespaces),
-                               concurrency=TOPIC_STATS_CONCURRENCY, path=ctx.path(C.TOPICS))
+        outcome = fetch_topics(
+            spark,
+            list(snap.load_reports),
+            TopicStatsFetcher.for_client(client, snap.namespaces),
+            concurrency=TOPIC_STATS_CONCURRENCY,
+            path=ctx.path(C.TOPICS),
+        )
         topics = snap.add_topic_fetch(outcome, max_missing_brokers=params.max_missing_brokers)
         with session_scope(engine) as s:
             record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
@@ -126,14 +143,24 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     if snap.unanswered or snap.without_topic_stats:
         log.warning("collect_load data quality: %s", quality)
     result = {
-        "cluster": snap.cluster, "brokers": len(snap.brokers), "namespaces": len(snap.namespaces),
-        "bundles": len(snap.ownership), "topics": topics,
+        "cluster": snap.cluster,
+        "brokers": len(snap.brokers),
+        "namespaces": len(snap.namespaces),
+        "bundles": len(snap.ownership),
+        "topics": topics,
         "maxUsage": snap.max_weighted_usage(weights),
-        "warnings": len(snap.check.warnings) if snap.check else 0, "dataQuality": quality,
+        "warnings": len(snap.check.warnings) if snap.check else 0,
+        "dataQuality": quality,
     }
-    log.info("Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
-             result["cluster"], result["brokers"], result["namespaces"], result["bundles"], result["topics"],
-             100 * result["maxUsage"])
+    log.info(
+        "Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
+        result["cluster"],
+        result["brokers"],
+        result["namespaces"],
+        result["bundles"],
+        result["topics"],
+        100 * result["maxUsage"],
+    )
     return result
 
 
@@ -155,11 +182,15 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
         parsed = parse_reports(reports)
         rows = broker_usage_rows(reports, parsed, prev, cfg)
         repo.record_broker_load(s, run_id=ctx.run_id, rows=rows)
-        averages = update_time_averages(parsed, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id)
+        averages = update_time_averages(
+            parsed, repo.load_bundle_time_averages(s, cluster_id=run.cluster_id), ctx.run_id
+        )
         repo.save_bundle_time_averages(s, cluster_id=run.cluster_id, run_id=ctx.run_id, data=averages)
         repo.record_bundle_load(s, run_id=ctx.run_id, rows=bundle_load_rows(parsed, averages))
-    log.info("Broker usage (weighted max, EMA): %s", ", ".join(
-        f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows))
+    log.info(
+        "Broker usage (weighted max, EMA): %s",
+        ", ".join(f"{r['broker_id']} {100 * r['weighted_max_usage']:.1f}% ({100 * r['usage_ema']:.1f}%)" for r in rows),
+    )
     log.info("Bundle time averages updated for %d bundles", len(averages))
     brokers = {r["broker_id"]: {"usage": r["weighted_max_usage"], "ema": r["usage_ema"]} for r in rows}
     bundles = len(averages)
@@ -177,13 +208,22 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
     t2 = time.perf_counter()
     with session_scope(engine) as s:
         if mismatch_count:
-            repo.audit(s, event="topic_bundle_mismatch", actor="compute_usage", run_id=ctx.run_id,
-                       details={"count": mismatch_count, "examples": examples})
+            repo.audit(
+                s,
+                event="topic_bundle_mismatch",
+                actor="compute_usage",
+                run_id=ctx.run_id,
+                details={"count": mismatch_count, "examples": examples},
+            )
         repo.set_run_stage(s, run_id=ctx.run_id, stage="compute_usage")
     if mismatch_count:
-        log.warning("%d topic(s) reported under a bundle their hash does not fall into, e.g. %s", mismatch_count, examples[:3])
+        log.warning(
+            "%d topic(s) reported under a bundle their hash does not fall into, e.g. %s", mismatch_count, examples[:3]
+        )
     return {
-        "brokers": brokers, "bundles": bundles, "topicBundleMismatches": mismatch_count,
+        "brokers": brokers,
+        "bundles": bundles,
+        "topicBundleMismatches": mismatch_count,
         "seconds": {"state": round(t1 - t0, 3), "topics": round(t2 - t1, 3)},
     }
 
@@ -199,7 +239,7 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
         bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
         grace_ms = cfg.load_balancer_shedding_grace_period_minutes * 60_000
-        since = dt.datetime.fromtimestamp((now_ms - grace_ms) / 1000, dt.timezone.utc)
+        since = dt.datetime.fromtimestamp((now_ms - grace_ms) / 1000, dt.UTC)
         recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
         name = state_name(params)
         state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
@@ -211,34 +251,58 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         bundle_topics = {}
         for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), wanted, boundaries).collect():
             bundle_topics.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
-                "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
-                "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
+                "msgRateIn": r.msg_rate_in,
+                "msgRateOut": r.msg_rate_out,
+                "msgThroughputIn": r.msg_throughput_in,
+                "msgThroughputOut": r.msg_throughput_out,
             }
     scenario = build_scenario(
-        params=params, reports=reports, bundle_data=bundle_data, namespace_boundaries=boundaries,
-        recently_unloaded=recent, state=state, now_ms=now_ms, bundle_topics=bundle_topics,
+        params=params,
+        reports=reports,
+        bundle_data=bundle_data,
+        namespace_boundaries=boundaries,
+        recently_unloaded=recent,
+        state=state,
+        now_ms=now_ms,
+        bundle_topics=bundle_topics,
     )
     result = decide(scenario)
     write_json(spark, ctx.path(SCENARIO_JSON), scenario)
     write_json(spark, ctx.path(DECISION_JSON), result)
     with session_scope(engine) as s:
-        repo.save_strategy_state(s, cluster_id=run.cluster_id, name=name, run_id=ctx.run_id,
-                                 state=carry(ctx.run_id, state, result.get("state")))
+        repo.save_strategy_state(
+            s,
+            cluster_id=run.cluster_id,
+            name=name,
+            run_id=ctx.run_id,
+            state=carry(ctx.run_id, state, result.get("state")),
+        )
         repo.set_run_stage(s, run_id=ctx.run_id, stage="detect_overload")
     cyc = result["cycle"]
     executed = len((cyc.get("executed") or {}).get("unloads", cyc.get("unloads", [])))
-    log.info("%s decided %s (%s): %d unload(s) selected, %d the load manager would execute, %d split(s)",
-             params.shedding_strategy, cyc.get("label"), cyc.get("reason"), len(cyc.get("unloads", [])), executed,
-             len(cyc.get("splits", [])))
-    return {"label": cyc.get("label"), "reason": cyc.get("reason"),
-            "unloads": len(cyc.get("unloads", [])), "executedUnloads": executed, "splits": len(cyc.get("splits", []))}
+    log.info(
+        "%s decided %s (%s): %d unload(s) selected, %d the load manager would execute, %d split(s)",
+        params.shedding_strategy,
+        cyc.get("label"),
+        cyc.get("reason"),
+        len(cyc.get("unloads", [])),
+        executed,
+        len(cyc.get("splits", [])),
+    )
+    return {
+        "label": cyc.get("label"),
+        "reason": cyc.get("reason"),
+        "unloads": len(cyc.get("unloads", [])),
+        "executedUnloads": executed,
+        "splits": len(cyc.get("splits", [])),
+    }
 
 
 def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
     from pulsar_rebalance.pipeline import transforms as T
     from pulsar_rebalance.pipeline.planning import build_plan
 
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     decision = read_json(spark, ctx.path(DECISION_JSON))
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
@@ -258,8 +322,14 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
         draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
         draft.summary["warnings"] = list(snapshot_check.get("warnings", []))  # what collect saw, for the reviewer
-        decision = {"cycle": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}",
-                              "unloads": [], "splits": []}}
+        decision = {
+            "cycle": {
+                "label": "Rollback",
+                "reason": f"rollback of plan {original.plan_id}",
+                "unloads": [],
+                "splits": [],
+            }
+        }
         return _store_plan(spark, ctx, engine, run, params, draft, decision, now)
     split_bundles = [sp["bundle"] for sp in decision["cycle"].get("splits", [])]
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
@@ -267,43 +337,88 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
     if split_bundles:  # topic rows of the (at most loadBalancerMaxNumberOfBundlesToSplitPerCycle) bundles to split
         for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), split_bundles, boundaries).collect():
             topics_by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
-                "msgRateIn": r.msg_rate_in, "msgRateOut": r.msg_rate_out,
-                "msgThroughputIn": r.msg_throughput_in, "msgThroughputOut": r.msg_throughput_out,
+                "msgRateIn": r.msg_rate_in,
+                "msgRateOut": r.msg_rate_out,
+                "msgThroughputIn": r.msg_throughput_in,
+                "msgThroughputOut": r.msg_throughput_out,
             }
     topics_s = time.perf_counter() - t0
-    draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle=topics_by_bundle,
-                       ownership=ownership, snapshot_check=snapshot_check)
+    draft = build_plan(
+        decision=decision,
+        params=params,
+        reports=reports,
+        topics_by_bundle=topics_by_bundle,
+        ownership=ownership,
+        snapshot_check=snapshot_check,
+    )
     return _store_plan(spark, ctx, engine, run, params, draft, decision, now, topics_s=topics_s)
 
 
-def _store_plan(spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now, *,
-                topics_s: float = 0.0) -> dict[str, Any]:
+def _store_plan(
+    spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now, *, topics_s: float = 0.0
+) -> dict[str, Any]:
     cfg = params.lb_config()
     with session_scope(engine) as s:
         expired = repo.expire_due_plans(s, now=now, cluster_id=run.cluster_id)  # TTLs end even without a gate
         plan_id = repo.create_plan(
-            s, run_id=ctx.run_id, cluster_id=run.cluster_id,
+            s,
+            run_id=ctx.run_id,
+            cluster_id=run.cluster_id,
             status="empty" if draft.empty else "pending",
             expires_at=now + dt.timedelta(minutes=params.approval_timeout_minutes),
             dry_run=params.dry_run,
             strategies=draft.summary["strategies"],
-            config=cfg.to_pulsar_dict(), summary=draft.summary, decision=decision["cycle"],
-            actions=draft.actions, required_approvals=params.required_approvals,
+            config=cfg.to_pulsar_dict(),
+            summary=draft.summary,
+            decision=decision["cycle"],
+            actions=draft.actions,
+            required_approvals=params.required_approvals,
         )
         repo.set_run_stage(s, run_id=ctx.run_id, stage="plan_split")
         if draft.empty:
             repo.finish_run(s, run_id=ctx.run_id, status="nothing_to_do")
         superseded = repo.plans_superseded_by(s, plan_id=plan_id)
     _log_plan(plan_id, draft, expired=expired, superseded=superseded)
-    rows = [(plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.source_broker, a.destination_broker or "",
-             json.dumps(a.boundaries), a.reason) for a in draft.actions]
-    write_small_parquet(spark, ctx.path(C.ACTIONS), rows, [
-        ("plan_id", "string"), ("seq", "int"), ("kind", "string"), ("namespace", "string"), ("bundle", "string"),
-        ("source", "string"), ("destination", "string"), ("boundaries", "string"), ("reason", "string")])
-    return {"plan_id": plan_id, "status": "empty" if draft.empty else "pending", "actions": len(draft.actions),
-            "summary": {k: draft.summary[k] for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore",
-                                                        "maxUsageAfterPredicted", "notes")},
-            "seconds": {"topics": round(topics_s, 3)}}
+    rows = [
+        (
+            plan_id,
+            a.seq,
+            a.kind,
+            a.namespace,
+            a.bundle_range,
+            a.source_broker,
+            a.destination_broker or "",
+            json.dumps(a.boundaries),
+            a.reason,
+        )
+        for a in draft.actions
+    ]
+    write_small_parquet(
+        spark,
+        ctx.path(C.ACTIONS),
+        rows,
+        [
+            ("plan_id", "string"),
+            ("seq", "int"),
+            ("kind", "string"),
+            ("namespace", "string"),
+            ("bundle", "string"),
+            ("source", "string"),
+            ("destination", "string"),
+            ("boundaries", "string"),
+            ("reason", "string"),
+        ],
+    )
+    return {
+        "plan_id": plan_id,
+        "status": "empty" if draft.empty else "pending",
+        "actions": len(draft.actions),
+        "summary": {
+            k: draft.summary[k]
+            for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore", "maxUsageAfterPredicted", "notes")
+        },
+        "seconds": {"topics": round(topics_s, 3)},
+    }
 
 
 def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str]) -> None:
@@ -311,12 +426,20 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
     if draft.empty:
         log.info("Plan %s is empty: nothing to do (%s)", plan_id, draft.summary["decision"].get("reason"))
     else:
-        log.info("Plan %s: %d split(s), %d unload(s); busiest broker %.1f%% -> %.1f%% (predicted); waits for approval",
-                 plan_id, draft.summary["numBundleSplits"], draft.summary["numBundleUnloads"],
-                 100 * (draft.summary["maxUsageBefore"] or 0), 100 * (draft.summary["maxUsageAfterPredicted"] or 0))
+        log.info(
+            "Plan %s: %d split(s), %d unload(s); busiest broker %.1f%% -> %.1f%% (predicted); waits for approval",
+            plan_id,
+            draft.summary["numBundleSplits"],
+            draft.summary["numBundleUnloads"],
+            100 * (draft.summary["maxUsageBefore"] or 0),
+            100 * (draft.summary["maxUsageAfterPredicted"] or 0),
+        )
     for a in draft.actions:
-        what = (f"split {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries]}" if a.kind == "split" else
-                f"unload {a.bundle} {a.source_broker} -> {a.destination_broker}")
+        what = (
+            f"split {a.bundle} at {[f'0x{b:08x}' for b in a.boundaries]}"
+            if a.kind == "split"
+            else f"unload {a.bundle} {a.source_broker} -> {a.destination_broker}"
+        )
         log.info("  [%d] %s: %s", a.seq, what, a.reason)
     for note in draft.notes:
         log.info("  note: %s", note)
@@ -356,8 +479,9 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
 
     failure: BaseException | None = None
     try:
-        report = execute_plan(engine, client, plan_id=plan.plan_id, after_snapshot=after,
-                              policy=ExecutionPolicy.from_params(params))
+        report = execute_plan(
+            engine, client, plan_id=plan.plan_id, after_snapshot=after, policy=ExecutionPolicy.from_params(params)
+        )
     except BaseException as exc:
         failure = exc
         raise
@@ -367,13 +491,26 @@ def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]
         except StoreError as exc:
             if failure is None:
                 raise
-            log.error("could not record the end of execute_unload for run %s (%s); the failure above stands",
-                      ctx.run_id, exc)
+            log.error(
+                "could not record the end of execute_unload for run %s (%s); the failure above stands", ctx.run_id, exc
+            )
             states = []
         if states and spark is not None:
-            write_small_parquet(spark, ctx.path(C.EXECUTION), states, [
-                ("plan_id", "string"), ("seq", "int"), ("kind", "string"), ("namespace", "string"),
-                ("bundle", "string"), ("state", "string"), ("attempts", "int"), ("error", "string")])
+            write_small_parquet(
+                spark,
+                ctx.path(C.EXECUTION),
+                states,
+                [
+                    ("plan_id", "string"),
+                    ("seq", "int"),
+                    ("kind", "string"),
+                    ("namespace", "string"),
+                    ("bundle", "string"),
+                    ("state", "string"),
+                    ("attempts", "int"),
+                    ("error", "string"),
+                ],
+            )
     return report.to_json()
 
 
@@ -384,5 +521,7 @@ def _record_execution(engine, ctx: C.JobContext, plan_id: str) -> list[tuple]:
         repo.set_run_stage(s, run_id=ctx.run_id, stage="execute_unload")
         if final.status in ("executed", "partially_executed", "failed"):
             repo.finish_run(s, run_id=ctx.run_id, status="succeeded" if final.status == "executed" else "failed")
-    return [(final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
-            for a in final.actions]
+    return [
+        (final.plan_id, a.seq, a.kind, a.namespace, a.bundle_range, a.state, a.attempts, a.error or "")
+        for a in final.actions
+    ]

@@ -49,10 +49,15 @@ class SyntheticSpec:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"synthetic {name} must be a positive integer, got {getattr(self, name)!r}", key=name)
         if self.bundles < self.namespaces:
-            raise ConfigError(f"synthetic bundles ({self.bundles}) must be >= namespaces ({self.namespaces}): "
-                              "every namespace has at least one bundle", key="bundles")
+            raise ConfigError(
+                f"synthetic bundles ({self.bundles}) must be >= namespaces ({self.namespaces}): "
+                "every namespace has at least one bundle",
+                key="bundles",
+            )
         if not (self.zipf_exponent >= 0 and math.isfinite(self.zipf_exponent)):
-            raise ConfigError(f"zipf_exponent must be a finite number >= 0, got {self.zipf_exponent!r}", key="zipf_exponent")
+            raise ConfigError(
+                f"zipf_exponent must be a finite number >= 0, got {self.zipf_exponent!r}", key="zipf_exponent"
+            )
         if not (self.msg_rate_in_per_broker > 0 and math.isfinite(self.msg_rate_in_per_broker)):
             raise ConfigError("msg_rate_in_per_broker must be a positive number", key="msg_rate_in_per_broker")
 
@@ -88,7 +93,7 @@ class SyntheticSpec:
         """``msgRateIn`` of the rank-1 topic so that all topics sum to ``msg_rate_in_per_broker * brokers``."""
         total, chunk, s = 0.0, 1_000_000, self.zipf_exponent
         for start in range(1, self.topics + 1, chunk):
-            total += math.fsum(r ** -s for r in range(start, min(start + chunk, self.topics + 1)))
+            total += math.fsum(r**-s for r in range(start, min(start + chunk, self.topics + 1)))
         return self.msg_rate_in_per_broker * self.brokers / total
 
     def rank_multiplier(self) -> int:
@@ -100,7 +105,12 @@ class SyntheticSpec:
 
 
 def generate_snapshot(
-    spark, ctx: C.JobContext, *, spec: SyntheticSpec, engine, params_doc: Mapping[str, Any] | None = None,
+    spark,
+    ctx: C.JobContext,
+    *,
+    spec: SyntheticSpec,
+    engine,
+    params_doc: Mapping[str, Any] | None = None,
     now_ms: int | None = None,
 ) -> dict[str, Any]:
     """Write one synthetic collected snapshot for ``ctx.run_id`` (Parquet + Postgres), as ``collect_load`` would."""
@@ -114,8 +124,14 @@ def generate_snapshot(
     owners = spec.owners(boundaries)
     started = time.perf_counter()
     topics = T.synthetic_topics(
-        spark, topics=spec.topics, namespaces=spec.namespace_names(), owners=owners, boundaries=boundaries,
-        zipf_exponent=spec.zipf_exponent, top_msg_rate=spec.top_msg_rate(), rank_multiplier=spec.rank_multiplier(),
+        spark,
+        topics=spec.topics,
+        namespaces=spec.namespace_names(),
+        owners=owners,
+        boundaries=boundaries,
+        zipf_exponent=spec.zipf_exponent,
+        top_msg_rate=spec.top_msg_rate(),
+        rank_multiplier=spec.rank_multiplier(),
         partitions=max(2, math.ceil(spec.topics / ROWS_PER_PARTITION)),
     )
     topics.write.mode("overwrite").parquet(ctx.path(C.TOPICS))
@@ -125,16 +141,28 @@ def generate_snapshot(
     last_stats: dict[str, dict[str, dict[str, Any]]] = {b: {} for b in spec.broker_ids()}
     for r in spark.read.parquet(ctx.path(C.BUNDLE_STATS)).toLocalIterator():  # bundle-level rows
         last_stats[r.broker][r.bundle] = {
-            "msgRateIn": r.msg_rate_in, "msgThroughputIn": r.msg_throughput_in, "msgRateOut": r.msg_rate_out,
-            "msgThroughputOut": r.msg_throughput_out, "consumerCount": r.consumer_count,
-            "producerCount": r.producer_count, "topics": r.topics, "cacheSize": r.cache_size,
+            "msgRateIn": r.msg_rate_in,
+            "msgThroughputIn": r.msg_throughput_in,
+            "msgRateOut": r.msg_rate_out,
+            "msgThroughputOut": r.msg_throughput_out,
+            "consumerCount": r.consumer_count,
+            "producerCount": r.producer_count,
+            "topics": r.topics,
+            "cacheSize": r.cache_size,
         }
-    reports = {b: load_report_json(BrokerSpec(b), dict(sorted(st.items())), previous_bundles=set(), now_ms=now_ms)
-               for b, st in last_stats.items()}
+    reports = {
+        b: load_report_json(BrokerSpec(b), dict(sorted(st.items())), previous_bundles=set(), now_ms=now_ms)
+        for b, st in last_stats.items()
+    }
     snap = Snapshot(
-        cluster=spec.cluster, admin_url=f"synthetic://{spec.cluster}", leader=spec.broker_ids()[0],
-        brokers={b: f"http://{b}" for b in spec.broker_ids()}, namespaces=boundaries, load_reports=reports,
-        ownership=owners, collected_at_ms=now_ms,
+        cluster=spec.cluster,
+        admin_url=f"synthetic://{spec.cluster}",
+        leader=spec.broker_ids()[0],
+        brokers={b: f"http://{b}" for b in spec.broker_ids()},
+        namespaces=boundaries,
+        load_reports=reports,
+        ownership=owners,
+        collected_at_ms=now_ms,
         parsed={b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()},
     )
     generated_s = time.perf_counter() - started
@@ -142,7 +170,13 @@ def generate_snapshot(
     with session_scope(engine) as s:
         record_snapshot(s, snap, run_id=ctx.run_id, params=params.to_json(), work_dir=ctx.work_dir, weights=weights)
     return {
-        "spec": asdict(spec), "cluster": spec.cluster, "brokers": spec.brokers, "namespaces": spec.namespaces,
-        "bundles": len(owners), "topics": spec.topics, "maxUsage": snap.max_weighted_usage(weights),
-        "generateSeconds": round(generated_s, 2), "recordSeconds": round(time.perf_counter() - started - generated_s, 2),
+        "spec": asdict(spec),
+        "cluster": spec.cluster,
+        "brokers": spec.brokers,
+        "namespaces": spec.namespaces,
+        "bundles": len(owners),
+        "topics": spec.topics,
+        "maxUsage": snap.max_weighted_usage(weights),
+        "generateSeconds": round(generated_s, 2),
+        "recordSeconds": round(time.perf_counter() - started - generated_s, 2),
     }

@@ -13,47 +13,53 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-TOPICS_SCHEMA = T.StructType([
-    T.StructField("broker", T.StringType(), False),
-    T.StructField("namespace", T.StringType(), False),
-    T.StructField("reported_bundle", T.StringType(), False),
-    T.StructField("domain", T.StringType(), False),
-    T.StructField("topic", T.StringType(), False),
-    T.StructField("msg_rate_in", T.DoubleType(), False),
-    T.StructField("msg_rate_out", T.DoubleType(), False),
-    T.StructField("msg_throughput_in", T.DoubleType(), False),
-    T.StructField("msg_throughput_out", T.DoubleType(), False),
-    T.StructField("producer_count", T.LongType(), False),
-    T.StructField("consumer_count", T.LongType(), False),
-    T.StructField("subscription_count", T.LongType(), False),
-])
+TOPICS_SCHEMA = T.StructType(
+    [
+        T.StructField("broker", T.StringType(), False),
+        T.StructField("namespace", T.StringType(), False),
+        T.StructField("reported_bundle", T.StringType(), False),
+        T.StructField("domain", T.StringType(), False),
+        T.StructField("topic", T.StringType(), False),
+        T.StructField("msg_rate_in", T.DoubleType(), False),
+        T.StructField("msg_rate_out", T.DoubleType(), False),
+        T.StructField("msg_throughput_in", T.DoubleType(), False),
+        T.StructField("msg_throughput_out", T.DoubleType(), False),
+        T.StructField("producer_count", T.LongType(), False),
+        T.StructField("consumer_count", T.LongType(), False),
+        T.StructField("subscription_count", T.LongType(), False),
+    ]
+)
 
-BUNDLE_STATS_SCHEMA = T.StructType([
-    T.StructField("broker", T.StringType(), False),
-    T.StructField("bundle", T.StringType(), False),
-    T.StructField("namespace", T.StringType(), False),
-    T.StructField("range", T.StringType(), False),
-    T.StructField("msg_rate_in", T.DoubleType(), False),
-    T.StructField("msg_rate_out", T.DoubleType(), False),
-    T.StructField("msg_throughput_in", T.DoubleType(), False),
-    T.StructField("msg_throughput_out", T.DoubleType(), False),
-    T.StructField("consumer_count", T.LongType(), False),
-    T.StructField("producer_count", T.LongType(), False),
-    T.StructField("topics", T.LongType(), False),
-    T.StructField("cache_size", T.LongType(), False),
-])
+BUNDLE_STATS_SCHEMA = T.StructType(
+    [
+        T.StructField("broker", T.StringType(), False),
+        T.StructField("bundle", T.StringType(), False),
+        T.StructField("namespace", T.StringType(), False),
+        T.StructField("range", T.StringType(), False),
+        T.StructField("msg_rate_in", T.DoubleType(), False),
+        T.StructField("msg_rate_out", T.DoubleType(), False),
+        T.StructField("msg_throughput_in", T.DoubleType(), False),
+        T.StructField("msg_throughput_out", T.DoubleType(), False),
+        T.StructField("consumer_count", T.LongType(), False),
+        T.StructField("producer_count", T.LongType(), False),
+        T.StructField("topics", T.LongType(), False),
+        T.StructField("cache_size", T.LongType(), False),
+    ]
+)
 
 
 RANGE_BUCKET_SHIFT = 22
 """Ranges are looked up by ``(namespace, hash >> 22)``: 1,024 buckets over the 32-bit hash space."""
 
-RANGES_SCHEMA = T.StructType([
-    T.StructField("namespace", T.StringType(), False),
-    T.StructField("lo", T.LongType(), False),
-    T.StructField("hi", T.LongType(), False),
-    T.StructField("last", T.BooleanType(), False),
-    T.StructField("bundle", T.StringType(), False),
-])
+RANGES_SCHEMA = T.StructType(
+    [
+        T.StructField("namespace", T.StringType(), False),
+        T.StructField("lo", T.LongType(), False),
+        T.StructField("hi", T.LongType(), False),
+        T.StructField("last", T.BooleanType(), False),
+        T.StructField("bundle", T.StringType(), False),
+    ]
+)
 
 
 def range_rows(boundaries: Mapping[str, Sequence[int]]) -> list[tuple[str, int, int, bool, str]]:
@@ -61,7 +67,9 @@ def range_rows(boundaries: Mapping[str, Sequence[int]]) -> list[tuple[str, int, 
     rows = []
     for ns, bs in boundaries.items():
         bs = sorted(int(b) for b in bs)
-        rows.extend((ns, lo, hi, i == len(bs) - 2, f"0x{lo:08x}_0x{hi:08x}") for i, (lo, hi) in enumerate(zip(bs, bs[1:])))
+        rows.extend(
+            (ns, lo, hi, i == len(bs) - 2, f"0x{lo:08x}_0x{hi:08x}") for i, (lo, hi) in enumerate(zip(bs, bs[1:]))
+        )
     return rows
 
 
@@ -97,8 +105,9 @@ def with_live_bundle(topics: DataFrame, boundaries: Mapping[str, Sequence[int]])
         & (hashed["hash"] >= F.col("_r.lo"))
         & ((hashed["hash"] < F.col("_r.hi")) | (F.col("_r.last") & (hashed["hash"] == F.col("_r.hi"))))
     )
-    return hashed.join(r, cond, "left").select(*[hashed[c] for c in topics.columns], hashed["hash"],
-                                               F.col("_r.bundle").alias("bundle"))
+    return hashed.join(r, cond, "left").select(
+        *[hashed[c] for c in topics.columns], hashed["hash"], F.col("_r.bundle").alias("bundle")
+    )
 
 
 def bundle_load(mapped_topics: DataFrame) -> DataFrame:
@@ -111,16 +120,28 @@ def bundle_load(mapped_topics: DataFrame) -> DataFrame:
     ``collect_set`` over the topic rows themselves would make Spark sort every topic row (its object
     hash aggregation falls back to sorting beyond 128 groups per task).
     """
-    sums = ("msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "producer_count", "consumer_count")
+    sums = (
+        "msg_rate_in",
+        "msg_rate_out",
+        "msg_throughput_in",
+        "msg_throughput_out",
+        "producer_count",
+        "consumer_count",
+    )
     mismatched = F.when(F.col("bundle").isNull() | (F.col("reported_bundle") != F.col("bundle")), 1).otherwise(0)
     per_broker = mapped_topics.groupBy("namespace", "bundle", "broker").agg(
-        F.count(F.lit(1)).alias("topics"), *[F.sum(c).alias(c) for c in sums],
+        F.count(F.lit(1)).alias("topics"),
+        *[F.sum(c).alias(c) for c in sums],
         F.sum(mismatched).alias("mismatched_topics"),
     )
     return (
         per_broker.groupBy("namespace", "bundle")
-        .agg(F.sum("topics").alias("topics"), *[F.sum(c).alias(c) for c in sums],
-             F.sum("mismatched_topics").alias("mismatched_topics"), F.array_sort(F.collect_list("broker")).alias("brokers"))
+        .agg(
+            F.sum("topics").alias("topics"),
+            *[F.sum(c).alias(c) for c in sums],
+            F.sum("mismatched_topics").alias("mismatched_topics"),
+            F.array_sort(F.collect_list("broker")).alias("brokers"),
+        )
         .withColumn("bundle_full", F.concat_ws("/", "namespace", "bundle"))
     )
 
@@ -152,15 +173,21 @@ def topics_in_bundles(topics: DataFrame, bundles: Sequence[str], boundaries: Map
         last = hi == max(int(b) for b in boundaries[ns])
         ranges.setdefault(ns, []).append((lo, hi, last, rng))
     if not ranges:
-        return topics.withColumn("hash", F.crc32(F.col("topic"))).withColumn("bundle", F.lit(None).cast("string")).limit(0)
+        return (
+            topics.withColumn("hash", F.crc32(F.col("topic"))).withColumn("bundle", F.lit(None).cast("string")).limit(0)
+        )
     h = F.col("hash")
     bundle = None
     for ns, found in ranges.items():
         for lo, hi, last, name in found:
             inside = (F.col("namespace") == ns) & (h >= lo) & ((h < hi) | (F.lit(last) & (h == hi)))
             bundle = F.when(inside, F.lit(name)) if bundle is None else bundle.when(inside, F.lit(name))
-    return (topics.where(F.col("namespace").isin(list(ranges))).withColumn("hash", F.crc32(F.col("topic")))
-            .withColumn("bundle", bundle).where(F.col("bundle").isNotNull()))
+    return (
+        topics.where(F.col("namespace").isin(list(ranges)))
+        .withColumn("hash", F.crc32(F.col("topic")))
+        .withColumn("bundle", bundle)
+        .where(F.col("bundle").isNotNull())
+    )
 
 
 def synthetic_topics(
@@ -202,8 +229,9 @@ def synthetic_topics(
     )
     owner_rows = [(*b.rsplit("/", 1), o) for b, o in owners.items()]
     own = F.broadcast(spark.createDataFrame(owner_rows, "o_ns string, o_bundle string, o_broker string"))
-    mapped = with_live_bundle(base.select("broker", "namespace", "reported_bundle", "topic", "msg_rate_in", "subs",
-                                          "size"), boundaries)
+    mapped = with_live_bundle(
+        base.select("broker", "namespace", "reported_bundle", "topic", "msg_rate_in", "subs", "size"), boundaries
+    )
     return mapped.join(own, (mapped["namespace"] == own["o_ns"]) & (mapped["bundle"] == own["o_bundle"])).select(
         F.col("o_broker").alias("broker"),
         "namespace",
@@ -234,9 +262,18 @@ def bundle_stats_of_topics(topics: DataFrame) -> DataFrame:
             F.count(F.lit(1)).alias("topics"),
         )
         .select(
-            "broker", F.concat_ws("/", "namespace", "range").alias("bundle"), "namespace", "range",
-            "msg_rate_in", "msg_rate_out", "msg_throughput_in", "msg_throughput_out", "consumer_count",
-            "producer_count", "topics", F.col("msg_throughput_in").cast("long").alias("cache_size"),
+            "broker",
+            F.concat_ws("/", "namespace", "range").alias("bundle"),
+            "namespace",
+            "range",
+            "msg_rate_in",
+            "msg_rate_out",
+            "msg_throughput_in",
+            "msg_throughput_out",
+            "consumer_count",
+            "producer_count",
+            "topics",
+            F.col("msg_throughput_in").cast("long").alias("cache_size"),
         )
     )
 
@@ -245,7 +282,7 @@ class _MergeDicts(AccumulatorParam):
     def zero(self, value: dict) -> dict:
         return {}
 
-    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - PySpark's name
+    def addInPlace(self, a: dict, b: dict) -> dict:
         a.update(b)
         return a
 
@@ -306,8 +343,20 @@ def _warm_up_fetch(brokers, outcome):
     for broker in brokers:
         outcome.add({broker: ("ok", 4)})
         for i in range(4):
-            yield (broker, "t/ns", "0x00000000_0x80000000", "persistent", f"persistent://t/ns/{broker}-{i}",
-                   1.0, 2.0, 100.0, 200.0, 1, 2, 2)
+            yield (
+                broker,
+                "t/ns",
+                "0x00000000_0x80000000",
+                "persistent",
+                f"persistent://t/ns/{broker}-{i}",
+                1.0,
+                2.0,
+                100.0,
+                200.0,
+                1,
+                2,
+                2,
+            )
 
 
 def warm_up(spark, work_dir: str) -> dict[str, int]:
@@ -321,14 +370,29 @@ def warm_up(spark, work_dir: str) -> dict[str, int]:
     mismatched = total_mismatches(spark.read.parquet(f"{work_dir}/bundle_load.parquet"))
     examples = mismatches(mapped).limit(10).collect()
     split = topics_in_bundles(spark.read.parquet(topics), ["t/ns/0x00000000_0x80000000"], boundaries).collect()
-    bundle_stats_of_topics(spark.read.parquet(topics)).write.mode("overwrite").parquet(f"{work_dir}/bundle_stats.parquet")
-    generated = synthetic_topics(spark, topics=100, namespaces=["t/ns"], owners={"t/ns/0x00000000_0x80000000": "b1:8080",
-                                                                                "t/ns/0x80000000_0xffffffff": "b2:8080"},
-                                 boundaries=boundaries, zipf_exponent=0.8, top_msg_rate=100.0, rank_multiplier=61,
-                                 partitions=2).count()
+    bundle_stats_of_topics(spark.read.parquet(topics)).write.mode("overwrite").parquet(
+        f"{work_dir}/bundle_stats.parquet"
+    )
+    generated = synthetic_topics(
+        spark,
+        topics=100,
+        namespaces=["t/ns"],
+        owners={"t/ns/0x00000000_0x80000000": "b1:8080", "t/ns/0x80000000_0xffffffff": "b2:8080"},
+        boundaries=boundaries,
+        zipf_exponent=0.8,
+        top_msg_rate=100.0,
+        rank_multiplier=61,
+        partitions=2,
+    ).count()
     spark.createDataFrame([("p", 1, "a")], "plan_id string, seq int, kind string").write.mode("overwrite").parquet(
-        f"{work_dir}/actions.parquet")
+        f"{work_dir}/actions.parquet"
+    )
     with removed_on_failure(spark, [f"{work_dir}/none.parquet"], [f"{work_dir}/none"]):
         pass
-    return {"brokers": len(fetched), "mismatches": mismatched, "examples": len(examples), "splitTopics": len(split),
-            "generated": generated}
+    return {
+        "brokers": len(fetched),
+        "mismatches": mismatched,
+        "examples": len(examples),
+        "splitTopics": len(split),
+        "generated": generated,
+    }

@@ -15,6 +15,7 @@ from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.pipeline.collect import broker_load_row
 from pulsar_rebalance.pipeline.params import resource_weights
 
+
 def carried(entry: Mapping[str, Any] | None, run_id: str) -> Any:
     """The value a run starts from: ``before`` if this run already wrote the entry, else ``after``."""
     if not entry:
@@ -83,11 +84,19 @@ def bundle_load_rows(
     for broker, data in sorted(parsed.items()):
         for bundle, st in data.last_stats.items():
             bd = averages[bundle]["after"]
-            rows.append({
-                "bundle": bundle, "broker_id": broker,
-                "msg_rate_in": st.msg_rate_in, "msg_rate_out": st.msg_rate_out,
-                "msg_throughput_in": st.msg_throughput_in, "msg_throughput_out": st.msg_throughput_out,
-                "topics": st.topics, "producers": st.producer_count, "consumers": st.consumer_count,
-                "short_term": bd.get("shortTermData"), "long_term": bd.get("longTermData"),
-            })
+            rows.append(
+                {
+                    "bundle": bundle,
+                    "broker_id": broker,
+                    "msg_rate_in": st.msg_rate_in,
+                    "msg_rate_out": st.msg_rate_out,
+                    "msg_throughput_in": st.msg_throughput_in,
+                    "msg_throughput_out": st.msg_throughput_out,
+                    "topics": st.topics,
+                    "producers": st.producer_count,
+                    "consumers": st.consumer_count,
+                    "short_term": bd.get("shortTermData"),
+                    "long_term": bd.get("longTermData"),
+                }
+            )
     return rows

@@ -44,12 +44,12 @@ import httpx
 from pulsar_rebalance.errors import (
     AdminConnectError,
     AdminTimeoutError,
+    ConfigError,
     ConflictError,
     MalformedResponseError,
     NotAuthorizedError,
     NotFoundError,
     PreconditionFailedError,
-    ConfigError,
     PulsarAdminError,
     ServerSideError,
 )
@@ -80,9 +80,15 @@ class ClientSpec:
     authorization: str | None = field(default=None, repr=False)
 
     def build(self) -> PulsarAdminClient:
-        client = PulsarAdminClient.from_url(self.url, tls_verify=self.tls_verify, tls_cert_file=self.tls_cert_file,
-                                            tls_key_file=self.tls_key_file, timeout=self.timeout,
-                                            retries=self.retries, backoff_s=self.backoff_s)
+        client = PulsarAdminClient.from_url(
+            self.url,
+            tls_verify=self.tls_verify,
+            tls_cert_file=self.tls_cert_file,
+            tls_key_file=self.tls_key_file,
+            timeout=self.timeout,
+            retries=self.retries,
+            backoff_s=self.backoff_s,
+        )
         if self.authorization:
             client._http.headers["Authorization"] = self.authorization
         client._spec = self
@@ -167,9 +173,16 @@ class PulsarAdminClient:
             follow_redirects=False,
         )
         client = cls(http, retries=retries, backoff_s=backoff_s)
-        client._spec = ClientSpec(url=url, tls_verify=tls_verify, tls_cert_file=tls_cert_file, tls_key_file=tls_key_file,
-                                  timeout=timeout, retries=retries, backoff_s=backoff_s,
-                                  authorization=headers.get("Authorization"))
+        client._spec = ClientSpec(
+            url=url,
+            tls_verify=tls_verify,
+            tls_cert_file=tls_cert_file,
+            tls_key_file=tls_key_file,
+            timeout=timeout,
+            retries=retries,
+            backoff_s=backoff_s,
+            authorization=headers.get("Authorization"),
+        )
         return client
 
     _spec: ClientSpec | None = None
@@ -179,8 +192,12 @@ class PulsarAdminClient:
         retries and the credential (as its ``Authorization`` header, kept out of ``repr``)."""
         if self._spec is not None:
             return self._spec
-        return ClientSpec(url=self.base_url, retries=self._retries, backoff_s=self._backoff_s,
-                          authorization=self._http.headers.get("Authorization"))
+        return ClientSpec(
+            url=self.base_url,
+            retries=self._retries,
+            backoff_s=self._backoff_s,
+            authorization=self._http.headers.get("Authorization"),
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -372,14 +389,24 @@ class PulsarAdminClient:
                 if attempt >= self._retries:
                     raise
                 delay = min(self._backoff_s * (2**attempt), 2.0)
-                logger.warning("GET %s failed (%s); retry %d/%d in %.2fs", exc.url, type(exc).__name__,
-                               attempt + 1, self._retries, delay)
+                logger.warning(
+                    "GET %s failed (%s); retry %d/%d in %.2fs",
+                    exc.url,
+                    type(exc).__name__,
+                    attempt + 1,
+                    self._retries,
+                    delay,
+                )
                 time.sleep(delay)
                 attempt += 1
         final_url = str(response.request.url)
         try:
             return response.json(), final_url
-        except (ValueError, RecursionError, UnicodeDecodeError) as exc:  # ValueError: bad JSON, or an int of > 4300 digits
+        except (
+            ValueError,
+            RecursionError,
+            UnicodeDecodeError,
+        ) as exc:  # ValueError: bad JSON, or an int of > 4300 digits
             raise MalformedResponseError(
                 f"GET {final_url}: body is not JSON ({exc})",
                 status_code=response.status_code,
@@ -404,7 +431,9 @@ class PulsarAdminClient:
             if not location:
                 raise PulsarAdminError(
                     f"{method} {request.url} -> {response.status_code} without a Location header",
-                    status_code=response.status_code, url=str(request.url), body=_excerpt(response.text),
+                    status_code=response.status_code,
+                    url=str(request.url),
+                    body=_excerpt(response.text),
                 )
             target = request.url.join(location)
             logger.debug("%s %s redirected to %s", method, request.url, target)
@@ -451,9 +480,7 @@ class PulsarAdminClient:
             response.read()
             return response
         except httpx.TimeoutException as exc:
-            raise AdminTimeoutError(
-                f"{request.method} {url}: timed out ({type(exc).__name__})", url=url
-            ) from exc
+            raise AdminTimeoutError(f"{request.method} {url}: timed out ({type(exc).__name__})", url=url) from exc
         except httpx.TransportError as exc:
             raise AdminConnectError(
                 f"{request.method} {url}: cannot reach the Pulsar admin service at {url} ({type(exc).__name__}: {exc})",
@@ -481,7 +508,6 @@ def _split_userinfo(url: str) -> tuple[str, str | None]:
         return url, None
     credentials = f"{parsed.username}:{parsed.password}".encode()
     return str(parsed.copy_with(username=None, password=None)), "Basic " + base64.b64encode(credentials).decode()
-
 
 
 _STATUS_ERRORS: Mapping[int, type[PulsarAdminError]] = {
@@ -566,7 +592,7 @@ def _check_local_broker_data(data: dict[str, Any], url: str) -> None:
         if not isinstance(usage, dict) or not all(
             isinstance(usage.get(f), (int, float)) and not isinstance(usage.get(f), bool) for f in ("usage", "limit")
         ):
-            raise _malformed(url, f"'{key}' must be {{\"usage\": number, \"limit\": number}}", data)
+            raise _malformed(url, f'\'{key}\' must be {{"usage": number, "limit": number}}', data)
     for key in _LOAD_REPORT_NUMBER_KEYS:
         if not isinstance(data.get(key), (int, float)) or isinstance(data.get(key), bool):
             raise _malformed(url, f"'{key}' missing or not a number", data)

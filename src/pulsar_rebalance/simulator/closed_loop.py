@@ -33,7 +33,10 @@ FINAL_WINDOW = 5
 STRATEGIES: Mapping[str, dict[str, Any]] = {
     "OverloadShedder": {"shedding": "OverloadShedder"},
     "ThresholdShedder": {"shedding": "ThresholdShedder"},
-    "ThresholdShedder+lowerBoundary": {"shedding": "ThresholdShedder", "config": {"lowerBoundarySheddingEnabled": True}},
+    "ThresholdShedder+lowerBoundary": {
+        "shedding": "ThresholdShedder",
+        "config": {"lowerBoundarySheddingEnabled": True},
+    },
     "UniformLoadShedder": {"shedding": "UniformLoadShedder"},
     "AvgShedder": {"shedding": "AvgShedder"},
     "TransferShedder": {"shedding": "TransferShedder"},
@@ -124,7 +127,12 @@ def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str
             cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
         if extra_cycle:
             cycle.update(extra_cycle)
-        doc: dict[str, Any] = {"shedding": spec["shedding"], "seed": run.seed, "assignDestinations": True, "cycles": [cycle]}
+        doc: dict[str, Any] = {
+            "shedding": spec["shedding"],
+            "seed": run.seed,
+            "assignDestinations": True,
+            "cycles": [cycle],
+        }
         if "config" in spec:
             doc["config"] = dict(spec["config"])
         if state is not None:

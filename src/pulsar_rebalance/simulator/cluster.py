@@ -233,7 +233,9 @@ class BrokerSpec:
     direct_memory_mb: float = 4096.0
 
 
-def system_usage(spec: BrokerSpec, *, msg_rate: float, thr_in: float, thr_out: float, topics: int) -> dict[str, dict[str, float]]:
+def system_usage(
+    spec: BrokerSpec, *, msg_rate: float, thr_in: float, thr_out: float, topics: int
+) -> dict[str, dict[str, float]]:
     """SystemResourceUsage per the module-docstring model (cpu in core-%, Kbit/s, MiB)."""
     throughput = thr_in + thr_out
     nic_limit_kbps = float(spec.nic_speed_mbps) * 1024  # LinuxBrokerHostUsageImpl: Mbit/s * 1024

@@ -56,7 +56,6 @@ from pulsar_rebalance.core.bundles import (
     bundle_full_name,
     split_full_name,
     split_range,
-    topic_hash,
 )
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
@@ -331,13 +330,21 @@ class ClusterModel:
         stats = self.bundle_stats() if stats is None else stats
         ideal = self.ideal_usage(stats)
         live = [self.brokers[b] for b in self.live_brokers()]
-        hottest = max(self.topics, key=lambda t: t.rate_in * t.msg_size * (1 + t.rate_out / t.rate_in if t.rate_in else 1), default=None)
+        hottest = max(
+            self.topics,
+            key=lambda t: t.rate_in * t.msg_size * (1 + t.rate_out / t.rate_in if t.rate_in else 1),
+            default=None,
+        )
         if hottest is None or not live:
             return ideal
-        items = [{
-            "msgRateIn": hottest.rate_in, "msgRateOut": hottest.rate_out,
-            "msgThroughputIn": hottest.rate_in * hottest.msg_size, "msgThroughputOut": hottest.rate_out * hottest.msg_size,
-        }]
+        items = [
+            {
+                "msgRateIn": hottest.rate_in,
+                "msgRateOut": hottest.rate_out,
+                "msgThroughputIn": hottest.rate_in * hottest.msg_size,
+                "msgThroughputOut": hottest.rate_out * hottest.msg_size,
+            }
+        ]
         cap = self.config.load_balancer_namespace_maximum_bundles
         full = {ns for ns, nb in self.namespaces.items() if len(nb.ranges) >= cap}
         items += [s for b, s in stats.items() if split_full_name(b)[0] in full]
@@ -345,7 +352,9 @@ class ClusterModel:
         specs = list({(b.cores, b.nic_mbps): b for b in live}.values())  # one broker per capacity
 
         def alone(item: Mapping[str, Any]) -> float:
-            return min(max(r["usage"] / r["limit"] for r in self._usage(b, [item], noisy=False).values()) for b in specs)
+            return min(
+                max(r["usage"] / r["limit"] for r in self._usage(b, [item], noisy=False).values()) for b in specs
+            )
 
         return max(ideal, max(alone(item) for item in items))
 
@@ -390,10 +399,16 @@ class ClusterModel:
             if given:
                 points = [int(b, 16) if isinstance(b, str) else int(b) for b in given]
             else:
-                rates = {n: TopicRates(v["msgRateIn"], v["msgRateOut"], v["msgThroughputIn"], v["msgThroughputOut"])
-                         for n, v in self.topic_rates(bundle).items()}
-                points = get_split_boundaries(self.config.default_namespace_bundle_split_algorithm, r,
-                                              topics=rates, config=self.config) or []
+                rates = {
+                    n: TopicRates(v["msgRateIn"], v["msgRateOut"], v["msgThroughputIn"], v["msgThroughputOut"])
+                    for n, v in self.topic_rates(bundle).items()
+                }
+                points = (
+                    get_split_boundaries(
+                        self.config.default_namespace_bundle_split_algorithm, r, topics=rates, config=self.config
+                    )
+                    or []
+                )
             if not points:
                 res.rejected.append(f"split {bundle}: the algorithm found no boundary")
                 continue
@@ -419,7 +434,7 @@ class ClusterModel:
                 self._move(child, None, res, stats)
         # the load manager's level (what Pulsar's leader executes) when the output has it
         executed = cycle_out.get("executed")
-        for u in (executed["unloads"] if executed is not None else cycle_out.get("unloads", [])):
+        for u in executed["unloads"] if executed is not None else cycle_out.get("unloads", []):
             bundle = u["bundle"]
             if self.owners.get(bundle) != u["broker"]:
                 res.rejected.append(f"unload {bundle}: not owned by {u['broker']}")

@@ -89,10 +89,16 @@ def generate_cluster(
     _require(partitions >= 1, "partitions", f"partitions must be >= 1, got {partitions}")
     _require(bundles_per_namespace >= 1, "bundles_per_namespace", "bundles_per_namespace must be >= 1")
     _require(math.isfinite(skew) and skew > 0, "skew", f"skew must be a positive number, got {skew}")
-    _require(hot_namespace is None or hot_namespace in namespaces, "hot_namespace",
-             f"hot_namespace {hot_namespace!r} is not one of {list(namespaces)}")
-    _require(port_base == 0 or 0 < port_base and port_base + brokers - 1 <= 65535, "port_base",
-             f"ports {port_base}..{port_base + brokers - 1} are not valid TCP ports")
+    _require(
+        hot_namespace is None or hot_namespace in namespaces,
+        "hot_namespace",
+        f"hot_namespace {hot_namespace!r} is not one of {list(namespaces)}",
+    )
+    _require(
+        port_base == 0 or 0 < port_base and port_base + brokers - 1 <= 65535,
+        "port_base",
+        f"ports {port_base}..{port_base + brokers - 1} are not valid TCP ports",
+    )
 
     rng = random.Random(seed)
     specs = [

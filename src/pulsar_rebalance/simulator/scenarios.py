@@ -41,7 +41,7 @@ class ScenarioRun:
 
 
 def _topics(rng: random.Random, n: int, namespaces: Sequence[str], zipf_s: float) -> list[Topic]:
-    weights = [1.0 / (k ** zipf_s) for k in range(1, n + 1)]
+    weights = [1.0 / (k**zipf_s) for k in range(1, n + 1)]
     rng.shuffle(weights)
     phases = [0.0, 0.1, 0.35, 0.6]
     out = []
@@ -135,8 +135,15 @@ def _new_model(
     first = brokers[0].broker_id
     owners = {bundle_full_name(ns, r.name): first for ns, nb in nbs.items() for r in nb.ranges}
     model = ClusterModel(
-        brokers=brokers, namespaces=nbs, topics=topics, owners=owners, seed=seed,
-        noise=noise, drift_sigma=drift, daily_amplitude=daily, events=events,
+        brokers=brokers,
+        namespaces=nbs,
+        topics=topics,
+        owners=owners,
+        seed=seed,
+        noise=noise,
+        drift_sigma=drift,
+        daily_amplitude=daily,
+        events=events,
     )
     return model, rng
 
@@ -243,7 +250,9 @@ def periodic_jitter(seed: int) -> ScenarioRun:
 
 
 def large_zipf(seed: int) -> ScenarioRun:
-    m, rng = _new_model(seed, n_brokers=100, n_namespaces=40, bundles_per_ns=128, n_topics=200_000, zipf_s=0.6, drift=0.005)
+    m, rng = _new_model(
+        seed, n_brokers=100, n_namespaces=40, bundles_per_ns=128, n_topics=200_000, zipf_s=0.6, drift=0.005
+    )
     _calibrate(m, 0.5)
     _place_by_count(m, _ids(m), rng)
     return ScenarioRun("large-zipf", seed, m, 20, "100 brokers, 5,120 bundles, 200,000 Zipf topics, spread by count")

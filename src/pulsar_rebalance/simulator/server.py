@@ -296,8 +296,14 @@ class SimulatedPulsar:
             raise ValueError(f"status must be an HTTP error code, got {status}")
         with self._faults_lock:
             self._request_faults.append(
-                [method.upper() if method else None, path_contains, status, times, "error-after" if after_effect else "error",
-                 None if broker is None else self._resolve(broker)]
+                [
+                    method.upper() if method else None,
+                    path_contains,
+                    status,
+                    times,
+                    "error-after" if after_effect else "error",
+                    None if broker is None else self._resolve(broker),
+                ]
             )
 
     def inject_request_latency(
@@ -309,7 +315,9 @@ class SimulatedPulsar:
         if seconds < 0:
             raise ValueError(f"latency must be >= 0, got {seconds}")
         with self._faults_lock:
-            self._request_faults.append([method.upper() if method else None, path_contains, seconds, times, "latency", None])
+            self._request_faults.append(
+                [method.upper() if method else None, path_contains, seconds, times, "latency", None]
+            )
 
     def inject_malformed_load_report(self, broker: str | int, enabled: bool = True) -> None:
         """Make ``broker``'s load report a truncated (invalid) JSON document with status 200."""
@@ -362,9 +370,9 @@ class SimulatedPulsar:
             if not sep or not target or not action:
                 raise ValueError(f"fault {item!r}: expected <broker>:<kind>[=<value>]")
             kind, _, value = action.partition("=")
-            targets: Sequence[str | int] = self.state.broker_ids() if target == "*" else [
-                int(target) if target.isdigit() else target
-            ]
+            targets: Sequence[str | int] = (
+                self.state.broker_ids() if target == "*" else [int(target) if target.isdigit() else target]
+            )
             for t in targets:
                 if kind == "error":
                     self.inject_error(t, int(value or 500))
@@ -403,8 +411,12 @@ class SimulatedPulsar:
         with self._faults_lock:
             for fault in self._request_faults:
                 method, needle, value, times, fault_kind, broker = fault
-                if (fault_kind == kind and (method is None or method == req.method) and needle in req.path
-                        and broker in (None, req.broker_id)):
+                if (
+                    fault_kind == kind
+                    and (method is None or method == req.method)
+                    and needle in req.path
+                    and broker in (None, req.broker_id)
+                ):
                     if times is not None:
                         fault[3] = times - 1
                         if fault[3] <= 0:
@@ -454,14 +466,15 @@ class SimulatedPulsar:
         finally:
             with self._log_lock:
                 self._in_flight -= 1
-                record = RequestRecord(len(self._log) + 1, req.broker_id, req.method, req.path, resp.status,
-                                       req.executed)
+                record = RequestRecord(
+                    len(self._log) + 1, req.broker_id, req.method, req.path, resp.status, req.executed
+                )
                 self._log.append(record)
                 listeners = list(self._listeners)
         for listener in listeners:
             try:
                 listener(record)
-            except Exception:  # noqa: BLE001 - a test hook must not break the broker
+            except Exception:
                 logger.exception("request listener failed")
         return resp
 
@@ -471,7 +484,9 @@ class SimulatedPulsar:
         status = self._take_request_fault(req, "error-after")
         if status is None:
             return resp
-        return _Response(status, {"reason": f"Injected fault on broker {req.broker_id} (after the request took effect)"})
+        return _Response(
+            status, {"reason": f"Injected fault on broker {req.broker_id} (after the request took effect)"}
+        )
 
     def _handle(self, req: _Request) -> _Response:
         latency, error_status, req.malformed_load_report = self._take_fault(req.broker_id)
@@ -744,16 +759,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
         finally:
             self.server.track(self.connection, False)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server API
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
     def _dispatch(self, method: str) -> None:
@@ -792,5 +807,5 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if payload:
             self.wfile.write(payload)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         logger.debug("[%s] %s", self.server.broker_id, format % args)

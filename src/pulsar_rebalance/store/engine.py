@@ -92,9 +92,10 @@ def normalise_url(url: str, *, source: str = "database URL") -> str:
     candidate = f"{_DRIVER}://{rest}"
     try:
         parsed = make_url(candidate)
-    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
-        raise StoreError(f"{source} cannot be parsed as a database URL (expected "
-                         "postgresql://user:password@host:port/dbname)") from None
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        raise StoreError(
+            f"{source} cannot be parsed as a database URL (expected postgresql://user:password@host:port/dbname)"
+        ) from None
     if not parsed.database:
         raise StoreError(f"{source} names no database: {redact_url(parsed)}")
     return candidate
@@ -289,7 +290,7 @@ def create_database(server_url: str, name: str) -> str:
             if not exists:
                 try:
                     conn.execute(text(f'CREATE DATABASE "{name}"'))
-                except Exception as exc:  # noqa: BLE001 - narrowed just below
+                except Exception as exc:
                     if getattr(getattr(exc, "orig", None), "pgcode", None) != "42P04":  # duplicate_database
                         raise
     except OperationalError as exc:

@@ -208,8 +208,14 @@ def record_resend(s: Session, *, action_id: int, reason: str, actor: str = "exec
     action.attempts += 1
     action.started_at = datetime.now(UTC)
     s.flush()
-    audit(s, event="action.resent", actor=actor, plan_id=action.plan_id, action_id=action_id,
-          details={"attempts": action.attempts, "reason": reason})
+    audit(
+        s,
+        event="action.resent",
+        actor=actor,
+        plan_id=action.plan_id,
+        action_id=action_id,
+        details={"attempts": action.attempts, "reason": reason},
+    )
     return _action_view(action)
 
 
@@ -224,8 +230,13 @@ def interrupt_dead_executions(s: Session, *, cluster_id: int, except_plan_id: st
         stmt = stmt.where(Plan.plan_id != except_plan_id)
     dead = list(s.execute(stmt).scalars())
     for plan_id in dead:
-        set_plan_status(s, plan_id=plan_id, status="interrupted", actor=SYSTEM_ACTOR,
-                        details={"reason": "its execution process died (the cluster's execution lock was free)"})
+        set_plan_status(
+            s,
+            plan_id=plan_id,
+            status="interrupted",
+            actor=SYSTEM_ACTOR,
+            details={"reason": "its execution process died (the cluster's execution lock was free)"},
+        )
         logger.warning("[%s] execution interrupted: its process died; resume or abort it", plan_id)
     return dead
 
@@ -235,8 +246,12 @@ def last_execution_activity(s: Session, *, cluster_id: int, exclude_plan_id: str
     row = s.execute(
         select(AuditLog.at, AuditLog.plan_id)
         .join(Plan, Plan.plan_id == AuditLog.plan_id)
-        .where(Plan.cluster_id == cluster_id, Plan.plan_id != exclude_plan_id, Plan.dry_run.is_(False),
-               AuditLog.event.in_(("execution_started", "execution_finished")))
+        .where(
+            Plan.cluster_id == cluster_id,
+            Plan.plan_id != exclude_plan_id,
+            Plan.dry_run.is_(False),
+            AuditLog.event.in_(("execution_started", "execution_finished")),
+        )
         .order_by(AuditLog.at.desc())
         .limit(1)
     ).first()

@@ -102,9 +102,7 @@ def sync_ownership(
             )
         )
         previous = open_rows.get(bundle)
-        changes.append(
-            OwnershipChange(bundle, previous.broker_id if previous else None, broker, row_cause, action_id)
-        )
+        changes.append(OwnershipChange(bundle, previous.broker_id if previous else None, broker, row_cause, action_id))
     s.flush()
     changes.sort(key=lambda c: c.bundle)
     if changes:

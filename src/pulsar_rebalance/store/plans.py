@@ -111,7 +111,11 @@ def create_plan(
         raise InvalidRowError("strategies", "must be a mapping or a list of strategy names")
     if not isinstance(config, Mapping):
         raise InvalidRowError("config", f"must be a mapping, got {type(config).__name__}")
-    if isinstance(required_approvals, bool) or not isinstance(required_approvals, int) or not 1 <= required_approvals <= 5:
+    if (
+        isinstance(required_approvals, bool)
+        or not isinstance(required_approvals, int)
+        or not 1 <= required_approvals <= 5
+    ):
         raise InvalidRowError("required_approvals", f"must be an integer from 1 to 5, got {required_approvals!r}")
     plan_values = {
         "run_id": run_id,
@@ -133,8 +137,13 @@ def create_plan(
         raise InvalidRowError("cluster_id", f"run {run_id!r} belongs to cluster id {run_cluster}, not {cluster_id}")
     cluster = s.execute(select(Cluster.name).where(Cluster.id == cluster_id)).scalar_one()
     try:
-        planned = CorePlan(cluster=cluster, run_id=run_id, dry_run=dry_run, summary=summary,
-                       actions=tuple(sorted(action_values, key=lambda a: a.seq)))
+        planned = CorePlan(
+            cluster=cluster,
+            run_id=run_id,
+            dry_run=dry_run,
+            summary=summary,
+            actions=tuple(sorted(action_values, key=lambda a: a.seq)),
+        )
     except InvalidPlanError as exc:
         raise InvalidRowError(exc.field, f"{exc.problem} (got {exc.value!r})") from exc
     plan_values["content_hash"] = planned.content_hash()
@@ -164,8 +173,13 @@ def create_plan(
         details={"status": status, "actions": len(action_values), "dry_run": dry_run},
     )
     logger.info("[%s] created plan %s with %d actions (run %s)", cluster_id, inserted, len(action_values), run_id)
-    supersede_plans(s, cluster_id=cluster_id, by_plan_id=inserted, statuses=("pending",),
-                    reason=f"a newer snapshot produced plan {inserted}")
+    supersede_plans(
+        s,
+        cluster_id=cluster_id,
+        by_plan_id=inserted,
+        statuses=("pending",),
+        reason=f"a newer snapshot produced plan {inserted}",
+    )
     return inserted
 
 
@@ -214,14 +228,29 @@ def supersede_plans(
     for plan in s.execute(_for_update(stmt.order_by(Plan.created_at))).scalars():
         previous = plan.status
         if previous == "pending":  # a pending plan has no approval row yet; an approved one keeps its own
-            s.add(Approval(plan_id=plan.plan_id, decision="superseded", decided_by=SYSTEM_ACTOR, decided_at=when,
-                           comment=reason, plan_hash=plan.content_hash, via="system"))
+            s.add(
+                Approval(
+                    plan_id=plan.plan_id,
+                    decision="superseded",
+                    decided_by=SYSTEM_ACTOR,
+                    decided_at=when,
+                    comment=reason,
+                    plan_hash=plan.content_hash,
+                    via="system",
+                )
+            )
         plan.status = "superseded"
         plan.superseded_by = by_plan_id
         plan.updated_at = when
         s.flush()
-        audit(s, event="plan.superseded", actor=SYSTEM_ACTOR, run_id=plan.run_id, plan_id=plan.plan_id,
-              details={"from": previous, "by": by_plan_id, "reason": reason})
+        audit(
+            s,
+            event="plan.superseded",
+            actor=SYSTEM_ACTOR,
+            run_id=plan.run_id,
+            plan_id=plan.plan_id,
+            details={"from": previous, "by": by_plan_id, "reason": reason},
+        )
         logger.info("[%s] plan superseded (%s): %s", plan.plan_id, previous, reason)
         done.append(plan.plan_id)
     return done
@@ -229,7 +258,9 @@ def supersede_plans(
 
 def plans_superseded_by(s: Session, *, plan_id: str) -> list[str]:
     """Ids of the plans that ``plan_id`` superseded."""
-    return list(s.execute(select(Plan.plan_id).where(Plan.superseded_by == plan_id).order_by(Plan.created_at)).scalars())
+    return list(
+        s.execute(select(Plan.plan_id).where(Plan.superseded_by == plan_id).order_by(Plan.created_at)).scalars()
+    )
 
 
 def new_plan_id(now: datetime | None = None) -> str:

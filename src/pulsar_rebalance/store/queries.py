@@ -61,16 +61,24 @@ def list_plan_rows(s: Session, *, limit: int = 50, status: str | None = None) ->
     for p in plans:
         summary = p.summary or {}
         result = p.result or {}
-        rows.append(PlanRow(
-            plan_id=p.plan_id, run_id=p.run_id, cluster=names.get(p.cluster_id, str(p.cluster_id)), status=p.status,
-            created_at=p.created_at, expires_at=p.expires_at, dry_run=p.dry_run,
-            splits=sum(a.kind == "split" for a in p.actions), unloads=sum(a.kind == "unload" for a in p.actions),
-            max_usage_before=summary.get("maxUsageBefore"),
-            max_usage_after_predicted=summary.get("maxUsageAfterPredicted"),
-            max_usage_after_measured=result.get("max_usage_after") if isinstance(result, dict) else None,
-            decided_by=p.approval.decided_by if p.approval else None,
-            decision=p.approval.decision if p.approval else None,
-        ))
+        rows.append(
+            PlanRow(
+                plan_id=p.plan_id,
+                run_id=p.run_id,
+                cluster=names.get(p.cluster_id, str(p.cluster_id)),
+                status=p.status,
+                created_at=p.created_at,
+                expires_at=p.expires_at,
+                dry_run=p.dry_run,
+                splits=sum(a.kind == "split" for a in p.actions),
+                unloads=sum(a.kind == "unload" for a in p.actions),
+                max_usage_before=summary.get("maxUsageBefore"),
+                max_usage_after_predicted=summary.get("maxUsageAfterPredicted"),
+                max_usage_after_measured=result.get("max_usage_after") if isinstance(result, dict) else None,
+                decided_by=p.approval.decided_by if p.approval else None,
+                decision=p.approval.decision if p.approval else None,
+            )
+        )
     return rows
 
 

@@ -259,9 +259,7 @@ class Plan(Base):
         CheckConstraint(_in("status", PLAN_STATUSES), name="status"),
         CheckConstraint("required_approvals BETWEEN 1 AND 5", name="required_approvals"),
         # at most one plan per cluster executing at a time: the database-side execution guard
-        Index(
-            "uq_plans_one_executing", "cluster_id", unique=True, postgresql_where=text("status = 'executing'")
-        ),
+        Index("uq_plans_one_executing", "cluster_id", unique=True, postgresql_where=text("status = 'executing'")),
     )
 
     plan_id: Mapped[str] = mapped_column(Text, primary_key=True)

@@ -209,8 +209,9 @@ class PlanView(_View):
                 planned.append(a.planned)
             except InvalidPlanError as exc:
                 raise exc.within(f"actions[{i}]") from None
-        return CorePlan(cluster=cluster, run_id=self.run_id, dry_run=self.dry_run, actions=tuple(planned),
-                        summary=self.summary)
+        return CorePlan(
+            cluster=cluster, run_id=self.run_id, dry_run=self.dry_run, actions=tuple(planned), summary=self.summary
+        )
 
 
 def _jsonable(value: Any) -> Any:
@@ -313,8 +314,10 @@ def _plan_view(p: Plan) -> PlanView:
             else None
         ),
         required_approvals=p.required_approvals,
-        votes=tuple(VoteView(voter=v.voter, voted_at=v.voted_at, comment=v.comment, via=v.via, plan_hash=v.plan_hash)
-                    for v in p.votes),
+        votes=tuple(
+            VoteView(voter=v.voter, voted_at=v.voted_at, comment=v.comment, via=v.via, plan_hash=v.plan_hash)
+            for v in p.votes
+        ),
         content_hash=p.content_hash,
         gate=p.gate,
         superseded_by=p.superseded_by,

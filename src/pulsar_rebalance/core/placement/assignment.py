@@ -163,9 +163,13 @@ def _run_strategy(
             preallocated_rate=ctx.preallocated_rate,
         )
     if strategy == "LeastResourceUsageWithWeight":
-        return _LRUWW.select_broker(bundle=bundle, candidates=candidates, brokers=ctx.brokers, config=config, state=state, rng=rng)
+        return _LRUWW.select_broker(
+            bundle=bundle, candidates=candidates, brokers=ctx.brokers, config=config, state=state, rng=rng
+        )
     if strategy == "AvgShedder":
-        return avg_shedder.select_broker(bundle=bundle, candidates=candidates, state=state, rng=rng, bypass_planned=retry)
+        return avg_shedder.select_broker(
+            bundle=bundle, candidates=candidates, state=state, rng=rng, bypass_planned=retry
+        )
     raise ValueError(f"unknown modular placement strategy {strategy!r}")
 
 
@@ -207,7 +211,9 @@ def select_broker(
                 least = n
                 if n == 0:
                     break
-        even = [b for b in cands if b not in owned] if least == 0 else [b for b in cands if len(owned.get(b, ())) <= least]
+        even = (
+            [b for b in cands if b not in owned] if least == 0 else [b for b in cands if len(owned.get(b, ())) <= least]
+        )
         if len(even) < len(cands):
             notes.append(f"kept {len(even)} broker(s) owning the fewest ({least}) bundles of {ns}")
         cands = even
@@ -225,7 +231,9 @@ def select_broker(
         if retry.broker is not None:
             placement = retry
     if notes:
-        placement = Placement(placement.bundle, placement.broker, placement.tied, placement.reason + "; " + "; ".join(notes))
+        placement = Placement(
+            placement.bundle, placement.broker, placement.tied, placement.reason + "; " + "; ".join(notes)
+        )
     return placement, state
 
 

@@ -103,5 +103,7 @@ class LeastLongTermMessageRate:
         if min_score == math.inf:
             why = f"all {len(best)} candidate(s) are overloaded: random pick"
         else:
-            why = f"least long-term msg rate {min_score:.1f} msg/s" + (f" ({len(best)} tied: seeded pick)" if len(best) > 1 else "")
+            why = f"least long-term msg rate {min_score:.1f} msg/s" + (
+                f" ({len(best)} tied: seeded pick)" if len(best) > 1 else ""
+            )
         return Placement(bundle, chosen, tuple(best), why), state

@@ -75,7 +75,9 @@ class LeastResourceUsageWithWeight:
         best = [b for b in candidates if hist.get(b, MAX_RESOURCE_USAGE) + diff <= avg]
         new_state = state.evolve(lruww_avg_usage=hist)
         if not best:
-            return _pick(bundle, list(candidates), rng, f"no candidate {diff:.2f} below avg usage {avg:.4f}: random among all"), new_state
+            return _pick(
+                bundle, list(candidates), rng, f"no candidate {diff:.2f} below avg usage {avg:.4f}: random among all"
+            ), new_state
         return _pick(bundle, best, rng, f"usage at least {diff:.2f} below avg {avg:.4f}"), new_state
 
 

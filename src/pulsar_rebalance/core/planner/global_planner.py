@@ -52,7 +52,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, bundle_full_name, format_boundary, split_full_name, split_range, topic_hash
+from pulsar_rebalance.core.bundles import (
+    BundleRange,
+    bundle_full_name,
+    format_boundary,
+    split_full_name,
+    split_range,
+    topic_hash,
+)
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
@@ -106,11 +113,20 @@ class PlannedUnload(Unload):
         return out
 
 
-def planned_split(bundle: str, broker: str, reason: str, points: Sequence[int], children: Sequence[str]) -> SplitDecision:
+def planned_split(
+    bundle: str, broker: str, reason: str, points: Sequence[int], children: Sequence[str]
+) -> SplitDecision:
     """A planner's split: Pulsar's ``specified_positions_divide`` at the planned boundaries, children
     named (so unloads of the same plan can name them) and not unloaded by the split itself."""
-    return SplitDecision(bundle, broker, reason, "specified_positions_divide", [format_boundary(b) for b in points],
-                         list(children), False)
+    return SplitDecision(
+        bundle,
+        broker,
+        reason,
+        "specified_positions_divide",
+        [format_boundary(b) for b in points],
+        list(children),
+        False,
+    )
 
 
 @dataclass(slots=True)
@@ -127,7 +143,9 @@ class PlannerInput:
 SPLIT_CANDIDATES_PER_BROKER = 3
 
 
-def split_candidates(reports: Mapping[str, Mapping[str, Any]], per_broker: int = SPLIT_CANDIDATES_PER_BROKER) -> list[str]:
+def split_candidates(
+    reports: Mapping[str, Mapping[str, Any]], per_broker: int = SPLIT_CANDIDATES_PER_BROKER
+) -> list[str]:
     """Each broker's busiest bundles in LocalBrokerData JSON reports (by bytes/s + 1 KiB per msg/s):
     the ones a caller should send topic rates for (``bundleTopics``) so that splits can isolate hot topics."""
     out: list[str] = []
@@ -136,8 +154,11 @@ def split_candidates(reports: Mapping[str, Mapping[str, Any]], per_broker: int =
 
         def weight(b: str) -> float:
             s = stats[b]
-            return (s.get("msgThroughputIn", 0.0) + s.get("msgThroughputOut", 0.0)
-                    + 1024 * (s.get("msgRateIn", 0.0) + s.get("msgRateOut", 0.0)))
+            return (
+                s.get("msgThroughputIn", 0.0)
+                + s.get("msgThroughputOut", 0.0)
+                + 1024 * (s.get("msgRateIn", 0.0) + s.get("msgRateOut", 0.0))
+            )
 
         out.extend(sorted(stats, key=lambda b: (-weight(b), b))[:per_broker])
     return out
@@ -156,10 +177,14 @@ class GlobalPlanner:
         self.settings = settings or PlannerSettings()
 
     # The shedder interface (ModularInput): no clock, no topic rates.
-    def find_bundles_for_unloading(self, inp: Any, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+    def find_bundles_for_unloading(
+        self, inp: Any, config: LoadBalancerConfig, state: StrategyState
+    ) -> tuple[Decision, StrategyState]:
         return self.plan(PlannerInput(inp.brokers, inp.bundle_data, inp.recently_unloaded_bundles), config, state)
 
-    def plan(self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState) -> tuple[Decision, StrategyState]:
+    def plan(
+        self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState
+    ) -> tuple[Decision, StrategyState]:
         # imported here: core.shedders registers this planner, so a module-level import would be circular
         from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
 
@@ -169,9 +194,12 @@ class GlobalPlanner:
         if now is not None:
             self._update_peaks(mem, inp, now)
         view = ClusterView(
-            inp.brokers, inp.bundle_data, config,
+            inp.brokers,
+            inp.bundle_data,
+            config,
             {b: (p["msgRate"], p["msgThroughputIn"], p["msgThroughputOut"]) for b, p in mem.peaks.items()},
-            mem.coefficients, st.model_smoothing,
+            mem.coefficients,
+            st.model_smoothing,
         )
         mem.coefficients = view.coefficients()
         eligible = [b for b in view.brokers if any(lim > 0 and w > 0 for lim, w in zip(view.limit[b], view.weights))]
@@ -186,12 +214,17 @@ class GlobalPlanner:
         overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
         max_before = max((before[b] for b in eligible), default=0.0)
         stats: dict[str, Any] = {
-            "ideal": _r(ideal), "target": _r(target), "trigger": _r(trigger), "maxUsageBefore": _r(max_before),
+            "ideal": _r(ideal),
+            "target": _r(target),
+            "trigger": _r(trigger),
+            "maxUsageBefore": _r(max_before),
         }
         changed = self._track_membership(mem, sorted(inp.brokers), now)
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
-            return skip(Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats), new_state
+            return skip(
+                Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats
+            ), new_state
         if max_before <= trigger:
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
             return skip(
@@ -275,9 +308,18 @@ class GlobalPlanner:
             )
             unloads.append(
                 PlannedUnload(
-                    s, name, d, reason, (d,),
+                    s,
+                    name,
+                    d,
+                    reason,
+                    (d,),
                     f"least predicted usage after the move among the {st.candidate_destinations} least-used brokers",
-                    {"sourceBefore": _r(us), "sourceAfter": _r(a), "destinationBefore": _r(ud), "destinationAfter": _r(bd)},
+                    {
+                        "sourceBefore": _r(us),
+                        "sourceAfter": _r(a),
+                        "destinationBefore": _r(ud),
+                        "destinationAfter": _r(bd),
+                    },
                 )
             )
 
@@ -336,7 +378,7 @@ class GlobalPlanner:
             choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
             # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
             first = bisect.bisect_left(cands, (excess,))
-            for size, name, a in cands[first:]:
+            for _size, name, a in cands[first:]:
                 found = best_dest(name)
                 if found is not None and found[0] <= target:
                     choice = (name, found[1], a, found[0])
@@ -349,8 +391,20 @@ class GlobalPlanner:
                 others = sum(size for size, name, _ in cands if name != biggest[1])
                 if not fits and biggest[0] > excess and others < excess:
                     placed: dict[str, str] = {}
-                    split = self._split(view, biggest[1], inp, config, counts, target, warnings, topic_cache, child_features,
-                                        dests, excess - st.min_gain, placed)
+                    split = self._split(
+                        view,
+                        biggest[1],
+                        inp,
+                        config,
+                        counts,
+                        target,
+                        warnings,
+                        topic_cache,
+                        child_features,
+                        dests,
+                        excess - st.min_gain,
+                        placed,
+                    )
                     if split is not None:
                         splits.append(split)
                         actions += 1
@@ -367,7 +421,7 @@ class GlobalPlanner:
                     continue
             if choice is None:
                 # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
-                for size, name, a in reversed(cands):
+                for _size, name, a in reversed(cands):
                     found = best_dest(name)
                     if found is not None and found[0] <= target:
                         choice = (name, found[1], a, found[0])
@@ -375,7 +429,7 @@ class GlobalPlanner:
             if choice is None:
                 # 4. the move that lowers max(source, destination) the most
                 best_pair: tuple[float, str, str, float, float] | None = None
-                for size, name, a in cands:
+                for _size, name, a in cands:
                     found = best_dest(name)
                     if found is not None:
                         pair = max(a, found[0])
@@ -389,7 +443,9 @@ class GlobalPlanner:
                 if us > target:
                     pinned = [n for n in view.owned[s] if n in unsplittable]
                     if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
-                        actions += self._isolate(view, s, pinned, movable, dest_candidates, history, target, overload, record)
+                        actions += self._isolate(
+                            view, s, pinned, movable, dest_candidates, history, target, overload, record
+                        )
                     warnings.append(
                         f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
                         "overloading its destination (or all are in cool-down)"
@@ -411,7 +467,12 @@ class GlobalPlanner:
                 for child in sp.children or ():
                     feats = child_features.get(child)
                     if feats is not None:
-                        mem.peaks[child] = {"msgRate": feats[0], "msgThroughputIn": feats[1], "msgThroughputOut": feats[2], "atMs": now}
+                        mem.peaks[child] = {
+                            "msgRate": feats[0],
+                            "msgThroughputIn": feats[1],
+                            "msgThroughputOut": feats[2],
+                            "atMs": now,
+                        }
             new_state = new_state.evolve(planner=mem.to_json())
         if not unloads and not splits:
             return skip(
@@ -427,8 +488,17 @@ class GlobalPlanner:
         return Decision(Label.SUCCESS, Reason.OVERLOADED, detail, tuple(unloads), tuple(splits), (), stats), new_state
 
     @staticmethod
-    def _isolate(view: ClusterView, s: str, pinned: Sequence[str], movable: Any, dest_candidates: Any,
-                 history: Mapping[str, Any], target: float, overload: float, record: Any) -> int:
+    def _isolate(
+        view: ClusterView,
+        s: str,
+        pinned: Sequence[str],
+        movable: Any,
+        dest_candidates: Any,
+        history: Mapping[str, Any],
+        target: float,
+        overload: float,
+        record: Any,
+    ) -> int:
         """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
         moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
         than the target or than ``s`` with only its pinned bundles, whichever is higher, so that the hot
@@ -455,8 +525,15 @@ class GlobalPlanner:
                 if bd <= level and bd < a and (best is None or bd < best[0]):
                     best = (bd, d)
             if best is not None:
-                record(s, name, best[1], us, a, best[0],
-                       f", held there by {', '.join(pinned)} (one hot topic: no split or move lowers it): giving it the broker to itself")
+                record(
+                    s,
+                    name,
+                    best[1],
+                    us,
+                    a,
+                    best[0],
+                    f", held there by {', '.join(pinned)} (one hot topic: no split or move lowers it): giving it the broker to itself",
+                )
                 moved += 1
         return moved
 
@@ -468,8 +545,11 @@ class GlobalPlanner:
         if mem.members and brokers != mem.members:
             joined = sorted(set(brokers) - set(mem.members))
             left = sorted(set(mem.members) - set(brokers))
-            what = "; ".join(p for p in (f"joined: {', '.join(joined)}" if joined else "",
-                                         f"left: {', '.join(left)}" if left else "") if p)
+            what = "; ".join(
+                p
+                for p in (f"joined: {', '.join(joined)}" if joined else "", f"left: {', '.join(left)}" if left else "")
+                if p
+            )
             mem.membership_changed = mem.members_at if mem.members_at is not None else now
         mem.members = brokers
         if now is not None:
@@ -490,16 +570,27 @@ class GlobalPlanner:
                 if bd is not None and bd.short_term_data.num_samples > 1:
                     t = bd.short_term_data
                     r1, r2 = s.msg_rate_in + s.msg_rate_out, t.msg_rate_in + t.msg_rate_out
-                    i1, i2, o1, o2 = s.msg_throughput_in, t.msg_throughput_in, s.msg_throughput_out, t.msg_throughput_out
+                    i1, i2, o1, o2 = (
+                        s.msg_throughput_in,
+                        t.msg_throughput_in,
+                        s.msg_throughput_out,
+                        t.msg_throughput_out,
+                    )
                     swinging = (
-                        abs(r1 - r2) > swing * max(r1, r2) or abs(i1 - i2) > swing * max(i1, i2) or abs(o1 - o2) > swing * max(o1, o2)
+                        abs(r1 - r2) > swing * max(r1, r2)
+                        or abs(i1 - i2) > swing * max(i1, i2)
+                        or abs(o1 - o2) > swing * max(o1, o2)
                     )
                 if old is None and not swinging:
                     continue
                 cur = (s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
                 prev = (old["msgRate"], old["msgThroughputIn"], old["msgThroughputOut"]) if old else (0.0, 0.0, 0.0)
                 top = tuple(max(c, p) for c, p in zip(cur, prev))
-                at = now if (swinging or old is None or any(c >= 0.8 * p for c, p in zip(cur, prev) if p > 0)) else old["atMs"]
+                at = (
+                    now
+                    if (swinging or old is None or any(c >= 0.8 * p for c, p in zip(cur, prev) if p > 0))
+                    else old["atMs"]
+                )
                 peaks[name] = {"msgRate": top[0], "msgThroughputIn": top[1], "msgThroughputOut": top[2], "atMs": at}
         mem.peaks = peaks
 
@@ -650,7 +741,9 @@ class GlobalPlanner:
             warnings.append(f"{bundle}: a child of a split made without topic rates; not split again in this plan")
             return None
         if bl.topics <= 1 or (topic_loads is not None and len(topic_loads) == 1):
-            warnings.append(f"{bundle} on {bl.broker}: a single hot topic carries it; no split or move can lower {bl.broker} further")
+            warnings.append(
+                f"{bundle} on {bl.broker}: a single hot topic carries it; no split or move can lower {bl.broker} further"
+            )
             return None
         if not rng.can_split():
             warnings.append(f"{bundle}: range cannot be split further")
@@ -674,8 +767,10 @@ class GlobalPlanner:
                 how = f"isolate its hottest topic ({size[top] / total:.0%} of the bundle) at hash {format_boundary(h)}"
             else:
                 points, part_dests = self._fitted_parts(view, bl, topic_loads, rng, dests, target, excess)
-                how = (f"{len(points) + 1} parts by topic hash, each part to move sized to the room one of the "
-                       f"least-used brokers has below the target")
+                how = (
+                    f"{len(points) + 1} parts by topic hash, each part to move sized to the room one of the "
+                    f"least-used brokers has below the target"
+                )
         else:
             mid = rng.lower + (rng.upper - rng.lower) // 2
             points = [mid]
@@ -725,9 +820,7 @@ class GlobalPlanner:
                 topic_cache[child] = []
         view.replace_bundle(bundle, children)
         counts[ns] = counts.get(ns, 0) + len(points)
-        reason = (
-            f"GlobalPlanner: {bundle} fits on no broker below target {target:.4f}; split to {how}; children placed in this plan"
-        )
+        reason = f"GlobalPlanner: {bundle} fits on no broker below target {target:.4f}; split to {how}; children placed in this plan"
         return planned_split(bundle, bl.broker, reason, points, [ch.name for ch in children])
 
 

@@ -122,7 +122,10 @@ def fit_resource(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> tuple[fl
         if a < 0:  # a negative base is not physical: refit through the origin
             if intercept:
                 rows_o = [[v / scales[i] for i, v in enumerate(r)] for r in cols]
-                ata = [[sum(r[i] * r[j] for r in rows_o) + (1e-9 if i == j else 0.0) for j in range(len(active))] for i in range(len(active))]
+                ata = [
+                    [sum(r[i] * r[j] for r in rows_o) + (1e-9 if i == j else 0.0) for j in range(len(active))]
+                    for i in range(len(active))
+                ]
                 aty = [sum(r[i] * y for r, y in zip(rows_o, ys)) for i in range(len(active))]
                 sol = _solve(ata, aty)
                 if sol is None or any(c < 0 for c in sol):

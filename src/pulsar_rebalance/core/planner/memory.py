@@ -43,7 +43,11 @@ class PlannerMemory:
     def to_json(self) -> dict[str, Any]:
         return {
             "moves": {b: dict(m) for b, m in self.moves.items()},
-            "membership": {"brokers": list(self.members), "atMs": self.members_at, "changedMs": self.membership_changed},
+            "membership": {
+                "brokers": list(self.members),
+                "atMs": self.members_at,
+                "changedMs": self.membership_changed,
+            },
             "peaks": {b: dict(p) for b, p in self.peaks.items()},
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
         }
@@ -61,7 +65,11 @@ class PlannerMemory:
             for key in ("from", "to"):
                 if not isinstance(entry.get(key), str) or not entry[key]:
                     raise ScenarioError(field_path(ep, key), "expected a non-empty broker id")
-            mem.moves[bundle] = {"from": entry["from"], "to": entry["to"], "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs"))}
+            mem.moves[bundle] = {
+                "from": entry["from"],
+                "to": entry["to"],
+                "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs")),
+            }
         sp = field_path(path, "membership")
         ms = require_object(root.get("membership", {}), sp)
         reject_unknown_keys(ms, {"brokers", "atMs", "changedMs"}, sp)

@@ -56,7 +56,7 @@ from pulsar_rebalance.core.shedders.base import (
 from pulsar_rebalance.core.state import AvgShedderBinding
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Collection
 
     from pulsar_rebalance.core.config import LoadBalancerConfig
     from pulsar_rebalance.core.decision import Decision
@@ -144,8 +144,10 @@ class AvgShedder:
             # Pulsar evaluates four computeIfAbsent(..., 0) calls joined by && over negations: they run
             # in this order until one is satisfied; setdefault reproduces the zero entries it creates.
             ps["hitCounts"] = {
-                "highOfLow": hit_high.get(lo_b), "highOfHigh": hit_high.get(hi_b),
-                "lowOfLow": hit_low.get(lo_b), "lowOfHigh": hit_low.get(hi_b),
+                "highOfLow": hit_high.get(lo_b),
+                "highOfHigh": hit_high.get(hi_b),
+                "lowOfLow": hit_low.get(lo_b),
+                "lowOfHigh": hit_low.get(hi_b),
             }
             if not triggered:
                 ps["status"] = "waiting for hit count"
@@ -168,9 +170,7 @@ class AvgShedder:
             ps["toMove"] = remaining
             ps["unit"] = unit
             metric = short_term_msg_rate if by_rate else short_term_throughput
-            candidates = [
-                (b, metric(bd)) for b, bd in inp.sheddable_bundles(hi_b) if b not in recent
-            ]
+            candidates = [(b, metric(bd)) for b, bd in inp.sheddable_bundles(hi_b) if b not in recent]
             why = (
                 f"Overloaded: {hi_b} score {scores[hi_b]:.2f} vs {lo_b} {scores[lo_b]:.2f} (gap {gap:.2f}); "
                 f"move {remaining:.2f} {unit} to {lo_b}"
@@ -210,7 +210,9 @@ def select_broker(
     """
     binding = state.avg_bundle_broker.get(bundle)
     if binding is not None and binding.broker in candidates and not bypass_planned:
-        return Placement(bundle, binding.broker, (binding.broker,), "planned by AvgShedder in this shedding attempt"), state
+        return Placement(
+            bundle, binding.broker, (binding.broker,), "planned by AvgShedder in this shedding attempt"
+        ), state
     if not candidates:
         return Placement(bundle, None, (), "no candidate brokers"), state
     ordered = sorted(candidates)
@@ -224,7 +226,9 @@ def select_broker(
         why = f"overload retry bypasses the planned broker {binding.broker}"
     else:
         why = f"planned broker {binding.broker} is not a candidate"
-    return Placement(bundle, broker, tuple(ordered), f"{why}: random pick (crc32 of a random int) among candidates"), state
+    return Placement(
+        bundle, broker, tuple(ordered), f"{why}: random pick (crc32 of a random int) among candidates"
+    ), state
 
 
 @dataclass(frozen=True)
@@ -235,6 +239,12 @@ class AvgShedderPlacement:
     name: str = "AvgShedder"
 
     def select_broker(
-        self, *, bundle: str, candidates: Collection[str], state: StrategyState, rng: random.Random, bypass_planned: bool = False
+        self,
+        *,
+        bundle: str,
+        candidates: Collection[str],
+        state: StrategyState,
+        rng: random.Random,
+        bypass_planned: bool = False,
     ) -> tuple[Placement, StrategyState]:
         return select_broker(bundle=bundle, candidates=candidates, state=state, rng=rng, bypass_planned=bypass_planned)

@@ -92,5 +92,9 @@ class OverloadShedder:
         if not inp.brokers:
             return skip(Reason.NO_BROKERS, "no brokers in the load data", stats), state
         if blocked:
-            return skip(Reason.NO_BUNDLES, "overloaded broker(s) have no sheddable bundle (sole bundle or all recently unloaded)", stats), state
+            return skip(
+                Reason.NO_BUNDLES,
+                "overloaded broker(s) have no sheddable bundle (sole bundle or all recently unloaded)",
+                stats,
+            ), state
         return skip(Reason.BALANCED, f"no broker at or above max usage {overload:.2f}", stats), state

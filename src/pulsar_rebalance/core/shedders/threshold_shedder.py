@@ -46,7 +46,9 @@ if TYPE_CHECKING:
 LOWER_BOUNDARY_THRESHOLD_MARGIN = 0.5
 
 
-def _update_avg(inp: ModularInput, config: LoadBalancerConfig, hist: dict[str, float]) -> tuple[float, dict[str, float]]:
+def _update_avg(
+    inp: ModularInput, config: LoadBalancerConfig, hist: dict[str, float]
+) -> tuple[float, dict[str, float]]:
     """``getBrokerAvgUsage``: apply one EMA step to every broker; returns (avg, current samples)."""
     history = config.load_balancer_history_resource_percentage
     total = 0.0
@@ -63,9 +65,7 @@ def _update_avg(inp: ModularInput, config: LoadBalancerConfig, hist: dict[str, f
     return (total / count if count > 0 else 0.0), samples
 
 
-def _select(
-    inp: ModularInput, broker: str, minimum: float
-) -> tuple[list[tuple[str, float]], float]:
+def _select(inp: ModularInput, broker: str, minimum: float) -> tuple[list[tuple[str, float]], float]:
     """``filterAndSelectBundle``: largest first until ``minimum`` bytes/s are marked (at least one)."""
     recent = inp.recently_unloaded_bundles
     candidates = [(b, short_term_throughput(bd)) for b, bd in inp.sheddable_bundles(broker) if b not in recent]
@@ -94,9 +94,7 @@ class ThresholdShedder:
         min_thr = config.load_balancer_bundle_unload_min_throughput_threshold * MB
         hist = dict(state.threshold_avg_usage)
         avg, samples = _update_avg(inp, config, hist)
-        broker_stats: dict[str, dict[str, Any]] = {
-            b: {"usage": samples[b], "avgUsage": hist[b]} for b in inp.brokers
-        }
+        broker_stats: dict[str, dict[str, Any]] = {b: {"usage": samples[b], "avgUsage": hist[b]} for b in inp.brokers}
         stats: dict[str, Any] = {
             "avgUsage": avg,
             "threshold": threshold,
@@ -157,7 +155,11 @@ class ThresholdShedder:
             notes.append(str(stats.get("lowerBoundary", {}).get("detail", "")))
 
         reason = Reason.NO_BUNDLES if blocked_by_bundles else Reason.BALANCED
-        detail = f"no broker above avg {avg:.4f} + threshold {threshold:.4f}" if not notes else "; ".join(n for n in notes if n)
+        detail = (
+            f"no broker above avg {avg:.4f} + threshold {threshold:.4f}"
+            if not notes
+            else "; ".join(n for n in notes if n)
+        )
         return skip(reason, detail or "nothing to shed", stats), new_state
 
     def _lower_boundary(

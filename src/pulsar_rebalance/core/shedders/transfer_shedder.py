@@ -206,7 +206,11 @@ class TransferShedder:
                     ls.set(0.0, 0.0, 0)
                     stats["coolDownBroker"] = broker
                     return finish(
-                        skip(Reason.COOL_DOWN, f"{broker} load data is {elapsed / 1000:.0f}s after its last unload < {delay_ms / 1000:.0f}s", stats),
+                        skip(
+                            Reason.COOL_DOWN,
+                            f"{broker} load data is {elapsed / 1000:.0f}s after its last unload < {delay_ms / 1000:.0f}s",
+                            stats,
+                        ),
                         hit,
                     )
                 del recent_brokers[broker]
@@ -217,10 +221,17 @@ class TransferShedder:
         stats["outdatedBrokers"] = outdated
         if total == 0:
             reason = Reason.OUTDATED_DATA if outdated else Reason.NO_BROKERS
-            return finish(skip(reason, "no usable broker load data" + (f" ({len(outdated)} outdated)" if outdated else ""), stats), hit)
+            return finish(
+                skip(
+                    reason, "no usable broker load data" + (f" ({len(outdated)} outdated)" if outdated else ""), stats
+                ),
+                hit,
+            )
         if missing:
             stats["missingLoadData"] = sorted(missing)
-            return finish(skip(Reason.NO_LOAD_DATA, f"no load data from available broker(s) {sorted(missing)}", stats), hit)
+            return finish(
+                skip(Reason.NO_LOAD_DATA, f"no load data from available broker(s) {sorted(missing)}", stats), hit
+            )
         ls.set(s, sq, total)
         stats["avg"] = ls.avg
         stats["std"] = ls.std
@@ -255,7 +266,11 @@ class TransferShedder:
         threshold = config.load_balancer_shedding_condition_hit_count_threshold
         if hit <= threshold:
             return finish(
-                skip(Reason.HIT_COUNT, f"shedding condition hit count {hit} <= threshold {threshold} (std {ls.std:.4f}, target {target})", stats),
+                skip(
+                    Reason.HIT_COUNT,
+                    f"shedding condition hit count {hit} <= threshold {threshold} (std {ls.std:.4f}, target {target})",
+                    stats,
+                ),
                 hit,
             )
 
@@ -302,8 +317,14 @@ class TransferShedder:
             max_thr = max_d.msg_throughput_in + max_d.msg_throughput_out
             min_thr = min_d.msg_throughput_in + min_d.msg_throughput_out
             offload_thr = java_div(max_thr * offload, max_load)
-            pair: dict[str, Any] = {"max": max_b, "min": min_b, "maxLoad": max_load, "minLoad": min_load,
-                                    "offloadThroughput": offload_thr, "reason": reason.value}
+            pair: dict[str, Any] = {
+                "max": max_b,
+                "min": min_b,
+                "maxLoad": max_load,
+                "minLoad": min_load,
+                "offloadThroughput": offload_thr,
+                "reason": reason.value,
+            }
             pairs.append(pair)
             marked = 0.0
             gained = 0.0
@@ -392,4 +413,6 @@ class TransferShedder:
                 reason, detail = Reason.HIT_COUNT, f"std {ls.std:.4f} <= target {target} and no under/overloaded broker"
             return finish(skip(reason, detail, stats), hit)
         overall = Reason.OVERLOADED if any(u.reason.startswith("Overloaded") for u in unloads) else Reason.UNDERLOADED
-        return finish(success(overall, f"{len(unloads)} transfer(s) across {len(pairs)} broker pair(s)", unloads, stats), 0)
+        return finish(
+            success(overall, f"{len(unloads)} transfer(s) across {len(pairs)} broker pair(s)", unloads, stats), 0
+        )

@@ -86,10 +86,24 @@ class UniformLoadShedder:
         thr_exceeded = thr_threshold > 0 and thr_multiplier > thr_threshold
 
         stats: dict[str, Any] = {
-            "msgRate": {"maxBroker": rate_over, "max": max_rate, "minBroker": rate_under, "min": min_rate,
-                        "differencePercentage": rate_diff_pct, "threshold": rate_threshold, "exceeded": rate_exceeded},
-            "throughput": {"maxBroker": thr_over, "max": max_thr, "minBroker": thr_under, "min": min_thr,
-                           "multiplier": thr_multiplier, "threshold": thr_threshold, "exceeded": thr_exceeded},
+            "msgRate": {
+                "maxBroker": rate_over,
+                "max": max_rate,
+                "minBroker": rate_under,
+                "min": min_rate,
+                "differencePercentage": rate_diff_pct,
+                "threshold": rate_threshold,
+                "exceeded": rate_exceeded,
+            },
+            "throughput": {
+                "maxBroker": thr_over,
+                "max": max_thr,
+                "minBroker": thr_under,
+                "min": min_thr,
+                "multiplier": thr_multiplier,
+                "threshold": thr_threshold,
+                "exceeded": thr_exceeded,
+            },
         }
         if not inp.brokers:
             return skip(Reason.NO_BROKERS, "no brokers in the load data", stats), state
@@ -108,7 +122,12 @@ class UniformLoadShedder:
             trigger = f"msg-rate gap {rate_diff_pct:.1f}% > {rate_threshold:g}% ({rate_over} vs {rate_under})"
         else:
             required = java_int((max_thr - min_thr) * pct)
-            broker, minimum, metric, unit = thr_over, config.min_unload_message_throughput, short_term_throughput, "bytes/s"
+            broker, minimum, metric, unit = (
+                thr_over,
+                config.min_unload_message_throughput,
+                short_term_throughput,
+                "bytes/s",
+            )
             trigger = f"throughput ratio {thr_multiplier:.2f} > {thr_threshold:g} ({thr_over} vs {thr_under})"
         assert broker is not None  # brokers is non-empty
         stats["required"] = required

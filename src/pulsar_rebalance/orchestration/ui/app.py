@@ -32,9 +32,21 @@ DAG_ID = "pulsar_rebalance"
 GATE_TASK_ID = "await_approval"
 
 STATUS_TONE = {
-    "pending": "warn", "approved": "info", "executing": "info", "executed": "ok", "partially_executed": "warn",
-    "failed": "bad", "rejected": "bad", "expired": "muted", "empty": "muted", "superseded": "muted",
-    "interrupted": "warn", "aborted": "bad", "in_progress": "info", "completed": "ok", "skipped": "muted",
+    "pending": "warn",
+    "approved": "info",
+    "executing": "info",
+    "executed": "ok",
+    "partially_executed": "warn",
+    "failed": "bad",
+    "rejected": "bad",
+    "expired": "muted",
+    "empty": "muted",
+    "superseded": "muted",
+    "interrupted": "warn",
+    "aborted": "bad",
+    "in_progress": "info",
+    "completed": "ok",
+    "skipped": "muted",
 }
 
 
@@ -48,7 +60,10 @@ def _auth_dependency() -> Callable[..., None]:
 def create_app() -> FastAPI:
     """The app, every route behind Airflow's auth (see the module docstring)."""
     app = FastAPI(
-        title="pulsar-rebalance plans", docs_url=None, redoc_url=None, openapi_url=None,
+        title="pulsar-rebalance plans",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
         dependencies=[Depends(_auth_dependency())],
     )
 
@@ -79,13 +94,23 @@ def create_app() -> FastAPI:
         root = _airflow_root(request)
         links = {
             "gate": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/"
-                    f"{quote(gate.get('task_id') or GATE_TASK_ID, safe='')}/required_actions",
+            f"{quote(gate.get('task_id') or GATE_TASK_ID, safe='')}/required_actions",
             "run": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}",
             "chart": f"{_own_root(request)}/plans/{quote(plan.plan_id, safe='')}/chart.png",
         }
-        return _page(request, "plan.html", title=f"Plan {plan.plan_id}", d=detail, p=plan, s=summary, links=links,
-                     raw_summary=plan.summary or {}, dag_id=dag_id, run_id=run_id,
-                     lines={**{u.seq: u for u in summary.unloads}, **{x.seq: x for x in summary.splits}})
+        return _page(
+            request,
+            "plan.html",
+            title=f"Plan {plan.plan_id}",
+            d=detail,
+            p=plan,
+            s=summary,
+            links=links,
+            raw_summary=plan.summary or {},
+            dag_id=dag_id,
+            run_id=run_id,
+            lines={**{u.seq: u for u in summary.unloads}, **{x.seq: x for x in summary.splits}},
+        )
 
     @app.get("/plans/{plan_id}/chart.png")
     def plan_chart(plan_id: str) -> Response:
@@ -102,9 +127,14 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(NoStateDatabase)
     def _no_db(request: Request, exc: NoStateDatabase) -> HTMLResponse:
-        return _page(request, "error.html", title="No state database", status_code=503,
-                     message="The plan pages cannot find the state database: define the Airflow Connection "
-                             "pulsar_rebalance_db (or set PULSAR_REBALANCE_DATABASE_URL) for the api-server.")
+        return _page(
+            request,
+            "error.html",
+            title="No state database",
+            status_code=503,
+            message="The plan pages cannot find the state database: define the Airflow Connection "
+            "pulsar_rebalance_db (or set PULSAR_REBALANCE_DATABASE_URL) for the api-server.",
+        )
 
     @app.middleware("http")
     async def _headers(request: Request, call_next):  # framed by the Airflow UI only (nav entry iframe)
@@ -149,17 +179,31 @@ def _templates():
     if _env is None:
         from jinja2 import Environment, PackageLoader, select_autoescape
 
-        env = Environment(loader=PackageLoader("pulsar_rebalance.orchestration.ui", "templates"),
-                          autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-        env.filters.update(q=lambda v: quote(str(v), safe=""), pct=pct, rate=rate, bps=bps, when=when, num=num, tone=lambda s: STATUS_TONE.get(s, "muted"),
-                           pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str))
+        env = Environment(
+            loader=PackageLoader("pulsar_rebalance.orchestration.ui", "templates"),
+            autoescape=select_autoescape(["html"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        env.filters.update(
+            q=lambda v: quote(str(v), safe=""),
+            pct=pct,
+            rate=rate,
+            bps=bps,
+            when=when,
+            num=num,
+            tone=lambda s: STATUS_TONE.get(s, "muted"),
+            pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str),
+        )
         _env = env
     return _env
 
 
 def _page(request: Request, template: str, *, status_code: int = 200, **ctx: Any) -> HTMLResponse:
-    html = _templates().get_template(template).render(
-        root=_own_root(request), airflow_root=_airflow_root(request), now=datetime.now(UTC), **ctx
+    html = (
+        _templates()
+        .get_template(template)
+        .render(root=_own_root(request), airflow_root=_airflow_root(request), now=datetime.now(UTC), **ctx)
     )
     return HTMLResponse(html, status_code=status_code)
 

@@ -26,8 +26,17 @@ down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_OLD_PLAN_STATUSES = ("pending", "approved", "rejected", "expired", "executing", "executed",
-                      "partially_executed", "failed", "empty")
+_OLD_PLAN_STATUSES = (
+    "pending",
+    "approved",
+    "rejected",
+    "expired",
+    "executing",
+    "executed",
+    "partially_executed",
+    "failed",
+    "empty",
+)
 _NEW_PLAN_STATUSES = _OLD_PLAN_STATUSES + ("superseded", "interrupted", "aborted")
 _OLD_DECISIONS = ("approved", "rejected", "expired")
 _NEW_DECISIONS = _OLD_DECISIONS + ("superseded",)

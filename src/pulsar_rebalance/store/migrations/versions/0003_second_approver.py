@@ -27,8 +27,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("plans", sa.Column("required_approvals", sa.Integer(), server_default="1", nullable=False))
-    op.create_check_constraint(op.f("ck_plans_required_approvals"), "plans",
-                               "required_approvals BETWEEN 1 AND 5")
+    op.create_check_constraint(op.f("ck_plans_required_approvals"), "plans", "required_approvals BETWEEN 1 AND 5")
     op.create_table(
         "approval_votes",
         sa.Column("id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
@@ -42,8 +41,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_approval_votes")),
         sa.UniqueConstraint("plan_id", "voter", name=op.f("uq_approval_votes_plan_id_voter")),
     )
-    op.execute("CREATE TRIGGER approval_votes_immutable AFTER UPDATE ON approval_votes "
-               "FOR EACH ROW EXECUTE FUNCTION pr_forbid_immutable_update()")
+    op.execute(
+        "CREATE TRIGGER approval_votes_immutable AFTER UPDATE ON approval_votes "
+        "FOR EACH ROW EXECUTE FUNCTION pr_forbid_immutable_update()"
+    )
 
 
 def downgrade() -> None:
