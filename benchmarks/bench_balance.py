@@ -18,10 +18,7 @@ defaults. Not a timed test: results are committed under ``docs/benchmarks/``.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
-import platform
 import statistics
 import sys
 import time
@@ -30,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
 
 from pulsar_rebalance.simulator.closed_loop import STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
@@ -44,7 +43,7 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def verdict(by_strategy: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The issue's "done when" checks for one scenario (means over seeds)."""
+    """The planner's goals checked for one scenario (means over seeds)."""
     p = by_strategy[PLANNER]
     final = _mean(p, "final_max")
     pulsar_final = {s: _mean(by_strategy[s], "final_max") for s in PULSAR if s in by_strategy}
@@ -120,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = ROOT / "docs" / "benchmarks"
     img_dir = out_dir / "balance"
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    args.load_start = os.getloadavg()[0]
+    load = figures.LoadSampler()
+    load.__enter__()
     started = time.perf_counter()
     for scenario in args.scenarios:
         seeds = args.large_seeds if scenario in LARGE else args.seeds
@@ -146,19 +146,24 @@ def main(argv: list[str] | None = None) -> int:
             img_dir.mkdir(parents=True, exist_ok=True)
             plot(f"{scenario} (seed {seeds[0]})", series, ideal, img_dir / f"{scenario}.png")
     elapsed = time.perf_counter() - started
+    load.__exit__(None, None, None)
     if args.no_write:
         return 0
-    (out_dir / "balance.json").write_text(
-        json.dumps(
-            {"seeds": args.seeds, "large_seeds": args.large_seeds, "elapsed_s": round(elapsed), "results": results},
-            indent=1,
-            sort_keys=True,
-        ),
-        encoding="utf-8",
-    )
-    if PLANNER not in args.strategies:
-        return 0
-    write_report(results, args, elapsed, out_dir)
+    doc = {
+        "meta": figures.meta(load),
+        "seeds": args.seeds,
+        "large_seeds": args.large_seeds,
+        "elapsed_s": round(elapsed),
+        "results": results,
+    }
+    figures.write_json(JSON, doc)
+    if PLANNER in args.strategies and set(results) == set(SCENARIOS):
+        figures.update(
+            SCRIPT,
+            str(JSON.relative_to(ROOT)),
+            doc,
+            {"balance-report": [out_dir / "balance.md"], "balance-headline": [ROOT / "README.md"]},
+        )
     return 0
 
 
@@ -178,7 +183,20 @@ COLUMNS = [
 ]
 
 
+def ordered(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Scenarios and strategies in their defined order (the JSON stores them sorted by name)."""
+
+    def by_order(keys: list[str], order: list[str]) -> list[str]:
+        return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
+
+    return {
+        sc: {st: results[sc][st] for st in by_order(list(results[sc]), list(STRATEGIES))}
+        for sc in by_order(list(results), list(SCENARIOS))
+    }
+
+
 def headline(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
+    results = ordered(results)
     lines = [
         "| scenario | ideal / floor | closest Pulsar strategy: final max (moves) | GlobalPlanner: final max (moves) | planner lower than all? | moves <= closest? | within 5 % of ideal? | ping-pong | churn |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -212,7 +230,8 @@ def within_cell(v: dict[str, Any]) -> str:
 
 
 def notes(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
-    """One line per scenario where a "done when" item does not hold, saying why (from the numbers)."""
+    """One line per scenario where a goal does not hold, saying why (from the numbers)."""
+    results = ordered(results)
     out = []
     for scenario, by in results.items():
         v = verdict(by)
@@ -268,32 +287,12 @@ def notes(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
     return out
 
 
-README_START = "<!-- balance-headline:start (written by benchmarks/bench_balance.py) -->"
-README_END = "<!-- balance-headline:end -->"
-
-
-def update_readme(lines: list[str], path: Path) -> bool:
-    """Replace the headline table between the README's markers (so README and report agree)."""
-    text = path.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        return False
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    path.write_text(head + README_START + "\n" + "\n".join(lines) + "\n" + README_END + tail, encoding="utf-8")
-    return True
-
-
-def write_report(
-    results: dict[str, dict[str, list[dict[str, Any]]]], args: argparse.Namespace, elapsed: float, out_dir: Path
-) -> None:
-    machine = f"{os.cpu_count()} CPUs (nproc), Python {platform.python_version()}, {platform.platform()}"
-    cmd = " ".join([".venv/bin/python benchmarks/bench_balance.py", *sys.argv[1:]])
+def render_report(doc: dict[str, Any]) -> str:
+    """balance.md's body, from the JSON the run wrote."""
+    results = ordered(doc["results"])
     lines = [
-        "# Benchmark: closed-loop balance, Pulsar's strategies vs the GlobalPlanner",
-        "",
-        f"Command: `{cmd}` (seeds {args.seeds}; large-zipf seeds {args.large_seeds}; {elapsed:.0f} s on {machine};",
-        f"1-min load average {args.load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end: a shared machine, the",
-        "results do not depend on it, only the time does)",
+        f"Seeds {doc['seeds']}; large-zipf seeds {doc['large_seeds']}; {doc['elapsed_s']:.0f} s in all (the results "
+        "do not depend on the machine's load, only the time does).",
         "",
         "Each strategy runs in a closed loop (decide -> apply splits then unloads -> advance one simulated minute)",
         "on the deterministic cluster model; usages are noise-free and capacity-normalised (per broker the max of",
@@ -313,9 +312,10 @@ def write_report(
         "(no plan can go below it). Pulsar's strategies run at the load manager's level (`executed`: what",
         "`doLoadShedding` does with the strategy's selection, destinations from `selectBroker`).",
         "",
-        'Where a "done when" item does not hold, and why:',
+        "The planner's goals, per scenario: end lower than every Pulsar strategy, with no more moves than the",
+        "closest one, within 5 % of the ideal, without ping-pong or churn. Where one does not hold, and why:",
         "",
-        *(notes(results) or ["* every item holds on every scenario."]),
+        *(notes(results) or ["* every goal holds on every scenario."]),
         "",
     ]
     for scenario, by in results.items():
@@ -327,10 +327,16 @@ def write_report(
             name = f"**{strategy}**" if strategy == PLANNER else strategy
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
-    (out_dir / "balance.md").write_text("\n".join(lines), encoding="utf-8")
-    print(f"wrote {(out_dir / 'balance.md').relative_to(ROOT)}")
-    if set(results) == set(SCENARIOS) and update_readme(headline(results), ROOT / "README.md"):
-        print("updated the headline table in README.md")
+    return "\n".join(lines)
+
+
+# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
+BLOCKS = {
+    "balance-headline": lambda doc: "\n".join(headline(doc["results"])),
+    "balance-report": render_report,
+}
+SCRIPT = "benchmarks/bench_balance.py"
+JSON = ROOT / "docs" / "benchmarks" / "balance.json"
 
 
 if __name__ == "__main__":

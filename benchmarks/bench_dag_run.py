@@ -3,7 +3,8 @@ after the install) on the default 5-broker simulated cluster.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_dag_run.py                              # this checkout, 3 runs
+    .venv/bin/python benchmarks/bench_dag_run.py                              # this checkout, 3 runs; writes docs/benchmarks/dag_run.json
+                                                                              # and its block in dag-run.md
     .venv/bin/python benchmarks/bench_dag_run.py --src /tmp/before --runs 3   # another checkout (before/after)
     .venv/bin/python benchmarks/bench_dag_run.py --src /tmp/before --src . --runs 3   # interleaved pairs
 
@@ -25,13 +26,19 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import figures  # benchmarks/figures.py: JSON + marked blocks in the docs
+
 ROOT = Path(__file__).resolve().parents[1]
+JSON = ROOT / "docs" / "benchmarks" / "dag_run.json"
+DOC = ROOT / "docs" / "benchmarks" / "dag-run.md"
+SCRIPT = "benchmarks/bench_dag_run.py"
 _SAY = re.compile(r"^\[demo (\d\d:\d\d:\d\d)\] (.*)$")
 
 
@@ -114,12 +121,67 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", action="append", help="a checkout to run (its src/, dags/, spark_jobs/); repeatable")
     ap.add_argument("--runs", type=int, default=3, help="runs per checkout")
+    ap.add_argument("--no-write", action="store_true", help=f"do not write {JSON.relative_to(ROOT)} and {DOC.name}")
     args = ap.parse_args(argv)
     sources = [Path(s).resolve() for s in (args.src or [str(ROOT)])]
-    for _ in range(args.runs):
-        for src in sources:
-            print(json.dumps(one_run(src)), flush=True)
+    runs = []
+    with figures.LoadSampler() as load:
+        for _ in range(args.runs):
+            for src in sources:
+                run = one_run(src)
+                run["checkout"] = _label(src)
+                runs.append(run)
+                print(json.dumps(run), flush=True)
+    if not args.no_write:
+        doc = {"meta": figures.meta(load), "runs": runs}
+        figures.write_json(JSON, doc)
+        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, {"dag-run": [DOC]})
     return 0
+
+
+def _label(src: Path) -> str:
+    if src == ROOT:
+        return "this checkout"
+    head = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return f"{src.name} ({head.stdout.strip() or 'not a git checkout'})"
+
+
+def render(doc: dict) -> str:
+    """The runs as a table (one row per run, the median per checkout), from the JSON the run wrote."""
+    runs = doc["runs"]
+    tasks = list(dict.fromkeys(t for r in runs for t in r["tasks"]))
+    header = ["checkout", "run", "demo wall (s)", "DAG run (s)", *tasks, "plan", "load before / after"]
+    rows = []
+    for i, r in enumerate(runs, 1):
+        rows.append(
+            [r["checkout"], i, f"{r['demo_wall_s']:.1f}", r["dag_run_s"]]
+            + [r["tasks"].get(t, "") for t in tasks]
+            + [f"{r['status']}: {r['unloads']} unloads, {r['splits']} splits"]
+            + [f"{r['load_avg_before']} / {r['load_avg_after']}"]
+        )
+    for checkout in dict.fromkeys(r["checkout"] for r in runs):
+        mine = [r for r in runs if r["checkout"] == checkout]
+        rows.append(
+            [f"**{checkout}: median**", len(mine), f"{statistics.median(r['demo_wall_s'] for r in mine):.1f}"]
+            + [f"**{statistics.median(r['dag_run_s'] for r in mine):g}**"]
+            + [f"{statistics.median(r['tasks'][t] for r in mine if t in r['tasks']):.1f}" for t in tasks]
+            + ["", ""]
+        )
+    return "\n".join(
+        [
+            "Each run: `pulsar-rebalance demo --auto-approve` on a fresh state directory (embedded Postgres, the "
+            "default 5-broker simulated cluster, `airflow dags test` of the `pulsar_rebalance` DAG with "
+            "`local[*]` Spark, every Spark task a cold `spark-submit`). *DAG run* is from the demo's "
+            '"running DAG" line to its result (whole seconds); task columns are Airflow\'s task durations '
+            "(seconds); the load average is the 1-minute value before and after each run.",
+            "",
+            figures.table(header, rows, "llrr" + "r" * len(tasks) + "ll"),
+        ]
+    )
+
+
+# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
+BLOCKS = {"dag-run": render}
 
 
 if __name__ == "__main__":

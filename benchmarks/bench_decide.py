@@ -2,9 +2,9 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_decide.py                 # defaults below, writes docs/benchmarks/decide.md
+    .venv/bin/python benchmarks/bench_decide.py                 # defaults below, writes docs/benchmarks/decide.json + its block in decide.md
     .venv/bin/python benchmarks/bench_decide.py --brokers 200 --bundles 20000 --no-write
-    .venv/bin/python benchmarks/bench_decide.py --shedding GlobalPlanner   # writes docs/benchmarks/decide-GlobalPlanner.md
+    .venv/bin/python benchmarks/bench_decide.py --shedding GlobalPlanner   # decide-GlobalPlanner.json + .md
 
 What is measured:
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
@@ -33,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import figures  # benchmarks/figures.py: JSON + marked blocks in the docs
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "src"))
     from pulsar_rebalance.core.contract_decide import parse_scenario, run_scenario
 
+    load = figures.LoadSampler(interval=1.0)
+    load.__enter__()
     doc, t_gen = _timed(
         lambda: generate(brokers=args.brokers, bundles=args.bundles, seed=args.seed, shedding=args.shedding)
     )
@@ -187,76 +190,93 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         os.unlink(path)
 
-    in_process = t_load + t_parse + t_run + t_dump
-    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    rows = [
-        ("machine load (1-min load average, shared machine)", f"{load1:.1f}"),
-        ("scenario size", f"{len(text) / MB:.1f} MiB JSON ({args.brokers} brokers, {args.bundles} bundles)"),
-        ("json.loads", f"{t_load:.2f} s"),
-        ("parse_scenario (validation)", f"{t_parse:.2f} s"),
-        (
-            "run_scenario (shed + split + place)"
-            if args.shedding != "GlobalPlanner"
-            else "run_scenario (whole-cluster plan)",
-            f"{t_run:.2f} s",
-        ),
-        ("json.dumps (result)", f"{t_dump:.2f} s"),
-        ("run_scenario CPU time (this process only)", f"{_CPU.get('run_scenario', float('nan')):.2f} s"),
-        ("in-process total", f"{in_process:.2f} s"),
-        ("CLI `pulsar-rebalance decide FILE` (whole process)", f"{t_cli:.2f} s"),
-        (
-            "decision",
-            f"{cycle['label']}/{cycle['reason']}: {len(cycle['unloads'])} unloads, {len(cycle['splits'])} splits",
-        ),
-        ("CLI output == in-process output", str(same)),
-    ]
-    width = max(len(r[0]) for r in rows)
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
-    print(f"(generation of the scenario, not counted: {t_gen:.2f} s)")
-
+    load.__exit__(None, None, None)
+    doc = {
+        "meta": figures.meta(load),
+        "args": {"brokers": args.brokers, "bundles": args.bundles, "seed": args.seed, "shedding": args.shedding},
+        "scenario_mib": len(text) / MB,
+        "seconds": {
+            "json_loads": t_load,
+            "parse_scenario": t_parse,
+            "run_scenario": t_run,
+            "json_dumps": t_dump,
+            "run_scenario_cpu": _CPU.get("run_scenario"),
+            "cli": t_cli,
+            "generate": t_gen,
+        },
+        "decision": {
+            "label": cycle["label"],
+            "reason": cycle["reason"],
+            "unloads": len(cycle["unloads"]),
+            "splits": len(cycle["splits"]),
+        },
+        "cli_equals_in_process": same,
+    }
+    print(render_table(doc))
     if not args.no_write:
-        machine = f"{os.cpu_count()} CPUs (nproc), Python {platform.python_version()}, {platform.platform()}"
-        lines = [
-            "# Benchmark: `decide` at fleet scale",
-            "",
-            f"Command: `.venv/bin/python benchmarks/bench_decide.py --brokers {args.brokers} --bundles {args.bundles} --seed {args.seed}"
-            + (f" --shedding {args.shedding}`" if args.shedding != "ThresholdShedder" else "`"),
-            "",
-            f"Machine: {machine}",
-            "",
-            *(
-                [
-                    "Scenario: one cycle, ThresholdShedder with Pulsar's defaults, `assignDestinations: true`",
-                    "(LeastLongTermMessageRate placement for every unload), split trigger on; generated",
-                    "deterministically by the script (100 namespaces, ~10% of brokers hot).",
-                ]
-                if args.shedding == "ThresholdShedder"
-                else [
-                    f"Scenario: one cycle, {args.shedding} on the same generated cluster (100 namespaces), its usage",
-                    "driven by the bundles' traffic and one broker in ten carrying twice the traffic: the whole-cluster",
-                    "plan with a destination and predicted before/after for every move (the plan stops at its",
-                    "1,000-action cap; the rest would come in the next run).",
-                ]
-            ),
-            "",
-            "| step | result |",
-            "|---|---|",
-            *[f"| {name} | {value} |" for name, value in rows],
-            "",
-            f"Target: the whole CLI process under 10 s -> {'met' if t_cli < 10 else 'NOT met'} ({t_cli:.2f} s).",
-            "",
-        ]
-        out = (
-            ROOT
-            / "docs"
-            / "benchmarks"
-            / ("decide.md" if args.shedding == "ThresholdShedder" else f"decide-{args.shedding}.md")
-        )
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(lines), encoding="utf-8")
-        print(f"wrote {out.relative_to(ROOT)}")
+        suffix = "" if args.shedding == "ThresholdShedder" else f"-{args.shedding}"
+        json_path = ROOT / "docs" / "benchmarks" / f"decide{suffix}.json"
+        figures.write_json(json_path, doc)
+        name = "decide-threshold" if args.shedding == "ThresholdShedder" else f"decide-{args.shedding.lower()}"
+        if name not in BLOCKS:
+            print(f"wrote {json_path.relative_to(ROOT)} (no docs block for {args.shedding})")
+        else:
+            md = ROOT / "docs" / "benchmarks" / f"decide{suffix}.md"
+            figures.update(SCRIPT, str(json_path.relative_to(ROOT)), doc, {name: [md]})
     return 0 if same else 1
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The report's body, from the JSON the run wrote."""
+    a, t, d = doc["args"], doc["seconds"], doc["decision"]
+    planner = a["shedding"] == "GlobalPlanner"
+    in_process = t["json_loads"] + t["parse_scenario"] + t["run_scenario"] + t["json_dumps"]
+    cpu = t["run_scenario_cpu"]
+    rows = [
+        ("scenario size", f"{doc['scenario_mib']:.1f} MiB JSON ({a['brokers']} brokers, {a['bundles']} bundles)"),
+        ("json.loads", f"{t['json_loads']:.2f} s"),
+        ("parse_scenario (validation)", f"{t['parse_scenario']:.2f} s"),
+        (
+            "run_scenario (whole-cluster plan)" if planner else "run_scenario (shed + split + place)",
+            f"{t['run_scenario']:.2f} s",
+        ),
+        ("json.dumps (result)", f"{t['json_dumps']:.2f} s"),
+        ("run_scenario CPU time (this process only)", "n/a" if cpu is None else f"{cpu:.2f} s"),
+        ("in-process total", f"{in_process:.2f} s"),
+        ("CLI `pulsar-rebalance decide FILE` (whole process)", f"{t['cli']:.2f} s"),
+        ("decision", f"{d['label']}/{d['reason']}: {d['unloads']} unloads, {d['splits']} splits"),
+        ("CLI output == in-process output", str(doc["cli_equals_in_process"])),
+    ]
+    if planner:
+        scenario = (
+            f"Scenario: one cycle, {a['shedding']} on the generated cluster ({a['brokers']} brokers, "
+            f"{a['bundles']} bundles in 100 namespaces, seed {a['seed']}), its usage driven by the bundles' traffic "
+            "and one broker in ten carrying twice the traffic: the whole-cluster plan with a destination and "
+            "predicted before/after for every move (the plan stops at its 1,000-action cap; the rest would come "
+            "in the next run)."
+        )
+    else:
+        scenario = (
+            f"Scenario: one cycle, {a['shedding']} with Pulsar's defaults, `assignDestinations: true` "
+            "(LeastLongTermMessageRate placement for every unload), split trigger on; generated "
+            f"deterministically by the script ({a['brokers']} brokers, {a['bundles']} bundles in 100 namespaces, "
+            f"seed {a['seed']}, ~10% of brokers hot)."
+        )
+    verdict = "met" if t["cli"] < 10 else "NOT met"
+    return "\n".join(
+        [
+            scenario,
+            "",
+            figures.table(["step", "result"], [list(r) for r in rows]),
+            "",
+            f"Target: the whole CLI process under 10 s -> {verdict} ({t['cli']:.2f} s).",
+        ]
+    )
+
+
+# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
+BLOCKS = {"decide-threshold": render_table, "decide-globalplanner": render_table}
+SCRIPT = "benchmarks/bench_decide.py"
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_pipeline.py               # defaults below, writes docs/benchmarks/pipeline.md
+    .venv/bin/python benchmarks/bench_pipeline.py               # defaults below, writes docs/benchmarks/pipeline.json
+                                                                # and its block in docs/benchmarks/pipeline.md
     .venv/bin/python benchmarks/bench_pipeline.py --sizes 5:3:24:4 --submit-repeats 1 --no-write
 
 What is measured, per cluster size ``brokers:namespaces:topics_per_namespace:bundles_per_namespace``:
@@ -36,10 +37,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -53,8 +54,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import figures  # benchmarks/figures.py: JSON + marked blocks in the docs
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "pipeline.md"
+JSON = ROOT / "docs" / "benchmarks" / "pipeline.json"
+SCRIPT = "benchmarks/bench_pipeline.py"
 STAGES = ("collect_load", "compute_usage", "detect_overload", "plan_split", "execute_unload")
 DEFAULT_SIZES = "5:3:24:4,20:10:200:16,50:20:1000:64,100:40:1000:64"
 
@@ -326,10 +331,14 @@ def measure_submit(root: Path, name: str, repeats: int, *, with_imports: bool) -
     app = root / f"{name}.py"
     app.write_text(SUBMIT_APP.format(imports=PACKAGE_IMPORTS if with_imports else ""))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    from pulsar_rebalance.pipeline.jvm import driver_java_options
+
     cmd = [
         str(spark_submit),
         "--master",
         "local[2]",
+        "--driver-java-options",
+        driver_java_options(),  # what every job's driver gets: WARN logging, the CDS archive if built
         "--conf",
         "spark.ui.enabled=false",
         "--conf",
@@ -369,77 +378,106 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def machine() -> dict[str, str]:
+def tools() -> dict[str, str]:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True)
     java_line = (java.stderr or java.stdout).splitlines()[0] if (java.stderr or java.stdout) else "unknown"
     import pyspark
 
+    from pulsar_rebalance.pipeline.jvm import driver_java_options
+
+    return {"java": java_line.strip(), "pyspark": pyspark.__version__, "driver_java_options": driver_java_options()}
+
+
+def run_defaults() -> dict[str, Any]:
+    """What ``{}`` means for a run: ``RunParams``'s defaults (the DAG's), recorded with the results."""
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    d = RunParams()
+    return {"shedding_strategy": d.shedding_strategy, "placement_strategy": d.placement_strategy}
+
+
+def result_doc(r: Result) -> dict[str, Any]:
+    keys = ("status", "unloads_executed", "splits_executed", "skipped", "failed")
+    keys += ("max_usage_before", "max_usage_after_predicted", "max_usage_after")
     return {
-        "nproc": str(os.cpu_count()),
-        "python": platform.python_version(),
-        "java": java_line.strip(),
-        "pyspark": pyspark.__version__,
-        "platform": platform.platform(),
+        "size": dataclasses.asdict(r.size),
+        "label": r.size.label,
+        "note": r.note,
+        "capacity_scale": r.capacity_scale,
+        "setup_s": r.setup_s,
+        "stage_s": r.stage_s,
+        "approve_s": r.approve_s,
+        "brokers": r.brokers,
+        "namespaces": r.namespaces,
+        "bundles": r.bundles,
+        "topics": r.topics,
+        "detect_label": r.detect_label,
+        "planned_unloads": r.planned_unloads,
+        "planned_splits": r.planned_splits,
+        "report": {k: r.report.get(k) for k in keys},
     }
 
 
-def render(
-    results: list[Result],
-    submit: dict[str, list[SubmitRun]],
-    info: dict[str, str],
-    args: argparse.Namespace,
-    total_s: float,
-) -> str:
-    submit_med = statistics.median(r.total_s for r in submit["trivial"])
-    lines = [
-        "# Benchmark: the rebalancing pipeline (five DAG stages)",
-        "",
-        "Command: `.venv/bin/python benchmarks/bench_pipeline.py"
-        + (f" --sizes {args.sizes}" if args.sizes != DEFAULT_SIZES else "")
-        + (f" --seed {args.seed}" if args.seed != 1 else "")
-        + (f" --submit-repeats {args.submit_repeats}" if args.submit_repeats != 3 else "")
-        + ("" if args.cold_repeat else " --no-cold-repeat")
-        + ("" if args.scale_capacity else " --no-scale-capacity")
-        + "`",
-        "",
-        f"Machine: {info['nproc']} CPUs (nproc), Python {info['python']}, {info['java']}, "
-        f"PySpark {info['pyspark']}, {info['platform']}. Benchmark wall time: {total_s:.0f} s.",
-        "",
+def _total(r: dict[str, Any]) -> float:
+    return sum(r["stage_s"][s] for s in STAGES)
+
+
+def _submit_median(doc: dict[str, Any]) -> float:
+    return statistics.median(r["total_s"] for r in doc["submit"]["trivial"])
+
+
+def render_setup(doc: dict[str, Any]) -> str:
+    d = doc["run_defaults"]
+    placement = (
+        "which places its own moves"
+        if d["shedding_strategy"] == "GlobalPlanner"
+        else f"placement {d['placement_strategy']}"
+    )
+    return (
+        f"Java: {doc['tools']['java']}; PySpark {doc['tools']['pyspark']}. Benchmark wall time: "
+        f"{doc['wall_s']:.0f} s.\n\n"
         "Set-up: each stage function of `pulsar_rebalance.pipeline.stages` is called in-process with ONE "
         "SparkSession (`local[2]`, UI off, `spark.sql.shuffle.partitions=4` as the DAG's operator sets), "
         "a simulated cluster served over real HTTP on 127.0.0.1 (`SimulatedPulsar(generate_cluster(...), "
         "ephemeral=True)`, in this same process) and an embedded Postgres (one fresh migrated database per "
-        "size). Run parameters are the defaults (`{}`: ThresholdShedder, LeastLongTermMessageRate, Pulsar's "
-        "default broker.conf); the plan is approved with `cli.plans.decide` between `plan_split` and "
-        "`execute_unload`. Clusters come from `generate_cluster(seed=" + str(args.seed) + ", ...)` with "
-        "namespaces `tenant-<i%5>/ns-<i>`, the last one hot (5x traffic, all its bundles on the first broker), "
-        "one 4-partition topic per namespace on top of the plain topics; broker capacity (cores, NIC, heap, "
-        "direct memory) is scaled by topics-per-broker relative to the default 5-broker cluster so that the "
-        "average usage stays comparable across sizes. Times are `time.perf_counter` "
-        "seconds. Usage is Pulsar's weighted max resource usage of the busiest broker.",
-        "",
-    ]
-    for r in results:
-        title = r.size.label + (f" ({r.note})" if r.note else "")
-        rep = r.report
+        f"size). Run parameters are `{{}}`, i.e. the DAG's defaults (`RunParams()`): shedding strategy "
+        f"{d['shedding_strategy']} ({placement}), Pulsar's default broker.conf; the plan is approved with "
+        "`cli.plans.decide` between `plan_split` and `execute_unload`. Clusters come from "
+        f"`generate_cluster(seed={doc['args']['seed']}, ...)` with namespaces `tenant-<i%5>/ns-<i>`, the last one "
+        "hot (5x traffic, all its bundles on the first broker), one 4-partition topic per namespace on top of "
+        "the plain topics; broker capacity (cores, NIC, heap, direct memory) is scaled by topics-per-broker "
+        "relative to the default 5-broker cluster so that the average usage stays comparable across sizes. "
+        "Times are `time.perf_counter` seconds. Usage is Pulsar's weighted max resource usage of the busiest "
+        "broker."
+    )
+
+
+def render_sizes(doc: dict[str, Any]) -> str:
+    submit_med = _submit_median(doc)
+    lines: list[str] = []
+    for r in doc["results"]:
+        title = r["label"] + (f" ({r['note']})" if r["note"] else "")
+        rep = r["report"]
+        scale = r["capacity_scale"]
         lines += [
-            f"## {title}",
+            f"### {title}",
             "",
-            f"Broker capacity x{r.capacity_scale:.2f} ({max(1, round(8 * r.capacity_scale))} cores, "
-            f"{1000 * r.capacity_scale:.0f} Mbit/s NIC, {4096 * r.capacity_scale:.0f} MiB heap and direct memory). "
-            f"Collected: {r.brokers} brokers, {r.namespaces} namespaces, {r.bundles} bundles, {r.topics} topics. "
-            f"Detect: {r.detect_label}. Plan: {r.planned_unloads} unloads, {r.planned_splits} splits.",
+            f"Broker capacity x{scale:.2f} ({max(1, round(8 * scale))} cores, "
+            f"{1000 * scale:.0f} Mbit/s NIC, {4096 * scale:.0f} MiB heap and direct memory). "
+            f"Collected: {r['brokers']} brokers, {r['namespaces']} namespaces, {r['bundles']} bundles, "
+            f"{r['topics']} topics. Detect: {r['detect_label']}. Plan: {r['planned_unloads']} unloads, "
+            f"{r['planned_splits']} splits.",
             "",
             "| step | seconds |",
             "|---|---:|",
-            f"| (setup: generate cluster, start simulator, create + migrate DB) | {r.setup_s:.2f} |",
+            f"| (setup: generate cluster, start simulator, create + migrate DB) | {r['setup_s']:.2f} |",
         ]
-        lines += [f"| {s} | {r.stage_s[s]:.2f} |" for s in STAGES]
+        lines += [f"| {s} | {r['stage_s'][s]:.2f} |" for s in STAGES]
         lines += [
-            f"| (approval via `cli.plans.decide`, not a Spark task) | {r.approve_s:.2f} |",
-            f"| **sum of the five stages** | **{r.stages_total_s:.2f}** |",
+            f"| (approval via `cli.plans.decide`, not a Spark task) | {r['approve_s']:.2f} |",
+            f"| **sum of the five stages** | **{_total(r):.2f}** |",
             f"| 5 x spark-submit fixed cost ({submit_med:.2f} s each) | {5 * submit_med:.2f} |",
-            f"| **estimated DAG run (stages + 5 x spark-submit)** | **{r.stages_total_s + 5 * submit_med:.2f}** |",
+            f"| **estimated DAG run (stages + 5 x spark-submit)** | **{_total(r) + 5 * submit_med:.2f}** |",
             "",
             f"Executed: {rep.get('unloads_executed')} unloads, {rep.get('splits_executed')} splits, "
             f"{rep.get('skipped')} skipped, {rep.get('failed')} failed. Max usage before "
@@ -447,26 +485,39 @@ def render(
             f"measured after {_pct(rep.get('max_usage_after'))}.",
             "",
         ]
-    lines += [
-        "## Summary",
-        "",
-        "| size (brokers/ns/bundles/topics) | collect | usage | detect | plan | execute | stages sum | est. DAG run | unloads | splits | max usage before -> after |",
+    return "\n".join(lines)
+
+
+def render_summary(doc: dict[str, Any]) -> str:
+    submit_med = _submit_median(doc)
+    lines = [
+        "| size (brokers/ns/bundles/topics) | collect | usage | detect | plan | execute | stages sum | est. DAG run "
+        "| unloads | splits | max usage before -> after |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for r in results:
-        name = f"{r.brokers}/{r.namespaces}/{r.bundles}/{r.topics}" + (f" ({r.note})" if r.note else "")
-        cells = " | ".join(f"{r.stage_s[s]:.2f}" for s in STAGES)
-        lines.append(
-            f"| {name} | {cells} | {r.stages_total_s:.2f} | {r.stages_total_s + 5 * submit_med:.2f} | "
-            f"{r.planned_unloads} | {r.planned_splits} | {_pct(r.report.get('max_usage_before'))} -> "
-            f"{_pct(r.report.get('max_usage_after'))} |"
+    for r in doc["results"]:
+        name = f"{r['brokers']}/{r['namespaces']}/{r['bundles']}/{r['topics']}" + (
+            f" ({r['note']})" if r["note"] else ""
         )
-    imp = [r.total_s for r in submit.get("imports") or []]
+        cells = " | ".join(f"{r['stage_s'][s]:.2f}" for s in STAGES)
+        lines.append(
+            f"| {name} | {cells} | {_total(r):.2f} | {_total(r) + 5 * submit_med:.2f} | "
+            f"{r['planned_unloads']} | {r['planned_splits']} | {_pct(r['report'].get('max_usage_before'))} -> "
+            f"{_pct(r['report'].get('max_usage_after'))} |"
+        )
     lines += [
         "",
-        "## spark-submit fixed cost",
-        "",
-        "`spark-submit --master local[2] --conf spark.ui.enabled=false app.py` (the venv's spark-submit), "
+        f"Shedding strategy: {doc['run_defaults']['shedding_strategy']} (the DAG's default). Estimated DAG run = "
+        f"stages + 5 x the median `spark-submit` of a trivial app ({submit_med:.2f} s); Airflow's scheduling "
+        "latency and the approval wait are not included.",
+    ]
+    return "\n".join(lines)
+
+
+def render_submit(doc: dict[str, Any]) -> str:
+    lines = [
+        "`spark-submit --master local[2] --driver-java-options '...' --conf spark.ui.enabled=false app.py` (the "
+        f"venv's spark-submit; driver options as every job gets them: `{doc['tools']['driver_java_options']}`), "
         "wall time of the whole process, median of the runs; the phases are timed inside the app (medians), "
         '"launcher" is the rest (launcher script, JVM start, Python driver start, py4j handshake, exit):',
         "",
@@ -477,58 +528,63 @@ def render(
         "trivial": "trivial (session, `spark.range(1).count()`, stop)",
         "imports": "same + `import pulsar_rebalance.pipeline.stages, .transforms`",
     }
-    for key, runs in submit.items():
-        med = {k: statistics.median(r.phases[k] for r in runs) for k in ("imports", "session", "first_job", "stop")}
+    for key in [k for k in labels if k in doc["submit"]]:
+        runs = doc["submit"][key]
+        med = {k: statistics.median(r["phases"][k] for r in runs) for k in ("imports", "session", "first_job", "stop")}
+        launcher = statistics.median(r["total_s"] - sum(r["phases"].values()) for r in runs)
+        each = ", ".join(f"{r['total_s']:.2f}" for r in runs)
         lines.append(
-            f"| {labels[key]} | {', '.join(f'{r.total_s:.2f}' for r in runs)} | "
-            f"{statistics.median(r.total_s for r in runs):.2f} | {statistics.median(r.launcher_s for r in runs):.2f} | "
+            f"| {labels[key]} | {each} | "
+            f"{statistics.median(r['total_s'] for r in runs):.2f} | {launcher:.2f} | "
             f"{med['imports']:.2f} | {med['session']:.2f} | {med['first_job']:.2f} | {med['stop']:.2f} |"
         )
-    lines += ["", "## What dominates", "", dominance(results, submit_med, imp), ""]
     return "\n".join(lines)
 
 
-def dominance(results: list[Result], submit_med: float, imports: list[float]) -> str:
+def dominance(doc: dict[str, Any]) -> str:
     """One paragraph, derived from the numbers (so it stays true when the benchmark is re-run)."""
-    warm = [r for r in results if not r.note] or results
+    results = doc["results"]
+    submit_med = _submit_median(doc)
+    imports = [r["total_s"] for r in doc["submit"].get("imports") or []]
+    warm = [r for r in results if not r["note"]] or results
     small, large = warm[0], warm[-1]
     fixed = 5 * submit_med
-    share_small = fixed / (small.stages_total_s + fixed)
-    share_large = fixed / (large.stages_total_s + fixed)
-    crossover = next((r for r in warm if r.stages_total_s > fixed), None)
-    spark_only = sum(large.stage_s[st] for st in ("compute_usage", "detect_overload", "plan_split"))
-    actions = large.planned_unloads + large.planned_splits
+    share_small = fixed / (_total(small) + fixed)
+    share_large = fixed / (_total(large) + fixed)
+    crossover = next((r for r in warm if _total(r) > fixed), None)
+    spark_only = sum(large["stage_s"][st] for st in ("compute_usage", "detect_overload", "plan_split"))
+    actions = large["planned_unloads"] + large["planned_splits"]
     if crossover is None:
         text = "At every size measured the estimated run is dominated by Spark's fixed cost, not by work: "
     elif crossover is small:
         text = "Even at the smallest size the stages outweigh Spark's fixed cost: "
     else:
         text = (
-            f"Below {crossover.bundles} bundles / {crossover.topics} topics (the first size measured where the "
-            f"stages outgrow the start-ups) the estimated run is dominated by Spark's fixed cost, not by work: "
+            f"Below {crossover['bundles']} bundles / {crossover['topics']} topics (the first size measured where "
+            f"the stages outgrow the start-ups) the estimated run is dominated by Spark's fixed cost, not by work: "
         )
     text += (
         f"at the smallest size the five spark-submit start-ups ({fixed:.1f} s) are {share_small:.0%} of the "
-        f"estimated run while the stages take {small.stages_total_s:.1f} s. "
+        f"estimated run while the stages take {_total(small):.1f} s. "
     )
-    ranked = sorted(STAGES, key=lambda st: large.stage_s[st], reverse=True)
+    ranked = sorted(STAGES, key=lambda st: large["stage_s"][st], reverse=True)
     text += (
-        f"At the largest size ({large.brokers} brokers, {large.bundles} bundles, {large.topics} topics) the "
-        f"start-ups are {share_large:.0%}; the biggest stages are {ranked[0]} ({large.stage_s[ranked[0]]:.1f} s, "
-        f"{large.stage_s[ranked[0]] / large.stages_total_s:.0%} of the stages) and {ranked[1]} "
-        f"({large.stage_s[ranked[1]]:.1f} s), while the Spark/Postgres stages compute_usage + detect_overload + "
-        f"plan_split take {spark_only:.1f} s together. execute_unload ran {actions} actions "
-        f"({large.stage_s['execute_unload'] / max(actions, 1):.2f} s per action: splits one at a time, each with a "
-        f"bundles GET, an owned-namespaces GET, the admin call and two state commits, unloads 4 in parallel, then "
-        f"a full re-read of the cluster); collect_load grows with the number of topics. Both walk the admin API, "
-        f"answered here by the simulator in this same Python process, so they measure our client plus the "
-        f"simulator on the same two cores; against a real cluster they are bounded by Pulsar's own latency. "
+        f"At the largest size ({large['brokers']} brokers, {large['bundles']} bundles, {large['topics']} topics) "
+        f"the start-ups are {share_large:.0%}; the biggest stages are {ranked[0]} "
+        f"({large['stage_s'][ranked[0]]:.1f} s, {large['stage_s'][ranked[0]] / _total(large):.0%} of the stages) "
+        f"and {ranked[1]} ({large['stage_s'][ranked[1]]:.1f} s), while the Spark/Postgres stages compute_usage + "
+        f"detect_overload + plan_split take {spark_only:.1f} s together. execute_unload ran {actions} actions "
+        f"({large['stage_s']['execute_unload'] / max(actions, 1):.2f} s per action: splits one at a time, each with "
+        f"a bundles GET, an owned-namespaces GET, the admin call and two state commits, unloads 4 in parallel, "
+        f"then a full re-read of the cluster); collect_load grows with the number of topics. Both walk the admin "
+        f"API, answered here by the simulator in this same Python process, so they measure our client plus the "
+        f"simulator on the same cores; against a real cluster they are bounded by Pulsar's own latency. "
     )
-    cold = next((r for r in results if r.note), None)
-    twin = next((r for r in warm if cold is not None and r.size == cold.size), None)
+    cold = next((r for r in results if r["note"]), None)
+    twin = next((r for r in warm if cold is not None and r["size"] == cold["size"]), None)
     if cold is not None and twin is not None:
         text += (
-            f"The smallest cluster took {cold.stages_total_s:.1f} s in a cold JVM and {twin.stages_total_s:.1f} s "
+            f"The smallest cluster took {_total(cold):.1f} s in a cold JVM and {_total(twin):.1f} s "
             f"warm; every real task is a fresh JVM, so it pays part of that warm-up (first Parquet write/read, "
             f"class loading) beyond the trivial app's first job, and the estimate, built from warm stage times, is "
             f"a lower bound. "
@@ -544,6 +600,33 @@ def dominance(results: list[Result], submit_med: float, imports: list[float]) ->
         "measured here."
     )
     return text
+
+
+def render_report(doc: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            render_setup(doc),
+            "",
+            "## Summary",
+            "",
+            render_summary(doc),
+            "",
+            "## Per size",
+            "",
+            render_sizes(doc),
+            "## spark-submit fixed cost",
+            "",
+            render_submit(doc),
+            "",
+            "## What dominates",
+            "",
+            dominance(doc),
+        ]
+    )
+
+
+# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
+BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {"pipeline-report": render_report}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -580,7 +663,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="skip the spark-submit variant that imports pulsar_rebalance",
     )
-    parser.add_argument("--no-write", action="store_true", help=f"do not write {DOC.relative_to(ROOT)}")
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help=f"do not write {JSON.relative_to(ROOT)} and {DOC.relative_to(ROOT)}; print the report",
+    )
     args = parser.parse_args(argv)
     try:
         sizes = [Size.parse(s) for s in args.sizes.split(",") if s.strip()]
@@ -598,7 +685,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
 
     started = time.perf_counter()
-    info = machine()
+    load = figures.LoadSampler()
+    load.__enter__()
+    info = tools()
     results: list[Result] = []
     submit: dict[str, list[SubmitRun]] = {}
     root = Path(tempfile.mkdtemp(prefix="pr-bench-pipeline-", dir="/tmp"))
@@ -620,14 +709,23 @@ def main(argv: list[str] | None = None) -> int:
             submit["imports"] = measure_submit(root, "trivial_imports", args.submit_repeats, with_imports=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    load.__exit__(None, None, None)
     total = time.perf_counter() - started
-    text = render(results, submit, info, args, total)
+    doc = {
+        "meta": figures.meta(load),
+        "tools": info,
+        "wall_s": total,
+        "args": {"seed": args.seed, "sizes": args.sizes, "submit_repeats": args.submit_repeats},
+        "run_defaults": run_defaults(),
+        "results": [result_doc(r) for r in results],
+        "submit": {k: [{"total_s": r.total_s, "phases": r.phases} for r in runs] for k, runs in submit.items()},
+    }
     if args.no_write:
-        print(text)
+        print(render_report(doc))
     else:
-        DOC.parent.mkdir(parents=True, exist_ok=True)
-        DOC.write_text(text)
-        log(f"wrote {DOC} ({total:.0f} s in all)")
+        figures.write_json(JSON, doc)
+        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, {"pipeline-report": [DOC]})
+        log(f"wrote {JSON} and {DOC} ({total:.0f} s in all)")
     return 0
 
 

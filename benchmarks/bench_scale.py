@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_scale.py                       # writes docs/benchmarks/scale.md
+    .venv/bin/python benchmarks/bench_scale.py                       # writes docs/benchmarks/scale.json + its block in scale.md
     .venv/bin/python benchmarks/bench_scale.py --topics 100000 --cores 2 --no-write   # a quick look
 
 Per size (``--topics``; the cluster grows with it: one broker per 10,000 topics, one namespace per
@@ -54,8 +54,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import figures  # benchmarks/figures.py: JSON + marked blocks in the docs
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "scale.md"
+JSON = ROOT / "docs" / "benchmarks" / "scale.json"
+SCRIPT = "benchmarks/bench_scale.py"
 JOBS = ("synthetic_snapshot", "compute_usage", "detect_overload", "plan_split")
 PIPELINE = ("compute_usage", "detect_overload", "plan_split")
 sys.path.insert(0, str(ROOT / "src"))
@@ -412,7 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topics", default="100000,1000000,10000000", help="comma-separated topic counts")
     ap.add_argument("--cores", default="2,1", help="comma-separated local[N] core counts")
     ap.add_argument("--driver-memory", default="1g")
-    ap.add_argument("--no-write", action="store_true", help=f"do not write {DOC.relative_to(ROOT)}")
+    ap.add_argument(
+        "--no-write", action="store_true", help=f"do not write {JSON.relative_to(ROOT)} and {DOC.relative_to(ROOT)}"
+    )
     ap.add_argument(
         "--cache",
         help="keep the embedded Postgres and the generated snapshots in this directory and "
@@ -439,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(t) for t in args.topics.split(",")]
     cores_list = [int(c) for c in args.cores.split(",")]
     info = machine()
+    load = figures.LoadSampler()
+    load.__enter__()
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
     # --cache: the embedded Postgres and each generated snapshot are kept there and reused by later runs
@@ -535,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
                 pg.drop_database(f"scale_{topics}_{cores}")
                 results.append(row)
                 if not args.no_write:  # after every row, so an interrupted run still leaves what it measured
-                    DOC.write_text(render(results, info, time.perf_counter() - started, args))
+                    write(results, info, time.perf_counter() - started, args, load)
             if not args.cache:
                 shutil.rmtree(gen_work, ignore_errors=True)
                 pg.drop_database(gen_db)
@@ -544,12 +552,37 @@ def main(argv: list[str] | None = None) -> int:
             pg.stop()
         if not args.cache:
             shutil.rmtree(root, ignore_errors=True)
-    text = render(results, info, time.perf_counter() - started, args)
-    print(text)
+    load.__exit__(None, None, None)
+    print(render(results, info, time.perf_counter() - started, args))
     if not args.no_write:
-        DOC.write_text(text)
-        log(f"wrote {DOC.relative_to(ROOT)}")
+        write(results, info, time.perf_counter() - started, args, load)
+        log(f"wrote {JSON.relative_to(ROOT)} and its block in {DOC.relative_to(ROOT)}")
     return 0
+
+
+def write(
+    results: list[dict[str, Any]],
+    info: dict[str, str],
+    total_s: float,
+    args: argparse.Namespace,
+    load: figures.LoadSampler,
+) -> None:
+    """scale.json (the raw measurements, and the report rendered from them) and its block in scale.md."""
+    if not load.end:  # still running: the load so far
+        load.end = os.getloadavg()
+    report = render(results, info, total_s, args).split("\n", 2)[2]  # without the title line
+    doc = {
+        "meta": figures.meta(load),
+        "results": json.loads(json.dumps(results, default=lambda o: dataclasses.asdict(o))),
+        "report": report,
+    }
+    figures.write_json(JSON, doc)
+    figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, {"scale-report": [DOC]})
+
+
+# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON.
+# The report is rendered from the Measured objects while they exist and stored in the JSON with them.
+BLOCKS = {"scale-report": lambda doc: doc["report"]}
 
 
 def _plan(m: Measured) -> str:
