@@ -1,4 +1,4 @@
-"""The README's `decide` example runs as documented (bundleData derived from lastStats when absent)."""
+"""The `decide` example in docs/reference.md runs as documented (bundleData derived from lastStats when absent)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 
 
 def test_readme_decide_example_output_matches():
-    text = README.read_text()
+    text = REFERENCE.read_text()
     scenario = re.search(
         r"echo '(\{\"shedding\": \"ThresholdShedder\".*?)' \\\n  \| pulsar-rebalance decide -", text, re.S
     )
-    assert scenario, "the README example moved; update this test"
+    assert scenario, "the decide example in docs/reference.md moved; update this test"
     out = subprocess.run(
         [sys.executable, "-m", "pulsar_rebalance.cli", "decide", "-"],
         input=scenario.group(1),
@@ -29,4 +29,4 @@ def test_readme_decide_example_output_matches():
     assert (cycle["label"], cycle["reason"]) == ("Success", "Overloaded")
     [unload] = cycle["unloads"]
     assert unload["bundle"] == "t/ns/0x00000000_0x80000000" and unload["destination"] is None
-    assert unload["reason"] in text  # the README shows the exact reason string
+    assert unload["reason"] in text  # the reference shows the exact reason string
