@@ -13,8 +13,9 @@ simulator executed with what Postgres recorded:
   or skipped action without its reason.
 
 Each case reports its figures (faults injected, survived, duplicates, lost) to a ledger; the terminal
-summary prints them as a table and, with ``PULSAR_REBALANCE_FAULT_REPORT=PATH`` set, writes the table
-to PATH (``bash scripts/fault-report.sh`` regenerates ``docs/fault-injection.md``).
+summary prints them as a table and, with ``PULSAR_REBALANCE_FAULT_REPORT=PATH`` set, writes them to
+``docs/benchmarks/faults.json`` and renders the marked table block in PATH from it (``benchmarks/figures.py``;
+``bash scripts/fault-report.sh`` regenerates ``docs/fault-injection.md``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Figures:
 
 _LEDGER: dict[str, Figures] = {}
 _STARTED = time.monotonic()  # this conftest is imported when collection starts
+_LOAD_START = os.getloadavg()
 
 
 @pytest.fixture
@@ -96,22 +98,31 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(line)
     target = os.environ.get(REPORT_ENV)
     if target:
-        path = Path(target)
-        header = (
-            path.read_text(encoding="utf-8").split("<!-- table -->")[0] if path.exists() else "# Fault injection\n\n"
-        )
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        took = time.monotonic() - _STARTED
-        load = os.getloadavg()[0]
-        path.write_text(
-            header
-            + "<!-- table -->\n"
-            + "\n".join(_table())
-            + f"\n\nGenerated {stamp} by `bash scripts/fault-report.sh` (pytest exit status {int(exitstatus)}; "
-            f"{took:.0f} s wall time on {os.cpu_count()} cores at load average {load:.1f}).\n",
-            encoding="utf-8",
-        )
-        terminalreporter.write_line(f"fault table written to {path}")
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import fault_table
+        import figures as doc_figures
+
+        load = doc_figures.LoadSampler()
+        load.start, load.end, load.samples = _LOAD_START, os.getloadavg(), [_LOAD_START[0], os.getloadavg()[0]]
+        doc = {
+            "meta": doc_figures.meta(load, cmd="bash scripts/fault-report.sh"),
+            "exit_status": int(exitstatus),
+            "wall_s": time.monotonic() - _STARTED,
+            "rows": [
+                {
+                    "case": r.case,
+                    "faults": r.faults,
+                    "survived": r.survived,
+                    "duplicates": r.duplicates,
+                    "lost": r.lost,
+                    "note": r.note,
+                }
+                for r in sorted(_LEDGER.values(), key=lambda r: r.case)
+            ],
+        }
+        doc_figures.write_json(ROOT / fault_table.JSON, doc)
+        doc_figures.update(fault_table.SCRIPT, fault_table.JSON, doc, {"fault-table": [Path(target)]})
+        terminalreporter.write_line(f"fault figures written to {fault_table.JSON} and {target}")
 
 
 # ------------------------------------------------------------------------------------------- world

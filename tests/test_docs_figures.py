@@ -1,0 +1,82 @@
+"""Every figure in the docs is written by the script that measured it, and every relative link resolves.
+
+A marked block (``<!-- NAME:start (written by SCRIPT from JSON) -->`` ... ``<!-- NAME:end -->``) in
+README.md or docs/**/*.md must be exactly what ``benchmarks/figures.py`` renders from the committed JSON
+with the script's renderer: a hand-edited block, or a JSON written without its blocks, fails here. No
+benchmark runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import figures  # noqa: E402
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+BLOCKS = [(doc, block) for doc in DOCS for block in figures.find_blocks(doc.read_text(encoding="utf-8"))]
+
+
+def _id(item: tuple[Path, figures.Block]) -> str:
+    return f"{item[0].relative_to(ROOT)}:{item[1].name}"
+
+
+def test_blocks_are_found() -> None:
+    names = {block.name for _, block in BLOCKS}
+    assert {"balance-headline", "balance-report", "pipeline-report", "scale-report", "fault-table"} <= names
+
+
+@pytest.mark.parametrize("item", BLOCKS, ids=[_id(i) for i in BLOCKS])
+def test_block_is_rendered_from_its_json(item: tuple[Path, figures.Block]) -> None:
+    doc, block = item
+    assert (ROOT / block.script).is_file(), f"{block.script} (named by {_id(item)}) does not exist"
+    assert (ROOT / block.json).is_file(), f"{block.json} (named by {_id(item)}) does not exist"
+    assert block.json.startswith("docs/benchmarks/") and block.json.endswith(".json")
+    data = json.loads((ROOT / block.json).read_text(encoding="utf-8"))
+    for key in ("date", "machine", "load_average", "command"):
+        assert key in data["meta"], f"{block.json}: meta has no {key}"
+    expected = figures.render(block.name, block.script, block.json, data)
+    assert block.text == expected, (
+        f"{_id(item)} differs from what {block.script} renders from {block.json}: re-run the script "
+        "(or render the block from the JSON with benchmarks/figures.py) instead of editing it"
+    )
+
+
+def test_every_marker_is_a_complete_block() -> None:
+    """A start marker without its end (or with another format) would escape the check above."""
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        starts = re.findall(r"<!-- ([\w-]+):start", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
+        assert sorted(starts) == sorted(b.name for b in figures.find_blocks(text)), doc
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_relative_links_resolve() -> None:
+    broken = []
+    for doc in DOCS:
+        text = re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.DOTALL)
+        for target in LINK.findall(text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue  # a URL or an anchor in the same page
+            path = target.split("#", 1)[0]
+            if not (doc.parent / path).exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+
+
+def test_no_internal_work_items_in_user_docs() -> None:
+    found = [
+        f"{doc.relative_to(ROOT)}: {m.group(0)}"
+        for doc in DOCS
+        for m in re.finditer(r"\bissues? \d+\b", doc.read_text(encoding="utf-8"), flags=re.IGNORECASE)
+    ]
+    assert not found, found
