@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 JSON = ROOT / "docs" / "benchmarks" / "dag_run.json"
 DOC = ROOT / "docs" / "benchmarks" / "dag-run.md"
 SCRIPT = "benchmarks/bench_dag_run.py"
+TASKS = ("collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload")
 _SAY = re.compile(r"^\[demo (\d\d:\d\d:\d\d)\] (.*)$")
 
 
@@ -149,7 +150,8 @@ def _label(src: Path) -> str:
 def render(doc: dict) -> str:
     """The runs as a table (one row per run, the median per checkout), from the JSON the run wrote."""
     runs = doc["runs"]
-    tasks = list(dict.fromkeys(t for r in runs for t in r["tasks"]))
+    seen = {t for r in runs for t in r["tasks"]}
+    tasks = [t for t in TASKS if t in seen] + sorted(seen - set(TASKS))
     header = ["checkout", "run", "demo wall (s)", "DAG run (s)", *tasks, "plan", "load before / after"]
     rows = []
     for i, r in enumerate(runs, 1):

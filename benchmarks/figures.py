@@ -146,7 +146,7 @@ def provenance(meta_doc: dict[str, Any]) -> str:
     """One line: when, where, under what load, by which command."""
     m = meta_doc["machine"]
     load = meta_doc["load_average"]
-    cpu = m.get("cpu") or "CPU model not recorded"
+    cpu = m.get("cpu") or "a machine whose CPU model was not recorded"
     ram = f"{m['ram_gib']} GiB RAM" if m.get("ram_gib") else "RAM not recorded"
     if "min_1m" in load:
         load_text = (
