@@ -16,17 +16,15 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import DAG, Param
 
+from pulsar_rebalance.core.config import SPLIT_ALGORITHM_NAMES, config_json_schema
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
+from pulsar_rebalance.pipeline import params as run_params
 from pulsar_rebalance.pipeline.params import PLACEMENTS, SHEDDERS, RunParams
 
-SPLIT_ALGORITHMS = [
-    None,
-    "range_equally_divide",
-    "topic_count_equally_divide",
-    "specified_positions_divide",
-    "flow_or_qps_equally_divide",
-]
+# The trigger form validates every param (JSON schema, from the same tables and limits as
+# RunParams.from_json): a bad value or an unknown config key is refused when the run is triggered,
+# not by collect_load after a retry.
 
 with DAG(
     dag_id="pulsar_rebalance",
@@ -42,7 +40,10 @@ with DAG(
     default_args={"retries": 1, "retry_delay": timedelta(seconds=20)},
     params={
         "namespaces": Param(
-            [], type="array", items={"type": "string"}, description="tenant/namespace list; empty = every namespace"
+            [],
+            type="array",
+            items={"type": "string", "pattern": run_params.NAMESPACE_PATTERN},
+            description="tenant/namespace list; empty = every namespace",
         ),
         "shedding_strategy": Param(
             RunParams.shedding_strategy,
@@ -55,33 +56,41 @@ with DAG(
         "split_algorithm": Param(
             None,
             type=["null", "string"],
-            enum=SPLIT_ALGORITHMS,
+            enum=[None, *SPLIT_ALGORITHM_NAMES],
             description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default",
         ),
         "dry_run": Param(False, type="boolean", description="plan and approve, but call no admin API"),
-        "config": Param({}, type="object", description="broker.conf overrides, Pulsar key names verbatim"),
+        "config": Param(
+            {},
+            description="broker.conf load-balancer overrides, Pulsar key names verbatim; unknown keys are refused",
+            **config_json_schema(),
+        ),
         "approval_timeout_minutes": Param(
             60, type="number", exclusiveMinimum=0, description="the plan expires (no change) if not decided in time"
         ),
-        "max_parallel_unloads": Param(4, type="integer", minimum=1, maximum=64),
+        "max_parallel_unloads": Param(4, type="integer", minimum=1, maximum=run_params.MAX_PARALLEL_UNLOADS),
         "max_unloads_per_broker": Param(
             2,
             type="integer",
             minimum=1,
-            maximum=64,
+            maximum=run_params.MAX_UNLOADS_PER_BROKER,
             description="at most this many concurrent unloads from or to one broker",
         ),
         "max_unloads_per_run": Param(
             None,
             type=["null", "integer"],
             minimum=1,
+            maximum=run_params.MAX_COUNT,
             description="stop after this many unloads (the rest skipped); null = all",
         ),
-        "unload_pacing_seconds": Param(0, type="number", minimum=0, maximum=600, description="pause between two moves"),
+        "unload_pacing_seconds": Param(
+            0, type="number", minimum=0, maximum=run_params.MAX_PACING_SECONDS, description="pause between two moves"
+        ),
         "drift_tolerance": Param(
             0.5,
             type="number",
             minimum=0,
+            maximum=run_params.MAX_DRIFT_TOLERANCE,
             description="skip an unload whose bundle's message rate changed by more than this fraction since planning",
         ),
         "allow_pulsar_shedding": Param(
@@ -94,6 +103,7 @@ with DAG(
             None,
             type=["null", "integer"],
             minimum=1,
+            maximum=run_params.MAX_COUNT,
             description="auto-approve plans of at most this many unloads and no "
             "split (recorded as approved by the policy); null = off",
         ),
@@ -101,13 +111,14 @@ with DAG(
             1,
             type="integer",
             minimum=1,
-            maximum=5,
+            maximum=run_params.MAX_REQUIRED_APPROVALS,
             description="how many different people must approve the plan (2 = a second "
             "approver); the gate opens again after each approval",
         ),
         "rollback_plan": Param(
             None,
             type=["null", "string"],
+            pattern=run_params.PLAN_ID_PATTERN,
             description="a plan id: plan to return its completed unloads to their previous "
             "owners (needs approval like any plan) instead of running the shedder",
         ),

@@ -219,6 +219,42 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     assert approval["comment"] == "approve in test"
 
 
+def test_approved_dry_run_executes_without_one_admin_call(airflow_db, wired, capfd):
+    """Issue 16: a dry-run plan, approved at the gate, used to fail execute_unload (skipped needs a
+    reason), retry, fail the run and stay 'executing'. Through the real DAG it now ends green: every
+    action skipped with what it would have done, no split/unload (nor any write) sent to Pulsar."""
+    sim, db_url = wired
+    before = sim.state.snapshot()
+    approver = Approver(db_url, "approve")
+    approver.start()
+    sim.reset_request_log()
+    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30, "dry_run": True})
+    approver.join(timeout=30)
+    assert approver.error is None and approver.exit_code == 0, approver.error
+    assert dr.state == "success" and set(states.values()) == {"success"}, states
+    assert sim.executed() == []  # no split or unload reached Pulsar
+    assert not [r for r in sim.requests() if r.method not in ("GET", "HEAD")]  # collect only reads
+    assert _ownership(sim.state.snapshot()) == _ownership(before)
+    assert sim.state.snapshot()["namespaces"] == before["namespaces"]
+
+    plan = _q(db_url, "SELECT * FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
+    assert plan["status"] == "executed" and plan["dry_run"] is True and plan["result"]["dry_run"] is True
+    actions = _q(db_url, "SELECT * FROM plan_actions WHERE plan_id = :p ORDER BY seq", p=approver.plan_id)
+    assert actions, "the default simulated cluster must give the first run actions to do"
+    for a in actions:
+        bundle = f"{a['namespace']}/{a['bundle_range']}"
+        want = (
+            f"dry run: would unload {bundle} from {a['source_broker']} to {a['destination_broker']}"
+            if a["kind"] == "unload"
+            else f"dry run: would split {bundle} ({a['split_algorithm'] or 'planned boundaries'})"
+        )
+        assert (a["state"], a["error"], a["attempts"]) == ("skipped", want, 0)
+    assert plan["result"]["skipped"] == len(actions) and plan["result"]["failed"] == 0
+    assert _q(db_url, "SELECT status FROM runs WHERE run_id = :r", r=plan["run_id"])[0]["status"] == "succeeded"
+    out, err = capfd.readouterr()
+    assert f"DRY RUN of plan {approver.plan_id} finished: executed (dry run)" in out + err  # the task log
+
+
 class FourEyes(Approver):
     """For a plan that needs two approvers: alice approves in the UI's way; the same Required Action
     opens again (the task resumed, recorded her vote and asked again); alice's second approval is refused

@@ -89,3 +89,114 @@ def test_one_strategy_list_feeds_the_dag_the_run_params_the_contract_and_the_con
             == name
         )
         assert RunParams.from_json({"shedding_strategy": name}).shedding_strategy == name
+
+
+def _trigger_api():
+    """Airflow's Core API in-process with the DAG as the dag-processor would have stored it."""
+    from airflow.api_fastapi.app import create_app
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from fastapi.testclient import TestClient
+
+    DagBundlesManager().sync_bundles_to_db()
+    bag = BundleDagBag(dag_folder=str(ROOT / "dags"), bundle_path=ROOT / "dags", bundle_name="dags-folder")
+    assert bag.import_errors == {}
+    sync_bag_to_db(bag, "dags-folder", None)
+    return TestClient(create_app(apps="core"))
+
+
+def test_an_unknown_config_key_is_refused_at_trigger_time_and_no_run_is_created(airflow_db):
+    """Issue 16: the trigger form (Airflow's REST API, which the UI's trigger form calls) validates
+    ``config`` against the load-balancer config's keys; a typo no longer waits for collect_load."""
+    import uuid
+
+    from pulsar_rebalance.core.config import PULSAR_KEYS
+
+    api = _trigger_api()
+    runs = "/api/v2/dags/pulsar_rebalance/dagRuns"
+    bad = f"manual__bad_{uuid.uuid4().hex[:8]}"
+    r = api.post(runs, json={"dag_run_id": bad, "logical_date": None, "conf": {"config": {"loadBalancerNoSuchKey": 1}}})
+    assert r.status_code == 400, r.text
+    detail = r.json()["detail"]
+    assert "Invalid input for param config" in detail and "'loadBalancerNoSuchKey' is not one of" in detail
+    assert all(key in detail for key in PULSAR_KEYS)  # the valid keys are named
+    assert api.get(f"{runs}/{bad}").status_code == 404  # no run was created
+
+    wrong = api.post(
+        runs,
+        json={"logical_date": None, "conf": {"config": {"loadBalancerBrokerOverloadedThresholdPercentage": 500}}},
+    )
+    assert wrong.status_code == 400 and "loadBalancerBrokerOverloadedThresholdPercentage" in wrong.json()["detail"]
+    for conf, param in (
+        ({"max_parallel_unloads": 0}, "max_parallel_unloads"),
+        ({"namespaces": ["no-slash"]}, "namespaces"),
+        ({"split_algorithm": "halve"}, "split_algorithm"),
+        ({"rollback_plan": "../etc"}, "rollback_plan"),
+    ):
+        r = api.post(runs, json={"logical_date": None, "conf": conf})
+        assert r.status_code == 400 and f"Invalid input for param {param}" in r.json()["detail"], (conf, r.text)
+
+    good = f"manual__good_{uuid.uuid4().hex[:8]}"
+    config = {
+        "loadBalancerBrokerOverloadedThresholdPercentage": 80,
+        "loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder",
+        "supportedNamespaceBundleSplitAlgorithms": "range_equally_divide,topic_count_equally_divide",
+    }
+    r = api.post(runs, json={"dag_run_id": good, "logical_date": None, "conf": {"config": config, "dry_run": True}})
+    assert r.status_code == 200, r.text
+    assert r.json()["conf"]["config"] == config
+    assert api.delete(f"{runs}/{good}").status_code == 204  # nothing is scheduled in this test: leave no run
+
+
+def test_the_trigger_form_and_run_params_agree_on_what_is_valid(airflow_db):
+    """Each DAG param's JSON schema accepts what RunParams.from_json accepts and refuses what it refuses
+    (probes at and beyond every limit), and the config schema is LoadBalancerConfig's."""
+    from jsonschema import ValidationError, validate
+
+    from pulsar_rebalance.core.config import PULSAR_KEYS, LoadBalancerConfig, default_config
+    from pulsar_rebalance.errors import ConfigError
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    params = _dag().params
+    probes = {
+        "namespaces": [[], ["t/ns"], ["t/ns", "a/b"], ["t"], ["t/ns/x"], ["/ns"]],
+        "split_algorithm": [None, "range_equally_divide", "halve"],
+        "max_parallel_unloads": [0, 1, 64, 65],
+        "max_unloads_per_broker": [0, 1, 64, 65],
+        "max_unloads_per_run": [None, 0, 1, 10**6, 10**6 + 1],
+        "auto_approve_max_unloads": [None, 0, 1, 10**6, 10**6 + 1],
+        "required_approvals": [0, 1, 5, 6],
+        "unload_pacing_seconds": [-1, 0, 600, 601],
+        "drift_tolerance": [-0.1, 0, 0.5, 1e6, 1e6 + 1],
+        "max_missing_brokers": [-0.1, 0, 0.5, 1],
+        "approval_timeout_minutes": [0, 0.5, 60],
+        "rollback_plan": [None, "p-20260101-000000", "../etc", "x" * 65],
+        "config": [
+            {},
+            {"loadBalancerBrokerOverloadedThresholdPercentage": 80},
+            {"loadBalancerBrokerOverloadedThresholdPercentage": 101},
+            {"loadBalancerNoSuchKey": 1},
+            {"loadBalancerSheddingEnabled": "false"},
+            {"loadManagerClassName": "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"},
+            {"loadBalancerSheddingExcludedNamespaces": "t/a,t/b"},
+            {"loadBalancerSheddingExcludedNamespaces": ["t/a", 3]},
+        ],
+    }
+    for key, values in probes.items():
+        schema = params.get_param(key).schema
+        for value in values:
+            try:
+                validate(value, schema)
+                form_ok = True
+            except ValidationError:
+                form_ok = False
+            try:
+                RunParams.from_json({key: value})
+                run_ok = True
+            except ConfigError:
+                run_ok = False
+            assert form_ok == run_ok, (key, value, form_ok, run_ok)
+    config_schema = params.get_param("config").schema
+    assert set(config_schema["properties"]) == PULSAR_KEYS and config_schema["additionalProperties"] is False
+    validate(default_config().to_pulsar_dict(), config_schema)  # every key with Pulsar's default
+    assert LoadBalancerConfig.from_mapping(default_config().to_pulsar_dict()) == default_config()

@@ -298,3 +298,87 @@ def test_abort_works_while_another_dead_plan_still_says_executing(world):
     _die_mid_execution(engine, newer)  # dead too, and still says 'executing'
     assert abort_plan(engine, plan_id=older, by="bob").status == "aborted"
     assert _get(engine, newer).status == "interrupted"  # recognised as dead on the way
+
+
+def test_a_dry_run_plan_executes_to_skipped_actions_without_one_admin_call(world, db_url, monkeypatch, capsys, caplog):
+    """Issue 16: a dry-run plan used to fail on its first action (skipped needs a reason) and stay
+    'executing'. Every action is skipped with what it would do, Pulsar sees no request at all, and the
+    plan ends executed, labelled as a dry run in the report, ``plans list`` and ``plans show``."""
+    import json
+    import logging
+
+    from pulsar_rebalance.cli import main
+
+    sim, engine, client, cid = world
+    moves = _unloads(sim, 2)
+    (bundle, owner) = sorted(sim.state.owners().items())[5]
+    ns, rng = bundle.rsplit("/", 1)
+    lo, hi = (int(x, 16) for x in rng.split("_"))
+    split = {
+        "kind": "split",
+        "namespace": ns,
+        "bundle_range": rng,
+        "source_broker": owner,
+        "boundaries": [(lo + hi) // 2],
+        "split_algorithm": "range_equally_divide",
+        "reason": "test split",
+    }
+    plan_id = _plan(engine, cid, "run-1", [split, *moves], dry_run=True)
+    before = sim.state.snapshot()
+    sim.reset_request_log()
+    with caplog.at_level(logging.INFO, logger="pulsar_rebalance.pipeline.execute"):
+        report = execute_plan(engine, client, plan_id=plan_id)
+
+    assert sim.requests() == [] and sim.executed() == [] and client.unloads == []  # not even a read
+    assert sim.state.snapshot()["owners"] == before["owners"]
+    assert (report.status, report.dry_run, report.skipped, report.failed) == ("executed", True, 3, 0)
+    assert report.unloads_executed == report.splits_executed == 0
+    plan = _get(engine, plan_id)
+    assert plan.status == "executed" and plan.dry_run and plan.result["dry_run"] is True
+    assert [(a.kind, a.state, a.error) for a in plan.actions] == [
+        ("split", "skipped", f"dry run: would split {bundle} (range_equally_divide)"),
+        *[
+            (
+                "unload",
+                "skipped",
+                f"dry run: would unload {m['namespace']}/{m['bundle_range']} "
+                f"from {m['source_broker']} to {m['destination_broker']}",
+            )
+            for m in moves
+        ],
+    ]
+    assert all(a.attempts == 0 for a in plan.actions)  # nothing was attempted against Pulsar
+    assert f"DRY RUN of plan {plan_id} finished: executed (dry run)" in caplog.text  # the task log says so
+    assert f"dry run: would split {bundle}" in caplog.text
+    # an Airflow retry after the finished dry run returns the recorded outcome, still without a call
+    assert execute_plan(engine, client, plan_id=plan_id).dry_run is True and sim.requests() == []
+
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    assert main(["plans", "list"]) == 0
+    (line,) = [row for row in capsys.readouterr().out.splitlines() if row.startswith(plan_id)]
+    assert "executed (dry run)" in line
+    assert main(["plans", "show", plan_id]) == 0
+    shown = capsys.readouterr().out
+    assert "status=executed (dry run)" in shown and "DRY RUN: no admin call" in shown
+    assert f"skipped: dry run: would split {bundle} (range_equally_divide)" in shown
+    assert main(["plans", "show", plan_id, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["dry_run"] is True and doc["result"]["dry_run"] is True
+
+
+def test_a_dry_run_left_executing_by_the_old_failure_is_finished_by_resume(world):
+    """What the bug left behind: a dry-run plan 'executing' with its actions pending; ``plans resume``
+    now finishes it as a dry run (it used to hit the same error)."""
+    from pulsar_rebalance.pipeline.execute import resume_plan
+
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 2), dry_run=True)
+    with session_scope(engine) as s:
+        repo.set_plan_status(s, plan_id=plan_id, status="executing")
+    sim.reset_request_log()
+    report = resume_plan(engine, client, plan_id=plan_id, by="bob")
+    assert (report.status, report.dry_run, report.skipped) == ("executed", True, 2)
+    assert sim.requests() == [] and client.unloads == []
+    assert all(
+        a.state == "skipped" and a.error.startswith("dry run: would unload") for a in _get(engine, plan_id).actions
+    )

@@ -225,3 +225,51 @@ def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch
     r = viewer.get(f"{URL_PREFIX}/plans/{plan_id}")
     assert r.status_code == 200, r.text
     assert f"pulsar-rebalance plans resume {plan_id}" in r.text and f"pulsar-rebalance plans abort {plan_id}" in r.text
+
+
+def test_an_executed_dry_run_is_labelled_and_shows_what_each_action_would_have_done(viewer, db_url, monkeypatch):
+    """A dry-run plan executed by the real executor (with no admin client at all: a dry run makes no
+    call) is marked as a dry run in the list and on its page, with each action's "would" reason."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.pipeline.execute import execute_plan
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-dry", cluster_id=cid, params={"dry_run": True}, work_dir="/tmp/w")
+        plan_id = repo.create_plan(
+            s,
+            run_id="run-dry",
+            cluster_id=cid,
+            status="pending",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=True,
+            strategies={},
+            config={},
+            summary={},
+            decision={},
+            actions=[
+                {
+                    "kind": "unload",
+                    "bundle": "public/default/0x00000000_0x40000000",
+                    "source_broker": "b1:8080",
+                    "destination_broker": "b2:8080",
+                    "reason": "test",
+                }
+            ],
+        )
+    with session_scope(engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+    assert execute_plan(engine, None, plan_id=plan_id).dry_run is True
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    html = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    assert 'id="plan-status">executed<' in html and '<span class="badge muted">dry run</span>' in html
+    assert 'id="dry-run-callout"' in html and "executed without touching the cluster" in html
+    assert 'id="stop-callout"' not in html
+    assert "dry run: would unload public/default/0x00000000_0x40000000 from b1:8080 to b2:8080" in html
+    listed = viewer.get(f"{URL_PREFIX}/").text
+    row = listed[listed.index(plan_id) : listed.index("</tr>", listed.index(plan_id))]
+    assert "dry run" in row and ">executed<" in row

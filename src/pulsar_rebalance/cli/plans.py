@@ -241,15 +241,20 @@ def _list(args: argparse.Namespace) -> int:
     if not plans:
         print("no plans")
         return 0
-    print(f"{'PLAN':<22} {'STATUS':<19} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  {'MAX USAGE':<32} RUN")
+    print(f"{'PLAN':<22} {'STATUS':<21} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  {'MAX USAGE':<32} RUN")
     for p in plans:
         s_ = p.summary or {}
         usage = f"{_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)"
         print(
-            f"{p.plan_id:<22} {p.status:<19} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
+            f"{p.plan_id:<22} {status_label(p):<21} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
             f"{s_.get('numBundleUnloads', 0):>7}  {usage:<32} {p.run_id}"
         )
     return 0
+
+
+def status_label(plan) -> str:
+    """The plan's status as shown to people: a dry run says so (``executed (dry run)``)."""
+    return f"{plan.status} (dry run)" if plan.dry_run else plan.status
 
 
 def _pct(x: float | None) -> str:
@@ -276,7 +281,11 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     s_ = plan.summary or {}
     out = sys.stdout
-    out.write(f"Plan {plan.plan_id}  status={plan.status}  run={plan.run_id}  dry_run={plan.dry_run}\n")
+    out.write(f"Plan {plan.plan_id}  status={status_label(plan)}  run={plan.run_id}  dry_run={plan.dry_run}\n")
+    if plan.dry_run:
+        out.write(
+            "DRY RUN: no admin call is made to Pulsar; on execution every action is skipped with what it would do\n"
+        )
     out.write(f"created {plan.created_at:%Y-%m-%d %H:%M:%S} UTC, expires {plan.expires_at:%Y-%m-%d %H:%M:%S} UTC\n")
     d = s_.get("decision", {})
     out.write(f"decision: {d.get('label')} ({d.get('reason')}); strategies: {s_.get('strategies')}\n")
@@ -304,6 +313,8 @@ def _show(args: argparse.Namespace) -> int:
             else f"unload {a.bundle}  {a.source_broker} -> {a.destination_broker}"
         )
         out.write(f"  [{a.seq}] {what}  [{a.state}]\n        why: {a.reason}\n")
+        if a.error:
+            out.write(f"        {'skipped' if a.state == 'skipped' else 'error'}: {a.error}\n")
     out.write("\nbrokers (predicted weighted max usage):\n")
     for b, v in sorted((s_.get("brokers") or {}).items()):
         out.write(

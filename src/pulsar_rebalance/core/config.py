@@ -574,6 +574,49 @@ PULSAR_KEYS: frozenset[str] = frozenset(_NAME_BY_ALIAS)
 """Every broker.conf key the config object understands."""
 
 
+_CLASS_NAME_TABLES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "loadBalancerLoadSheddingStrategy": SHEDDING_STRATEGY_CLASSES,
+    "loadBalancerLoadPlacementStrategy": PLACEMENT_STRATEGY_CLASSES,
+    "loadManagerClassName": LOAD_MANAGER_CLASSES,
+}
+"""The keys whose value may be a short class name or one of Pulsar's FQCNs (their ``mode="before"`` validators)."""
+_LIST_OR_CSV_KEYS = ("supportedNamespaceBundleSplitAlgorithms", "loadBalancerSheddingExcludedNamespaces")
+"""The list keys that also take broker.conf's comma-separated string (:func:`_string_tuple`)."""
+
+
+def config_json_schema() -> dict[str, Any]:
+    """JSON schema of a ``config`` override object: one property per Pulsar key, with its type, range and
+    choices, and no other key (``additionalProperties: false``; ``propertyNames`` makes the error of an
+    unknown key list the known ones). Derived from :class:`LoadBalancerConfig`, so the DAG's trigger form
+    refuses what :meth:`LoadBalancerConfig.from_mapping` would refuse for the same reasons (the
+    cross-key checks and strictness on ``5.0`` for an integer are left to it). Snake_case attribute names,
+    which ``from_mapping`` also takes, are not offered: the form speaks broker.conf."""
+    generated = LoadBalancerConfig.model_json_schema(by_alias=True, mode="validation")
+    properties: dict[str, Any] = {}
+    for key, prop in generated["properties"].items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        if key in _CLASS_NAME_TABLES:
+            table = _CLASS_NAME_TABLES[key]
+            prop["enum"] = [*table, *(fqcn for fqcns in table.values() for fqcn in fqcns)]
+        if key in _LIST_OR_CSV_KEYS:
+            description = prop.pop("description", None)
+            default = prop.pop("default", None)
+            prop = {
+                "anyOf": [prop, {"type": "string", "description": "comma-separated, as in broker.conf"}],
+                "default": default,
+                **({"description": description} if description else {}),
+            }
+        properties[key] = prop
+    if set(properties) != PULSAR_KEYS:  # an alias-less field would be accepted by from_mapping only
+        raise RuntimeError(f"config schema misses keys: {sorted(PULSAR_KEYS - set(properties))}")
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "propertyNames": {"enum": sorted(properties)},
+    }
+
+
 def default_config() -> LoadBalancerConfig:
     """Pulsar's defaults (a fresh object; configs are immutable so sharing would also be fine)."""
     return LoadBalancerConfig()

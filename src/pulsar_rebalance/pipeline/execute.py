@@ -100,6 +100,7 @@ class ExecutionReport:
     max_usage_after_predicted: float | None = None
     broker_usage_after: dict[str, float] = field(default_factory=dict)  # measured, weighted max usage
     errors: list[str] = field(default_factory=list)
+    dry_run: bool = False  # nothing was sent to Pulsar: every action is skipped with what it would have done
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,9 +172,17 @@ def execute_plan(
     report = ExecutionReport(
         plan_id=plan_id,
         status=plan.status,
+        dry_run=plan.dry_run,
         max_usage_before=plan.summary.get("maxUsageBefore"),
         max_usage_after_predicted=plan.summary.get("maxUsageAfterPredicted"),
     )
+    if plan.dry_run:
+        log.info(
+            "DRY RUN of plan %s: %d action(s) are recorded as skipped with what they would do; "
+            "no admin call is made to Pulsar",
+            plan_id,
+            len(plan.actions),
+        )
     with _ClusterLock(engine, cluster):
         with session_scope(engine) as s:
             repo.interrupt_dead_executions(s, cluster_id=plan.cluster_id, except_plan_id=plan_id)
@@ -262,6 +271,13 @@ def execute_plan(
         else:
             status = "executed"
         report.status = status
+        if plan.dry_run:
+            log.info(
+                "DRY RUN of plan %s finished: %s (dry run); %d action(s) skipped, no admin call made",
+                plan_id,
+                status,
+                report.skipped,
+            )
         with session_scope(engine) as s:
             repo.set_plan_status(s, plan_id=plan_id, status=status, result=report.to_json())
             repo.audit(
@@ -355,12 +371,14 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
         cur = repo.get_action(s, action_id=action_id)
     if cur.state in FINAL_ACTION_STATES:
         return "completed" if cur.state == "completed" else "skipped:already"
-    if plan.dry_run:
+    if plan.dry_run:  # no admin call, not even a read: the action records what it would have done
+        why = dry_run_reason(action)
         with session_scope(engine) as s:
             repo.transition_action(
-                s, action_id=action_id, to="skipped", result={"dryRun": True, "wouldDo": _describe(action)}
+                s, action_id=action_id, to="skipped", error=why, result={"dryRun": True, "wouldDo": _describe(action)}
             )
-        return "skipped:dry-run"
+        log.info("[%s] %s", full, why)
+        return f"skipped:{why}"
     try:
         if cur.state in ("in_progress", "failed") and _settled(
             client, cluster, action, cur, gate.policy.settle_seconds
@@ -565,6 +583,13 @@ def _fail(engine, action_id: int, action: Action, state: str, error: str) -> str
             repo.transition_action(s, action_id=action_id, to="failed", error=error)
     log.error("[%s] %s failed: %s", action.bundle, action.kind, error)
     return error
+
+
+def dry_run_reason(action: Action) -> str:
+    """Why a dry run's action is skipped: what it would have done."""
+    if action.kind == "split":
+        return f"dry run: would split {action.bundle} ({action.split_algorithm or 'planned boundaries'})"
+    return f"dry run: would unload {action.bundle} from {action.source_broker} to {action.destination_broker}"
 
 
 def _describe(action: Action) -> str:

@@ -13,6 +13,16 @@ from pulsar_rebalance.errors import ConfigError
 SHEDDERS = selectable_shedders()  # GlobalPlanner + Pulsar's five shedders (core.strategies is the one registry)
 PLACEMENTS = names("placement", selectable=True)  # Pulsar's placement strategies (core.strategies)
 
+# Limits checked by RunParams.from_json and declared by the DAG's trigger form (dags/pulsar_rebalance.py).
+MAX_PARALLEL_UNLOADS = 64
+MAX_UNLOADS_PER_BROKER = 64
+MAX_COUNT = 10**6  # max_unloads_per_run, auto_approve_max_unloads
+MAX_REQUIRED_APPROVALS = 5
+MAX_PACING_SECONDS = 600.0
+MAX_DRIFT_TOLERANCE = 1e6
+NAMESPACE_PATTERN = r"^[^/]+/[^/]+$"  # tenant/namespace
+PLAN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # rollback_plan
+
 
 @dataclass(frozen=True)
 class RunParams:
@@ -46,7 +56,7 @@ class RunParams:
         ns = doc.get("namespaces") or ()
         if isinstance(ns, str):
             ns = [n.strip() for n in ns.split(",") if n.strip()]
-        if not all(isinstance(n, str) and n.count("/") == 1 for n in ns):
+        if not all(isinstance(n, str) and re.fullmatch(NAMESPACE_PATTERN, n) for n in ns):
             raise ConfigError(f"namespaces must be 'tenant/namespace' strings, got {ns!r}", key="namespaces")
         shed = doc.get("shedding_strategy") or cls.shedding_strategy
         shed = shed.rsplit(".", 1)[-1]
@@ -62,27 +72,24 @@ class RunParams:
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigError(f"approval_timeout_minutes must be > 0, got {timeout!r}", key="approval_timeout_minutes")
         par = doc.get("max_parallel_unloads", cls.max_parallel_unloads)
-        if not isinstance(par, int) or not 1 <= par <= 64:
-            raise ConfigError(
-                f"max_parallel_unloads must be an integer in [1, 64], got {par!r}", key="max_parallel_unloads"
-            )
+        _int_in("max_parallel_unloads", par, 1, MAX_PARALLEL_UNLOADS)
         missing = doc.get("max_missing_brokers", cls.max_missing_brokers)
         if isinstance(missing, bool) or not isinstance(missing, (int, float)) or not 0 <= missing < 1:
             raise ConfigError(
                 f"max_missing_brokers must be a fraction in [0, 1), got {missing!r}", key="max_missing_brokers"
             )
         per_broker = doc.get("max_unloads_per_broker", cls.max_unloads_per_broker)
-        _int_in("max_unloads_per_broker", per_broker, 1, 64)
+        _int_in("max_unloads_per_broker", per_broker, 1, MAX_UNLOADS_PER_BROKER)
         per_run = doc.get("max_unloads_per_run")
         if per_run is not None:
-            _int_in("max_unloads_per_run", per_run, 1, 10**6)
+            _int_in("max_unloads_per_run", per_run, 1, MAX_COUNT)
         auto = doc.get("auto_approve_max_unloads")
         if auto is not None:
-            _int_in("auto_approve_max_unloads", auto, 1, 10**6)
+            _int_in("auto_approve_max_unloads", auto, 1, MAX_COUNT)
         required = doc.get("required_approvals", cls.required_approvals)
-        _int_in("required_approvals", required, 1, 5)
-        pacing = _number_in("unload_pacing_seconds", doc.get("unload_pacing_seconds", 0.0), 0.0, 600.0)
-        drift = _number_in("drift_tolerance", doc.get("drift_tolerance", cls.drift_tolerance), 0.0, 1e6)
+        _int_in("required_approvals", required, 1, MAX_REQUIRED_APPROVALS)
+        pacing = _number_in("unload_pacing_seconds", doc.get("unload_pacing_seconds", 0.0), 0.0, MAX_PACING_SECONDS)
+        drift = _number_in("drift_tolerance", doc.get("drift_tolerance", cls.drift_tolerance), 0.0, MAX_DRIFT_TOLERANCE)
         params = cls(
             namespaces=tuple(ns),
             cluster=doc.get("cluster") or None,
@@ -139,7 +146,7 @@ class RunParams:
 def _rollback(value: Any) -> str | None:
     if value in (None, ""):
         return None
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
+    if not isinstance(value, str) or not re.fullmatch(PLAN_ID_PATTERN, value):
         raise ConfigError(f"rollback_plan must be a plan id, got {value!r}", key="rollback_plan")
     return value
 
