@@ -1,5 +1,9 @@
 """Shared test fixtures: one embedded Postgres and one SparkSession per test session.
 
+The tests never touch a user's systems: DATABASE_URL, PULSAR_ADMIN_*, AIRFLOW_* and the other product
+variables are removed from the environment below; ``PULSAR_REBALANCE_TEST_DATABASE_URL`` (test-only) puts
+the test databases on another Postgres server instead of the embedded one, and they are dropped after.
+
 Airflow reads its configuration at import time, so the environment is set here, before any test
 module imports airflow. Airflow's own metadata DB is SQLite in a temp AIRFLOW_HOME (the product's
 state store is the real Postgres below); the quick start puts both in one Postgres.
@@ -17,6 +21,34 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The tests never reach a real system of the user's: the product's variables that point at one (its state
+# DB, Pulsar, Airflow and its connections, libpq's defaults, the secrets file, the work dir) are removed
+# from this process's environment before anything reads them, so no code path and no subprocess (the CLI,
+# spark-submit jobs, airflow) can see them. Only the test-only variables below are read.
+TEST_DATABASE_URL_ENV = "PULSAR_REBALANCE_TEST_DATABASE_URL"  # a Postgres server the tests may create databases on
+TEST_ONLY_ENV = frozenset(
+    {TEST_DATABASE_URL_ENV, "PULSAR_REBALANCE_UPDATE_SCREENSHOTS", "PULSAR_REBALANCE_FAULT_REPORT"}
+)
+_PRODUCT_ENV = frozenset({"DATABASE_URL", "AUTO_APPROVE"})
+_PRODUCT_ENV_PREFIXES = (
+    "PULSAR_REBALANCE_",
+    "PULSAR_ADMIN_",
+    "AIRFLOW_",
+)  # AIRFLOW_ covers AIRFLOW__*, _CONN_*, _VAR_*
+
+
+def _is_product_variable(name: str) -> bool:
+    if name in TEST_ONLY_ENV:
+        return False
+    if name.startswith("PG"):  # libpq's PGHOST, PGUSER, PGPASSWORD, PGSERVICE, ... (not e.g. PGO_...)
+        return name[2:].isalpha() and name.isupper()
+    return name in _PRODUCT_ENV or name.startswith(_PRODUCT_ENV_PREFIXES)
+
+
+_TEST_DATABASE_URL = os.environ.get(TEST_DATABASE_URL_ENV, "").strip() or None
+for _name in [n for n in os.environ if _is_product_variable(n)]:
+    del os.environ[_name]
 # Test this checkout's code even when the shared .venv's editable install points at another one
 # (git worktrees); subprocesses (spark-submit, the CLI) inherit it through PYTHONPATH.
 sys.path.insert(0, str(ROOT / "src"))
@@ -28,7 +60,7 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(ROOT / "plugins")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
-os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_AIRFLOW_HOME}/airflow.db")
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_AIRFLOW_HOME}/airflow.db"
 os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] = "True"
 os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = '{"conn_type": "spark", "host": "local[2]"}'
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
@@ -36,25 +68,38 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def _server_url() -> str | None:
-    return os.environ.get("PULSAR_REBALANCE_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL")
-
-
 class _ExternalServer:
-    """A Postgres given by URL (DATABASE_URL): databases are created on it like on the embedded one."""
+    """The Postgres server of ``PULSAR_REBALANCE_TEST_DATABASE_URL``: databases are created on it like on the
+    embedded one, each remembered and dropped again (``WITH (FORCE)``: its sessions are ended first) when
+    its test ends, and whatever is left when the session ends."""
 
     def __init__(self, url: str) -> None:
-        from pulsar_rebalance.store.engine import database_url
+        from pulsar_rebalance.store.engine import normalise_url
 
-        self.url = database_url({"DATABASE_URL": url})
+        self.url = normalise_url(url, source=TEST_DATABASE_URL_ENV)
+        self.created: list[str] = []
 
     def create_database(self, name: str) -> str:
         from pulsar_rebalance.store.engine import create_database
 
+        self.created.append(name)  # before CREATE: a failure half-way is dropped too (IF EXISTS)
         return create_database(self.url, name)
 
+    def drop_database(self, name: str) -> None:
+        from pulsar_rebalance.store.engine import drop_database
+
+        drop_database(self.url, name)
+        self.created.remove(name)
+
     def stop(self) -> None:
-        pass
+        failed = []
+        for name in list(self.created):
+            try:
+                self.drop_database(name)
+            except Exception as exc:  # drop the others; name what is left
+                failed.append(f"{name} ({exc})")
+        if failed:
+            raise RuntimeError(f"test databases left on {TEST_DATABASE_URL_ENV}'s server: {', '.join(failed)}")
 
 
 @contextmanager
@@ -75,11 +120,14 @@ def _embedded_server():
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """One Postgres server for the whole test session (embedded unless DATABASE_URL is set)."""
-    url = _server_url()
-    if url:
-        server = _ExternalServer(url)
-        yield server
+    """One Postgres server for the whole test session: embedded, unless the test-only variable
+    PULSAR_REBALANCE_TEST_DATABASE_URL names one (never DATABASE_URL, the user's own: see above)."""
+    if _TEST_DATABASE_URL:
+        server = _ExternalServer(_TEST_DATABASE_URL)
+        try:
+            yield server
+        finally:
+            server.stop()
         return
     with _embedded_server() as server:
         yield server
@@ -101,12 +149,15 @@ def new_database(pg_server):
 
     @contextlib.contextmanager
     def make(prefix: str = "t"):
-        url = pg_server.create_database(f"{prefix}_{uuid.uuid4().hex[:12]}")
-        migrate(url)
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        url = pg_server.create_database(name)
         try:
+            migrate(url)
             yield url
         finally:
             dispose_engines(url)
+            if isinstance(pg_server, _ExternalServer):  # the embedded server goes away with its data
+                pg_server.drop_database(name)
 
     return make
 

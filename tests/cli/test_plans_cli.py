@@ -115,3 +115,77 @@ def test_show_plot_writes_a_png_chart(pending_plan, tmp_path):
     assert out.returncode == 0, out.stderr
     png = (tmp_path / "plan.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+@pytest.fixture
+def interrupted_plan(db_url):
+    """A plan of two unloads on a simulated cluster whose executor died mid-way (first action in progress)."""
+    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+
+    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
+        brokers = sim.state.broker_ids()
+        actions = []
+        for bundle, owner in sorted(sim.state.owners().items())[:2]:
+            ns, rng = bundle.rsplit("/", 1)
+            dest = next(b for b in brokers if b != owner)
+            actions.append(
+                {"kind": "unload", "namespace": ns, "bundle_range": rng, "source_broker": owner}
+                | {"destination_broker": dest, "reason": "test move"}
+            )
+        engine = make_engine(db_url)
+        with session_scope(engine) as s:
+            cid = repo.get_or_create_cluster(s, name=sim.state.cluster, admin_url=sim.admin_url)
+            repo.start_run(s, run_id="run-1", cluster_id=cid, params={}, work_dir="/tmp/w")
+            plan_id = repo.create_plan(
+                s,
+                run_id="run-1",
+                cluster_id=cid,
+                status="pending",
+                expires_at=datetime.now(UTC) + timedelta(hours=1),
+                dry_run=False,
+                strategies={},
+                config={},
+                summary={"maxUsageBefore": 0.9},
+                decision={},
+                actions=actions,
+            )
+        with session_scope(engine) as s:
+            repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+        with session_scope(engine) as s:
+            repo.set_plan_status(s, plan_id=plan_id, status="executing")
+            repo.transition_action(s, action_id=repo.get_plan(s, plan_id=plan_id).actions[0].id, to="in_progress")
+        yield db_url, plan_id, sim
+
+
+def test_resume_measures_and_records_the_cluster_afterwards(interrupted_plan):
+    db_url, plan_id, sim = interrupted_plan
+    env = dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url, PULSAR_ADMIN_URL=sim.admin_url)
+    out = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "plans", "resume", plan_id, "--by", "bob"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["status"] == "executed" and report["unloads_executed"] == 2
+    assert set(report["broker_usage_after"]) == set(sim.state.broker_ids())  # was {}
+    assert report["max_usage_after"] == max(report["broker_usage_after"].values())  # was null
+    shown = json.loads(cli(db_url, "plans", "show", plan_id, "--json").stdout)
+    assert shown["result"] == report
+    text = cli(db_url, "plans", "show", plan_id).stdout
+    assert f"max broker usage measured after execution: {100 * report['max_usage_after']:5.1f}%" in text
+    assert "measured after" in text.split("brokers (", 1)[1].splitlines()[0]
+
+
+def test_abort_without_an_admin_url_still_aborts_and_says_why_nothing_was_measured(interrupted_plan):
+    db_url, plan_id, _ = interrupted_plan
+    out = cli(db_url, "plans", "abort", plan_id, "--by", "carol")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "aborted" and doc["actions"] == {"failed": 1, "skipped": 1}
+    assert doc["max_usage_after"] is None and doc["broker_usage_after"] == {}
+    assert doc["not_measured"].startswith("the cluster was not re-read after the abort: PULSAR_ADMIN_URL is not set")
+    text = cli(db_url, "plans", "show", plan_id).stdout
+    assert "not measured after execution: the cluster was not re-read after the abort: PULSAR_ADMIN_URL" in text

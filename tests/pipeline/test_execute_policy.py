@@ -5,6 +5,7 @@ Pulsar's own shedding, and content verification. Admin calls are counted on the 
 from __future__ import annotations
 
 import datetime as dt
+import socket
 
 import pytest
 
@@ -137,6 +138,33 @@ def test_a_dead_execution_does_not_lock_the_cluster_and_can_be_resumed(world):
     assert plan.actions[0].attempts == 2  # sent again after the crash: the attempt is counted
     assert all(sim.state.owner(a.bundle) == a.destination_broker for a in plan.actions)
     assert sorted(client.unloads) == sorted([a.bundle for a in plan.actions] + [_get(engine, nxt).actions[0].bundle])
+    # measured and recorded afterwards, as execute_unload does: the usage, and who owns what now
+    _assert_measured(sim, report.to_json())
+    assert plan.result == report.to_json()
+    _assert_ownership_recorded(sim, engine, plan)
+
+
+def _assert_measured(sim, result: dict) -> None:
+    """``result`` holds the cluster's usage measured after the execution (every broker, its max)."""
+    usage = result["broker_usage_after"]
+    assert set(usage) == set(sim.state.broker_ids())
+    assert all(0 <= v <= 2 for v in usage.values())
+    assert result["max_usage_after"] == max(usage.values())
+    assert result["not_measured"] is None
+
+
+def _assert_ownership_recorded(sim, engine, plan) -> None:
+    """The recorded ownership of the plan's namespaces (those re-read) is the simulator's now, each
+    completed move credited to its action."""
+    namespaces = {a.namespace for a in plan.actions}
+    with session_scope(engine) as s:
+        recorded = repo.current_ownership(s, cluster_id=plan.cluster_id)
+        assert {b: o for b, o in sim.state.owners().items() if b.rsplit("/", 1)[0] in namespaces}.items() <= (
+            recorded.items()
+        )
+        for a in plan.actions:
+            if a.state == "completed":
+                assert repo.ownership_history(s, cluster_id=plan.cluster_id, bundle=a.bundle)[-1].action_id == a.id
 
 
 def test_abort_marks_the_rest_skipped_and_frees_the_plan(world):
@@ -145,7 +173,7 @@ def test_abort_marks_the_rest_skipped_and_frees_the_plan(world):
     sim, engine, client, cid = world
     dead = _plan(engine, cid, "run-1", _unloads(sim, 2))
     _die_mid_execution(engine, dead)
-    plan = abort_plan(engine, plan_id=dead, by="bob")
+    plan = abort_plan(engine, client, plan_id=dead, by="bob")
     assert plan.status == "aborted"
     assert [a.state for a in plan.actions] == ["failed", "skipped"]
     assert "aborted by bob" in plan.actions[0].error and "outcome unknown" in plan.actions[0].error
@@ -153,6 +181,54 @@ def test_abort_marks_the_rest_skipped_and_frees_the_plan(world):
     with session_scope(engine) as s:
         events = [e["event"] for e in repo.audit_events(s, plan_id=dead)]
     assert "plan.aborted" in events
+    # nothing was done, and still the cluster is measured and recorded as it is now
+    result = plan.result
+    assert (result["status"], result["unloads_executed"], result["failed"], result["skipped"]) == ("aborted", 0, 1, 1)
+    _assert_measured(sim, result)
+    _assert_ownership_recorded(sim, engine, plan)
+    assert "abort_finished" in events
+
+
+def test_abort_after_an_execution_that_did_some_actions_measures_and_records_the_cluster(world):
+    from pulsar_rebalance.pipeline.execute import abort_plan
+
+    sim, engine, client, cid = world
+    plan_id = _plan(engine, cid, "run-1", _unloads(sim, 3))
+    # the execution stops after its first move (the per-run cap skips the rest), and is not re-read
+    policy = ExecutionPolicy(max_parallel=1, max_unloads_per_run=1)
+    report = execute_plan(engine, client, plan_id=plan_id, policy=policy)
+    assert report.status == "partially_executed" and report.unloads_executed == 1
+    assert report.max_usage_after is None and "not re-read" in report.not_measured
+    plan = abort_plan(engine, client, plan_id=plan_id, by="bob")
+    assert plan.status == "aborted"
+    assert [a.state for a in plan.actions] == ["completed", "skipped", "skipped"]
+    result = plan.result
+    assert (result["status"], result["unloads_executed"], result["failed"], result["skipped"]) == ("aborted", 1, 0, 2)
+    _assert_measured(sim, result)
+    _assert_ownership_recorded(sim, engine, plan)
+    done = plan.actions[0]
+    assert sim.state.owner(done.bundle) == done.destination_broker
+
+
+def test_abort_without_a_client_or_with_pulsar_down_says_why_nothing_was_measured(world):
+    from pulsar_rebalance.pipeline.execute import abort_plan
+    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+
+    sim, engine, client, cid = world
+    first = _plan(engine, cid, "run-1", _unloads(sim, 1))
+    _die_mid_execution(engine, first)
+    plan = abort_plan(engine, plan_id=first, by="bob", no_client_reason="PULSAR_ADMIN_URL is not set")
+    assert plan.status == "aborted" and plan.result["max_usage_after"] is None
+    assert plan.result["not_measured"] == "the cluster was not re-read after the abort: PULSAR_ADMIN_URL is not set"
+    second = _plan(engine, cid, "run-2", _unloads(sim, 1, offset=1))
+    _die_mid_execution(engine, second)
+    with socket.socket() as closed:  # a port nobody listens on: Pulsar is unreachable
+        closed.bind(("127.0.0.1", 0))
+        down = PulsarAdminClient.from_url(f"http://127.0.0.1:{closed.getsockname()[1]}", retries=0, timeout=5)
+        with down:
+            plan = abort_plan(engine, down, plan_id=second, by="bob")
+    assert plan.status == "aborted" and plan.result["max_usage_after"] is None  # the abort stands
+    assert plan.result["not_measured"].startswith("the cluster could not be re-read after the abort: ")
 
 
 def test_abort_refuses_a_live_execution(world):
@@ -262,13 +338,22 @@ def test_plans_resume_abort_stop_from_the_cli(world, db_url, monkeypatch, capsys
     first = _plan(engine, cid, "run-1", _unloads(sim, 1))
     _die_mid_execution(engine, first)
     assert main(["plans", "resume", first, "--by", "bob"]) == 0
-    assert json.loads(capsys.readouterr().out)["status"] == "executed"
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["status"] == "executed"
+    _assert_measured(sim, resumed)  # was max_usage_after null, broker_usage_after {}
+    assert _get(engine, first).result == resumed
     second = _plan(engine, cid, "run-2", _unloads(sim, 2, offset=3))
     assert main(["plans", "stop", second, "--by", "carol"]) == 0
     assert json.loads(capsys.readouterr().out)["stop_requested"]["by"] == "carol"
     _die_mid_execution(engine, second)
     assert main(["plans", "abort", second, "--by", "carol"]) == 0
-    assert json.loads(capsys.readouterr().out)["status"] == "aborted"
+    aborted = json.loads(capsys.readouterr().out)
+    assert aborted["status"] == "aborted" and aborted["actions"] == {"failed": 1, "skipped": 1}
+    _assert_measured(sim, aborted)
+    assert _get(engine, second).result["broker_usage_after"] == aborted["broker_usage_after"]
+    assert main(["plans", "show", second]) == 0
+    shown = capsys.readouterr().out
+    assert f"max broker usage measured after execution: {100 * aborted['max_usage_after']:5.1f}%" in shown
     assert main(["plans", "abort", second]) == 2  # already final: a clear refusal, exit 2
     assert "only interrupted" in capsys.readouterr().err
 

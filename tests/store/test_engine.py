@@ -158,11 +158,13 @@ def test_check_schema_rejects_unknown_revision(db_url: str) -> None:
 def test_create_and_drop_database(pg_server: object, db_url: str) -> None:
     name = f"x_{uuid.uuid4().hex[:8]}"
     server_url = url_for_database(db_url, "postgres")
-    url = create_database(server_url, name)
-    assert create_database(server_url, name) == url  # exists: no error
-    with create_engine(url, poolclass=NullPool).connect() as conn:
-        assert conn.execute(text("SELECT current_database()")).scalar() == name
-    drop_database(server_url, name)
+    try:
+        url = create_database(server_url, name)
+        assert create_database(server_url, name) == url  # exists: no error
+        with create_engine(url, poolclass=NullPool).connect() as conn:
+            assert conn.execute(text("SELECT current_database()")).scalar() == name
+    finally:  # created past the fixture: dropped here even when an assertion fails
+        drop_database(server_url, name)
     with create_engine(server_url, poolclass=NullPool).connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM pg_database WHERE datname = :n"), {"n": name}).scalar() == 0
     with pytest.raises(StoreError, match="invalid database name"):

@@ -225,6 +225,15 @@ def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch
     r = viewer.get(f"{URL_PREFIX}/plans/{plan_id}")
     assert r.status_code == 200, r.text
     assert f"pulsar-rebalance plans resume {plan_id}" in r.text and f"pulsar-rebalance plans abort {plan_id}" in r.text
+    # aborted where Pulsar cannot be read: the page says why nothing was measured after
+    from pulsar_rebalance.pipeline.execute import abort_plan
+
+    abort_plan(engine, plan_id=plan_id, by="bob", no_client_reason="PULSAR_ADMIN_URL is not set")
+    html = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    assert (
+        "Measured after: not measured — the cluster was not re-read after the abort: PULSAR_ADMIN_URL is not set"
+        in html
+    )
 
 
 def test_an_executed_dry_run_is_labelled_and_shows_what_each_action_would_have_done(viewer, db_url, monkeypatch):

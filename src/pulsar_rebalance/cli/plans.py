@@ -73,13 +73,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_stop)
     p = psub.add_parser(
         "resume",
-        help="finish an interrupted execution (reconciles with Pulsar first); "
-        "needs PULSAR_ADMIN_URL [PULSAR_ADMIN_TOKEN]",
+        help="finish an interrupted execution (reconciles with Pulsar first), then measure and record the "
+        "cluster like an execution; needs PULSAR_ADMIN_URL [PULSAR_ADMIN_TOKEN]",
     )
     p.add_argument("plan_id")
     p.add_argument("--by", default=None)
     p.set_defaults(func=_resume)
-    p = psub.add_parser("abort", help="end an interrupted execution: actions not run are skipped")
+    p = psub.add_parser(
+        "abort",
+        help="end an interrupted execution: actions not run are skipped; then the cluster is measured and "
+        "recorded like after an execution if PULSAR_ADMIN_URL is set (else the result says it was not)",
+    )
     p.add_argument("plan_id")
     p.add_argument("--by", default=None)
     p.set_defaults(func=_abort)
@@ -216,16 +220,33 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _abort(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from pulsar_rebalance.errors import ConfigError
+    from pulsar_rebalance.pipeline.context import admin_client_from_env
     from pulsar_rebalance.pipeline.execute import abort_plan
 
-    plan = abort_plan(_engine(), plan_id=args.plan_id, by=_who(args.by))
+    try:  # the cluster is re-read after the abort; without an admin URL the abort still runs, and says so
+        client, why_not = admin_client_from_env(), None
+    except ConfigError as exc:
+        client, why_not = None, str(exc)
+    with client if client is not None else nullcontext():
+        plan = abort_plan(
+            _engine(),
+            client,
+            plan_id=args.plan_id,
+            by=_who(args.by),
+            **({"no_client_reason": why_not} if why_not else {}),
+        )
     print(
         json.dumps(
             {
+                **(plan.result or {}),
                 "plan_id": plan.plan_id,
                 "status": plan.status,
                 "actions": {a.state: sum(b.state == a.state for b in plan.actions) for a in plan.actions},
-            }
+            },
+            default=str,
         )
     )
     return 0
@@ -292,6 +313,12 @@ def _show(args: argparse.Namespace) -> int:
     out.write(
         f"max broker usage: {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)\n"
     )
+    result = plan.result or {}
+    measured = result.get("broker_usage_after") or {}
+    if result.get("max_usage_after") is not None:
+        out.write(f"max broker usage measured after execution: {_pct(result['max_usage_after'])}\n")
+    elif result.get("not_measured"):
+        out.write(f"not measured after execution: {result['not_measured']}\n")
     if plan.approval:
         a = plan.approval
         out.write(
@@ -315,11 +342,13 @@ def _show(args: argparse.Namespace) -> int:
         out.write(f"  [{a.seq}] {what}  [{a.state}]\n        why: {a.reason}\n")
         if a.error:
             out.write(f"        {'skipped' if a.state == 'skipped' else 'error'}: {a.error}\n")
-    out.write("\nbrokers (predicted weighted max usage):\n")
+    out.write(f"\nbrokers (predicted weighted max usage{'; measured after' if measured else ''}):\n")
     for b, v in sorted((s_.get("brokers") or {}).items()):
         out.write(
             f"  {b:<24} {_pct(v['before']['usage'])} -> {_pct(v['after']['usage'])}   "
-            f"bundles {v['before']['bundles']} -> {v['after']['bundles']}\n"
+            f"bundles {v['before']['bundles']} -> {v['after']['bundles']}"
+            + (f"   measured {_pct(measured.get(b))}" if measured else "")
+            + "\n"
         )
     for n in s_.get("notes") or []:
         out.write(f"note: {n}\n")

@@ -53,6 +53,7 @@ from pulsar_rebalance.errors import (
     ExecutionInProgressError,
     PlanStateError,
     PulsarAdminError,
+    ScenarioError,
     StalePlanError,
 )
 from pulsar_rebalance.store import repository as repo
@@ -99,6 +100,7 @@ class ExecutionReport:
     max_usage_after: float | None = None
     max_usage_after_predicted: float | None = None
     broker_usage_after: dict[str, float] = field(default_factory=dict)  # measured, weighted max usage
+    not_measured: str | None = None  # why max_usage_after / broker_usage_after are empty, when they are
     errors: list[str] = field(default_factory=list)
     dry_run: bool = False  # nothing was sent to Pulsar: every action is skipped with what it would have done
 
@@ -239,29 +241,7 @@ def execute_plan(
             else:
                 report.failed += 1
                 report.errors.append(f"{a.kind} {a.bundle}: {outcome}")
-        # Record what the cluster looks like now (ranges, ownership) and the measured load.
-        if after_snapshot is not None and not plan.dry_run:
-            snap = after_snapshot(client, sorted({a.namespace for a in plan.actions}))
-            cause_ids = {}
-            with session_scope(engine) as s:
-                for a in plan.actions:
-                    cur = repo.get_action(s, action_id=a.id)
-                    if cur.state == "completed" and a.kind == "unload":
-                        cause_ids[a.bundle] = a.id
-                for ns, bounds in sorted(snap.namespaces.items()):
-                    repo.sync_bundle_ranges(
-                        s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds
-                    )
-                repo.sync_ownership(
-                    s,
-                    cluster_id=plan.cluster_id,
-                    run_id=plan.run_id,
-                    ownership=snap.ownership,
-                    cause=f"executed plan {plan_id}",
-                    cause_action_ids=cause_ids,
-                )
-            report.max_usage_after = snap.max_usage
-            report.broker_usage_after = dict(snap.broker_usage)
+        record_after_state(engine, client, plan, after_snapshot, report, cause=f"executed plan {plan_id}")
         if plan.dry_run:
             status = "executed"
         elif report.failed:
@@ -296,13 +276,88 @@ def execute_plan(
     return report
 
 
+def measure_after(params):
+    """The re-read of the cluster after an execution: ``after(client, namespaces)`` returns a snapshot (bundle
+    ranges, ownership, load reports; no topic stats) with ``broker_usage`` (each broker's weighted max
+    resource usage, weighted as the run's load-manager config says) and ``max_usage`` set."""
+    from pulsar_rebalance.errors import SnapshotError
+    from pulsar_rebalance.pipeline.collect import collect_snapshot
+    from pulsar_rebalance.pipeline.params import resource_weights
+
+    weights = resource_weights(params.lb_config())
+
+    def after(client, namespaces):
+        # Right after unloads, brokers' answers may show a bundle mid-transfer (e.g. in two load
+        # reports, read one after the other): the snapshot validation rejects that, so read again.
+        for attempt in range(3):
+            try:
+                snap = collect_snapshot(client, namespaces=namespaces, cluster=params.cluster, topic_stats=False)
+                break
+            except SnapshotError as exc:
+                if attempt == 2:
+                    raise
+                log.warning("the cluster is mid-transition after execution (%s); reading it again", exc)
+                time.sleep(1.0 + attempt)
+        snap.broker_usage = snap.weighted_usage(weights)
+        snap.max_usage = max(snap.broker_usage.values(), default=0.0)
+        return snap
+
+    return after
+
+
+def measure_after_run(engine, run_id: str):
+    """:func:`measure_after` with the parameters of run ``run_id`` (the plan's own run, for resume/abort)."""
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    with session_scope(engine) as s:
+        params = RunParams.from_json(repo.get_run(s, run_id=run_id).params)
+    return measure_after(params)
+
+
+def record_after_state(engine, client, plan, after_snapshot, report: ExecutionReport, *, cause: str) -> None:
+    """Re-read the cluster after acting on it (``after_snapshot(client, namespaces)``, see :func:`measure_after`)
+    and record it: live bundle ranges and ownership (each move credited to the plan's completed unload of that
+    bundle) and, in ``report``, the measured usage (``max_usage_after``, ``broker_usage_after``). Without a
+    re-read (a dry run, no reader) ``report.not_measured`` says why."""
+    if plan.dry_run:
+        report.not_measured = "dry run: nothing was applied, the cluster was not re-read"
+        return
+    if after_snapshot is None:
+        report.not_measured = "the cluster was not re-read (no reader given)"
+        return
+    snap = after_snapshot(client, sorted({a.namespace for a in plan.actions}))
+    cause_ids = {}
+    with session_scope(engine) as s:
+        for a in plan.actions:
+            cur = repo.get_action(s, action_id=a.id)
+            if cur.state == "completed" and a.kind == "unload":
+                cause_ids[a.bundle] = a.id
+        for ns, bounds in sorted(snap.namespaces.items()):
+            repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds)
+        repo.sync_ownership(
+            s,
+            cluster_id=plan.cluster_id,
+            run_id=plan.run_id,
+            ownership=snap.ownership,
+            cause=cause,
+            cause_action_ids=cause_ids,
+        )
+    report.max_usage_after = snap.max_usage
+    report.broker_usage_after = dict(snap.broker_usage)
+    report.not_measured = None
+
+
 RESUMABLE = ("interrupted", "executing", "partially_executed", "failed")
 
 
 def resume_plan(
     engine, client, *, plan_id: str, by: str, policy: ExecutionPolicy | None = None, after_snapshot=None
 ) -> ExecutionReport:
-    """``plans resume``: finish an interrupted (or partly failed) execution, reconciling with Pulsar first."""
+    """``plans resume``: finish an interrupted (or partly failed) execution, reconciling with Pulsar first.
+
+    Afterwards the cluster is re-read and recorded as after an execution; ``after_snapshot`` defaults to
+    the re-read ``execute_unload`` does, with the plan's run's parameters (:func:`measure_after_run`).
+    """
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
         if plan.status not in RESUMABLE:
@@ -310,17 +365,33 @@ def resume_plan(
                 f"plan {plan_id} is {plan.status}: only {', '.join(RESUMABLE)} plans can be resumed", plan_id=plan_id
             )
         repo.audit(s, event="plan.resumed", actor=by, plan_id=plan_id, run_id=plan.run_id)
+    if after_snapshot is None:
+        after_snapshot = measure_after_run(engine, plan.run_id)
     return execute_plan(
         engine, client, plan_id=plan_id, policy=policy, after_snapshot=after_snapshot, actor=f"resume by {by}"
     )
 
 
-def abort_plan(engine, *, plan_id: str, by: str):
+def abort_plan(
+    engine,
+    client=None,
+    *,
+    plan_id: str,
+    by: str,
+    after_snapshot=None,
+    no_client_reason: str = "no Pulsar admin client was given",
+):
     """``plans abort``: end an interrupted or partly failed execution: what has not run is skipped.
 
     An action left ``in_progress`` by a dead process is marked failed with "outcome unknown" (the next
     collect records where its bundle really is). Refused while an execution runs in a live process on
     the cluster (use ``plans stop`` for that).
+
+    Then, as after an execution, the cluster is re-read through ``client`` and recorded
+    (:func:`record_after_state`; ``after_snapshot`` defaults to the plan's run's :func:`measure_after_run`),
+    whether or not any action had been done: ``plans.result`` holds the counts of what was done and the
+    measured usage, or in ``not_measured`` why the cluster was not read (no client: ``no_client_reason``;
+    Pulsar did not answer). The abort stands either way. Returns the plan as stored.
     """
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=plan_id)
@@ -358,9 +429,54 @@ def abort_plan(engine, *, plan_id: str, by: str):
                     )
             repo.set_plan_status(s, plan_id=plan_id, status="aborted", actor=by)
             repo.audit(s, event="plan.aborted", actor=by, plan_id=plan_id, run_id=plan.run_id)
+            aborted = repo.get_plan(s, plan_id=plan_id)
+        report = _report_of(aborted)
+        if client is None:
+            report.not_measured = f"the cluster was not re-read after the abort: {no_client_reason}"
+        else:
+            try:
+                record_after_state(
+                    engine,
+                    client,
+                    aborted,
+                    after_snapshot or measure_after_run(engine, plan.run_id),
+                    report,
+                    cause=f"aborted plan {plan_id}",
+                )
+            except (PulsarAdminError, ScenarioError) as exc:  # the abort stands; say why nothing was measured
+                log.warning("plan %s aborted, but the cluster could not be re-read: %s", plan_id, exc)
+                report.not_measured = f"the cluster could not be re-read after the abort: {exc}"
+        with session_scope(engine) as s:
+            repo.set_plan_status(s, plan_id=plan_id, status="aborted", actor=by, result=report.to_json())
+            repo.audit(
+                s, event="abort_finished", actor=by, plan_id=plan_id, run_id=plan.run_id, details=report.to_json()
+            )
             return repo.get_plan(s, plan_id=plan_id)
     finally:
         lock.__exit__(None, None, None)
+
+
+def _report_of(plan) -> ExecutionReport:
+    """What the plan's actions say was done (all attempts), as an execution would report it."""
+    report = ExecutionReport(
+        plan_id=plan.plan_id,
+        status=plan.status,
+        max_usage_before=(plan.summary or {}).get("maxUsageBefore"),
+        max_usage_after_predicted=(plan.summary or {}).get("maxUsageAfterPredicted"),
+    )
+    for a in plan.actions:
+        if a.state == "completed":
+            if a.kind == "unload":
+                report.unloads_executed += 1
+            else:
+                report.splits_executed += 1
+            report.reconciled += bool((a.result or {}).get("reconciled"))
+        elif a.state == "skipped":
+            report.skipped += 1
+        elif a.state == "failed":
+            report.failed += 1
+            report.errors.append(f"{a.kind} {a.bundle}: {a.error}")
+    return report
 
 
 def _run_action(engine, client, plan, cluster: str, action_id: int, action: Action, gate: _Gate) -> str:

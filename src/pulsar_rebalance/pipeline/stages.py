@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_rebalance.core.planner import split_candidates
-from pulsar_rebalance.errors import ConfigError, SnapshotError, StoreError
+from pulsar_rebalance.errors import ConfigError, StoreError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import collect_snapshot, record_snapshot
 from pulsar_rebalance.pipeline.detect import PLANNERS, build_scenario, decide, state_name
@@ -452,35 +452,21 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
 def stage_execute(spark, ctx: C.JobContext, *, engine, client) -> dict[str, Any]:
     """Execute the run's approved plan. ``spark=None`` (the job's ``--without-spark``) skips only the
     Parquet copy of the action states; Postgres holds the whole outcome either way."""
-    from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan
+    from pulsar_rebalance.pipeline.execute import ExecutionPolicy, execute_plan, measure_after
 
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
         plan = repo.plan_for_run(s, run_id=ctx.run_id)
     if plan is None:
         raise RuntimeError(f"run {ctx.run_id} has no plan: plan_split did not run")
-    weights = resource_weights(params.lb_config())
-
-    def after(client_, namespaces):
-        # Right after unloads, brokers' answers may show a bundle mid-transfer (e.g. in two load
-        # reports, read one after the other): the snapshot validation rejects that, so read again.
-        for attempt in range(3):
-            try:
-                snap = collect_snapshot(client_, namespaces=namespaces, cluster=params.cluster, topic_stats=False)
-                break
-            except SnapshotError as exc:
-                if attempt == 2:
-                    raise
-                log.warning("the cluster is mid-transition after execution (%s); reading it again", exc)
-                time.sleep(1.0 + attempt)
-        snap.broker_usage = snap.weighted_usage(weights)
-        snap.max_usage = max(snap.broker_usage.values(), default=0.0)
-        return snap
-
     failure: BaseException | None = None
     try:
         report = execute_plan(
-            engine, client, plan_id=plan.plan_id, after_snapshot=after, policy=ExecutionPolicy.from_params(params)
+            engine,
+            client,
+            plan_id=plan.plan_id,
+            after_snapshot=measure_after(params),
+            policy=ExecutionPolicy.from_params(params),
         )
     except BaseException as exc:
         failure = exc
