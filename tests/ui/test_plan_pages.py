@@ -225,3 +225,71 @@ def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch
     r = viewer.get(f"{URL_PREFIX}/plans/{plan_id}")
     assert r.status_code == 200, r.text
     assert f"pulsar-rebalance plans resume {plan_id}" in r.text and f"pulsar-rebalance plans abort {plan_id}" in r.text
+
+
+def test_an_empty_plan_says_why_nothing_was_planned_and_offers_no_approval(viewer, db_url, monkeypatch):
+    """An empty plan made by the real planning code from a cool-down verdict with a dropped unload."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.pipeline.params import RunParams
+    from pulsar_rebalance.pipeline.planning import build_plan
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    from .conftest import REPORTS
+
+    cool_down = "the set of brokers changed 5 min ago (+broker-3:8080): waiting until it has been stable for 10 min"
+    decision = {
+        "cycle": {
+            "label": "Skip",
+            "reason": "CoolDown",
+            "detail": cool_down,
+            "splits": [],
+            "unloads": [],
+            "executed": {
+                "unloads": [],
+                "dropped": [
+                    {
+                        "broker": "broker-1:8080",
+                        "bundle": "t/ns/0x00000000_0x40000000",
+                        "dropped": "NoBroker",
+                        "detail": "no broker can take it without overloading",
+                        "reason": "Overloaded",
+                    }
+                ],
+            },
+        }
+    }
+    draft = build_plan(
+        decision=decision,
+        params=RunParams.from_json({}),
+        reports=REPORTS,
+        topics_by_bundle={},
+        ownership={b: br for br, r in REPORTS.items() for b in r["lastStats"]},
+    )
+    assert draft.empty
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-empty", cluster_id=cid, params={}, work_dir="/tmp/w")
+        plan_id = repo.create_plan(
+            s,
+            run_id="run-empty",
+            cluster_id=cid,
+            status="empty",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies=draft.summary["strategies"],
+            config={},
+            summary=draft.summary,
+            decision=decision["cycle"],
+            actions=[],
+        )
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    page = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    why = page.split('id="why-nothing"', 1)[1].split("</div>", 2)[0]
+    assert "Nothing to do" in why and f"Skip (CoolDown): {cool_down}" in why
+    assert "unload of t/ns/0x00000000_0x40000000 from broker-1:8080 not executed (NoBroker)" in why
+    assert "no broker can take it without overloading" in why
+    for absent in ("not decided yet", "approval window ends", 'id="gate-link"', 'id="approval"'):
+        assert absent not in page, absent

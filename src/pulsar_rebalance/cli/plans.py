@@ -283,6 +283,10 @@ def _show(args: argparse.Namespace) -> int:
     out.write(
         f"max broker usage: {_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)\n"
     )
+    if not plan.actions:
+        from pulsar_rebalance.core.plan_summary import why_nothing_planned
+
+        out.write("why nothing was planned:\n" + "".join(f"  - {line}\n" for line in why_nothing_planned(s_)))
     if plan.approval:
         a = plan.approval
         out.write(
