@@ -293,3 +293,13 @@ def test_an_empty_plan_says_why_nothing_was_planned_and_offers_no_approval(viewe
     assert "no broker can take it without overloading" in why
     for absent in ("not decided yet", "approval window ends", 'id="gate-link"', 'id="approval"'):
         assert absent not in page, absent
+
+
+def test_a_logged_out_browser_is_sent_to_the_login_page_and_back(client, seeded_db):
+    url = f"{URL_PREFIX}/plans/{seeded_db.pending}"
+    r = client.get(url, headers={"Accept": "text/html,application/xhtml+xml"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    location = r.headers["location"]
+    assert "/auth/" in location and "login" in location and quote(url, safe="") in location
+    assert seeded_db.pending not in r.text
+    assert client.get(url).status_code == 401  # an API caller keeps the plain 401
