@@ -356,7 +356,6 @@ class PlanApprovalGate(HITLOperator):
             plan = repo.get_plan(s, plan_id=state["plan_id"])
         if plan.expires_at is not None:
             self.response_timeout = max(plan.expires_at - dt.datetime.now(dt.UTC), dt.timedelta(seconds=1))
-        self.body = gate_body(plan, cluster=(plan.summary or {}).get("cluster"))  # who approved so far
         self.log.info(
             "Plan %s has %d of %d approvals (%s); waiting for another approver at the same gate.",
             plan.plan_id,

@@ -205,8 +205,10 @@ def close_airflow_gate(gate: dict[str, Any], reason: str) -> bool:
     """Answer an open gate as the system (``Reject``, the reason as comment) and resume its task.
 
     Returns False if the gate had already been answered (by a person, or earlier by the system)."""
-    from airflow.models.trigger import TriggerEvent, handle_event_submit
-    from airflow.utils import timezone
+    import datetime as dt
+
+    from airflow.models.trigger import handle_event_submit
+    from airflow.triggers.base import TriggerEvent
     from airflow.utils.session import create_session
     from airflow.utils.state import TaskInstanceState
 
@@ -215,7 +217,7 @@ def close_airflow_gate(gate: dict[str, Any], reason: str) -> bool:
         if detail is None or detail.response_received:
             return False
         detail.responded_by = dict(SYSTEM_RESPONDER)
-        detail.responded_at = timezone.utcnow()
+        detail.responded_at = dt.datetime.now(dt.UTC)
         detail.chosen_options = ["Reject"]
         detail.params_input = {"comment": reason, "plan_hash": ""}
         session.add(detail)
@@ -370,10 +372,39 @@ class GateGuardMiddleware:
             )
             if problem:
                 return await _send_json(send, 409, {"detail": problem})
+            gate = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": ids["map_index"]}
+            await asyncio.to_thread(_refresh_body_safely, url, plan_id, gate)
         elif status == 409 and (between := await asyncio.to_thread(waiting_for_next_approver, url, plan_id)):
             return await _send_json(send, 409, {"detail": between})
         for message in chunks:
             await send(message)
+
+
+def refresh_gate_body(url: str, plan_id: str, gate: dict[str, str]) -> None:
+    """After a vote that leaves the plan pending, the gate's text lists who approved so far (Airflow keeps
+    a request's text when the same request opens again for the next approver)."""
+    from airflow.utils.session import create_session
+
+    from pulsar_rebalance.orchestration.approval import gate_body
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(url)) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+    if plan.status != "pending":
+        return
+    with create_session() as session:
+        _ti, detail = _airflow_gate(session, gate)
+        if detail is not None:
+            detail.body = gate_body(plan, cluster=(plan.summary or {}).get("cluster"))
+            session.add(detail)
+
+
+def _refresh_body_safely(url: str, plan_id: str, gate: dict[str, str]) -> None:
+    try:
+        refresh_gate_body(url, plan_id, gate)
+    except Exception:  # the vote stands; only the gate's text is not updated
+        log.exception("could not update the gate's text after a vote")
 
 
 def _note_refusal_safely(gate: dict[str, str], voter: str | None, refusal: str) -> None:
