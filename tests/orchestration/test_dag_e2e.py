@@ -293,6 +293,7 @@ class FourEyes(Approver):
                 time.sleep(0.5)  # polling a condition, bounded by the deadline
             again = alice.patch(api.hitl_path(gate), json=answer)
             self.steps.append(("alice again", again.status_code, again.json().get("detail")))
+            self.body_after_refusal = alice.get(api.hitl_path(gate)).json().get("body") or ""
             original = api._client
             api._client = lambda environ: bob  # bob's CLI talks to the in-process Airflow app
             try:
@@ -319,6 +320,10 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     assert approver.error is None and approver.exit_code == 0, (approver.error, approver.steps)
     assert approver.steps[0] == ("alice", 200)
     assert approver.steps[1][:2] == ("alice again", 409) and "already has your approval (alice)" in approver.steps[1][2]
+    # the UI's toast says only "Conflict": the gate's own text says why, and who approved so far
+    body = approver.body_after_refusal
+    assert body.startswith("**⛔ Answer refused** (alice") and "already has your approval (alice)" in body, body
+    assert "Approved so far: 1 of 2** — alice" in body and "alice cannot approve again" in body, body
     votes = _q(db_url, "SELECT voter, via, comment FROM approval_votes WHERE plan_id = :p", p=approver.plan_id)
     assert votes == [{"voter": "alice", "via": "airflow-gate", "comment": "first pair of eyes"}]
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
@@ -353,6 +358,68 @@ def test_balanced_cluster_ends_green_without_waiting_for_approval(airflow_db, wi
     assert plan["status"] == "empty" and plan["summary"]["decision"]["reason"] == "Balanced"
     assert _q(db_url, "SELECT status FROM runs")[0]["status"] == "nothing_to_do"
     assert _q(db_url, "SELECT count(*) AS n FROM approvals")[0]["n"] == 0
+    assert _ownership(sim.state.snapshot()) == _ownership(before)
+
+
+class Superseder(Approver):
+    """Waits for this test's plan to reach its gate, supersedes it as a newer plan of the cluster would,
+    then reads Required Actions the way the Airflow UI does (which closes the superseded plan's gate)."""
+
+    def run(self) -> None:
+        from pulsar_rebalance.cli import airflow_api as api
+        from pulsar_rebalance.store import repository as repo
+        from pulsar_rebalance.store.engine import make_engine, session_scope
+
+        engine = sa.create_engine(self.db_url)
+        deadline = time.monotonic() + 900
+        try:
+            row = None
+            while row is None and time.monotonic() < deadline:
+                with engine.connect() as c:
+                    row = c.execute(
+                        sa.text(
+                            "SELECT plan_id, gate, cluster_id FROM plans WHERE status = 'pending' AND gate IS NOT NULL"
+                        )
+                    ).first()
+                if row is None:
+                    time.sleep(0.5)  # polling a condition, bounded by the deadline
+            self.plan_id, gate, cluster_id = row
+            with session_scope(make_engine(self.db_url)) as s:
+                repo.supersede_plans(s, cluster_id=cluster_id, by_plan_id="p-newer", reason="a newer snapshot")
+            viewer = airflow_api("alice")
+            self.pending = []
+            while time.monotonic() < deadline:  # what Browse -> Required Actions lists, until the gate leaves it
+                listed = viewer.get("/api/v2/dags/~/dagRuns/~/hitlDetails", params={"response_received": False})
+                self.pending = [d["task_instance"]["dag_run_id"] for d in listed.json()["hitl_details"]]
+                if gate["run_id"] not in self.pending:
+                    break
+                time.sleep(0.5)  # polling a condition, bounded by the deadline
+            self.detail = viewer.get(api.hitl_path(gate)).json()
+        except Exception as exc:  # surfaced by the test's assertions
+            self.error = exc
+        finally:
+            engine.dispose()
+
+
+def test_a_superseded_plan_leaves_required_actions_and_its_gate_says_by_which_plan(airflow_db, wired):
+    sim, db_url = wired
+    before = sim.state.snapshot()
+    superseder = Superseder(db_url, "approve")
+    superseder.start()
+    dr, states = _run_dag({"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 30})
+    superseder.join(timeout=30)
+    assert superseder.error is None, superseder.error
+    assert superseder.plan_id and dr.run_id not in superseder.pending
+    detail = superseder.detail
+    assert detail["responded_by_user"]["name"] == "pulsar-rebalance (system)" and detail["chosen_options"] == ["Reject"]
+    assert f"plan {superseder.plan_id} was superseded by plan p-newer" in detail["params_input"]["comment"]
+    assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
+    assert dr.state == "success"
+    plan = _q(db_url, "SELECT status, gate FROM plans WHERE plan_id = :p", p=superseder.plan_id)[0]
+    assert plan["status"] == "superseded" and plan["gate"]["closed_at"]
+    assert "superseded by plan p-newer" in plan["gate"]["closed_because"]
+    events = _q(db_url, "SELECT event FROM audit_log WHERE plan_id = :p ORDER BY id", p=superseder.plan_id)
+    assert [e["event"] for e in events][-1] == "plan.gate_closed"
     assert _ownership(sim.state.snapshot()) == _ownership(before)
 
 

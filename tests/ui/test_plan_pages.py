@@ -282,3 +282,81 @@ def test_an_executed_dry_run_is_labelled_and_shows_what_each_action_would_have_d
     listed = viewer.get(f"{URL_PREFIX}/").text
     row = listed[listed.index(plan_id) : listed.index("</tr>", listed.index(plan_id))]
     assert "dry run" in row and ">executed<" in row
+
+
+def test_an_empty_plan_says_why_nothing_was_planned_and_offers_no_approval(viewer, db_url, monkeypatch):
+    """An empty plan made by the real planning code from a cool-down verdict with a dropped unload."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.pipeline.params import RunParams
+    from pulsar_rebalance.pipeline.planning import build_plan
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    from .conftest import REPORTS
+
+    cool_down = "the set of brokers changed 5 min ago (+broker-3:8080): waiting until it has been stable for 10 min"
+    decision = {
+        "cycle": {
+            "label": "Skip",
+            "reason": "CoolDown",
+            "detail": cool_down,
+            "splits": [],
+            "unloads": [],
+            "executed": {
+                "unloads": [],
+                "dropped": [
+                    {
+                        "broker": "broker-1:8080",
+                        "bundle": "t/ns/0x00000000_0x40000000",
+                        "dropped": "NoBroker",
+                        "detail": "no broker can take it without overloading",
+                        "reason": "Overloaded",
+                    }
+                ],
+            },
+        }
+    }
+    draft = build_plan(
+        decision=decision,
+        params=RunParams.from_json({}),
+        reports=REPORTS,
+        topics_by_bundle={},
+        ownership={b: br for br, r in REPORTS.items() for b in r["lastStats"]},
+    )
+    assert draft.empty
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-empty", cluster_id=cid, params={}, work_dir="/tmp/w")
+        plan_id = repo.create_plan(
+            s,
+            run_id="run-empty",
+            cluster_id=cid,
+            status="empty",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies=draft.summary["strategies"],
+            config={},
+            summary=draft.summary,
+            decision=decision["cycle"],
+            actions=[],
+        )
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    page = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    why = page.split('id="why-nothing"', 1)[1].split("</div>", 2)[0]
+    assert "Nothing to do" in why and f"Skip (CoolDown): {cool_down}" in why
+    assert "unload of t/ns/0x00000000_0x40000000 from broker-1:8080 not executed (NoBroker)" in why
+    assert "no broker can take it without overloading" in why
+    for absent in ("not decided yet", "approval window ends", 'id="gate-link"', 'id="approval"'):
+        assert absent not in page, absent
+
+
+def test_a_logged_out_browser_is_sent_to_the_login_page_and_back(client, seeded_db):
+    url = f"{URL_PREFIX}/plans/{seeded_db.pending}"
+    r = client.get(url, headers={"Accept": "text/html,application/xhtml+xml"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    location = r.headers["location"]
+    assert "/auth/" in location and "login" in location and quote(url, safe="") in location
+    assert seeded_db.pending not in r.text
+    assert client.get(url).status_code == 401  # an API caller keeps the plain 401

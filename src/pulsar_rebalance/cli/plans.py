@@ -319,6 +319,10 @@ def _show(args: argparse.Namespace) -> int:
         out.write(f"max broker usage measured after execution: {_pct(result['max_usage_after'])}\n")
     elif result.get("not_measured"):
         out.write(f"not measured after execution: {result['not_measured']}\n")
+    if not plan.actions:
+        from pulsar_rebalance.core.plan_summary import why_nothing_planned
+
+        out.write("why nothing was planned:\n" + "".join(f"  - {line}\n" for line in why_nothing_planned(s_)))
     if plan.approval:
         a = plan.approval
         out.write(

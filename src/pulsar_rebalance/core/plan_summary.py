@@ -163,6 +163,7 @@ class PlanSummary:
     data_quality: DataQuality
     warnings: tuple[PlanWarning, ...]
     action_states: dict[str, int] = field(default_factory=dict)
+    why_nothing: tuple[str, ...] = ()  # for a plan without actions: why nothing was planned
 
     @property
     def actions(self) -> int:
@@ -227,7 +228,19 @@ def summarize_plan(
         data_quality=_data_quality(s),
         warnings=tuple(_warnings(s)),
         action_states=dict(sorted(states.items())),
+        why_nothing=() if actions else why_nothing_planned(s),
     )
+
+
+def why_nothing_planned(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """Why a plan has no action, in plain words: the strategy's verdict and detail (balanced, cooling
+    down until when, no destination ...), then every planned move that was dropped and why."""
+    decision = summary.get("decision") or {}
+    label, reason, detail = decision.get("label"), decision.get("reason"), decision.get("detail")
+    verdict = f"{label} ({reason})" if label and reason else (label or reason or "no verdict recorded")
+    lines = [f"{verdict}: {detail}" if detail else str(verdict)]
+    lines += [str(n) for n in summary.get("notes") or ()]
+    return tuple(lines)
 
 
 def _totals(traffic: Sequence[BundleTraffic]) -> Totals:

@@ -41,6 +41,8 @@ from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import AirflowSkipException
 
+from pulsar_rebalance.orchestration.gate_guard import SYSTEM_RESPONDER
+
 APPROVE, REJECT = "Approve", "Reject"
 PLAN_PAGE = "pulsar-rebalance/plans/{plan_id}"  # relative to the Airflow UI's base URL
 BODY_ACTION_ROWS = 15
@@ -205,10 +207,18 @@ def gate_body(plan, *, cluster: str | None = None) -> str:
     if plan.required_approvals > 1:
         lines += [
             f"**Needs {plan.required_approvals} approvals from different people.** After each approval "
-            "this request opens again for the next approver; the plan page lists who approved so far. "
-            "A single Reject ends it.",
+            "this request opens again for the next approver. A single Reject ends it.",
             "",
         ]
+        if plan.votes:
+            voters = ", ".join(f"{v.voter} ({v.voted_at:%H:%M} UTC)" for v in plan.votes)
+            missing = plan.required_approvals - len(plan.votes)
+            lines += [
+                f"**Approved so far: {len(plan.votes)} of {plan.required_approvals}** — {voters}. "
+                f"Still needed: {missing} approval(s) from someone else; "
+                f"{' and '.join(v.voter for v in plan.votes)} cannot approve again.",
+                "",
+            ]
     lines += ["| # | action | bundle | from → to | reason |", "|---|---|---|---|---|"]
     for a in plan.actions[:BODY_ACTION_ROWS]:
         move = (
@@ -319,6 +329,8 @@ class PlanApprovalGate(HITLOperator):
         user = answer.get("responded_by_user") or {}
         url = database_url()
         if not user:  # a timeout default, not a person
+            return self._finish(check_plan(url, self.run_key))
+        if user.get("id") == SYSTEM_RESPONDER["id"]:  # closed by the gate guard: superseded or expired
             return self._finish(check_plan(url, self.run_key))
         state = record_gate_decision(
             url,

@@ -17,6 +17,15 @@ our plan gates (the plan row names it), from an authenticated user allowed to an
 
 Anything else (other paths, other DAGs' gates, unauthenticated or unauthorised callers) passes
 through untouched, so Airflow answers it (401/403) exactly as it would without the plugin.
+
+Two things the Airflow UI cannot show by itself:
+
+* **a refusal's reason**: the UI's toast shows only the status text ("Conflict"), so a refused answer
+  is also written at the top of the gate's own text (its HITL body), where the operator is;
+* **a gate that can no longer be decided** (its plan was superseded by a newer plan, or expired) would
+  stay under Required Actions: before the UI reads Airflow's API (at most every few seconds) such gates
+  are answered by the system (``Reject``, responder ``pulsar-rebalance``, the reason as comment), so they
+  leave the list and the task ends skipped saying why (:func:`close_stale_gates`).
 """
 
 from __future__ import annotations
@@ -34,6 +43,10 @@ HITL_PATH = re.compile(
     r"(?P<map_index>-?\d+)/hitlDetails/?$"
 )
 DECISIONS = {"Approve": "approved", "Reject": "rejected"}
+SYSTEM_RESPONDER = {"id": "pulsar-rebalance", "name": "pulsar-rebalance (system)"}
+REFUSAL_MARK = "**⛔ Answer refused**"
+SWEEP_SECONDS = 5.0  # at most one sweep of stale gates per this many seconds (per api-server process)
+_last_sweep = [float("-inf")]
 
 
 def _db_url() -> str | None:
@@ -165,6 +178,107 @@ async def _authorized(scope, dag_id: str):
         return None
 
 
+def _airflow_gate(session, gate: dict[str, Any]):
+    """``(task instance, HITL detail)`` of a gate in Airflow's metadata DB, both locked (TI first, as
+    Airflow's own answer endpoint does); ``(None, None)`` if Airflow has no such task instance."""
+    from airflow.models.hitl import HITLDetail
+    from airflow.models.taskinstance import TaskInstance
+    from sqlalchemy import select
+
+    ti = session.scalar(
+        select(TaskInstance)
+        .where(
+            TaskInstance.dag_id == gate["dag_id"],
+            TaskInstance.run_id == gate["run_id"],
+            TaskInstance.task_id == gate["task_id"],
+            TaskInstance.map_index == int(gate.get("map_index", -1)),
+        )
+        .with_for_update(of=TaskInstance)
+    )
+    if ti is None:
+        return None, None
+    detail = session.scalar(select(HITLDetail).where(HITLDetail.ti_id == ti.id).with_for_update(of=HITLDetail))
+    return ti, detail
+
+
+def close_airflow_gate(gate: dict[str, Any], reason: str) -> bool:
+    """Answer an open gate as the system (``Reject``, the reason as comment) and resume its task.
+
+    Returns False if the gate had already been answered (by a person, or earlier by the system)."""
+    import datetime as dt
+
+    from airflow.models.trigger import handle_event_submit
+    from airflow.triggers.base import TriggerEvent
+    from airflow.utils.session import create_session
+    from airflow.utils.state import TaskInstanceState
+
+    with create_session() as session:
+        ti, detail = _airflow_gate(session, gate)
+        if detail is None or detail.response_received:
+            return False
+        detail.responded_by = dict(SYSTEM_RESPONDER)
+        detail.responded_at = dt.datetime.now(dt.UTC)
+        detail.chosen_options = ["Reject"]
+        detail.params_input = {"comment": reason, "plan_hash": ""}
+        session.add(detail)
+        if ti.state in (TaskInstanceState.AWAITING_INPUT, TaskInstanceState.DEFERRED):
+            handle_event_submit(TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=session)
+    return True
+
+
+def close_stale_gates(url: str) -> list[str]:
+    """Close the Airflow gates of plans that can no longer be decided; returns the plan ids closed by the
+    system. Gates a person answered are only marked, so each plan is looked at until marked, once."""
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    engine = make_engine(url)
+    with session_scope(engine) as s:
+        stale = repo.gates_to_close(s)
+    closed = []
+    for plan in stale:
+        reason = repo.closed_gate_reason(plan)
+        by_system = close_airflow_gate(dict(plan.gate), reason)
+        with session_scope(engine) as s:
+            repo.mark_gate_closed(s, plan_id=plan.plan_id, reason=reason if by_system else None)
+        if by_system:
+            log.info("closed the gate of %s in Airflow: %s", plan.plan_id, reason)
+            closed.append(plan.plan_id)
+    return closed
+
+
+def note_refusal(gate: dict[str, str], voter: str | None, refusal: str) -> None:
+    """Write a refused answer's reason at the top of the gate's text (the Airflow UI shows only "Conflict")."""
+    import datetime as dt
+
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        _ti, detail = _airflow_gate(session, gate)
+        if detail is None:
+            return
+        body = detail.body or ""
+        if body.startswith(REFUSAL_MARK):  # replace the previous refusal note
+            body = body.split("\n\n", 1)[1] if "\n\n" in body else ""
+        who = f" ({voter}, {dt.datetime.now(dt.UTC):%H:%M:%S} UTC)" if voter else ""
+        detail.body = f"{REFUSAL_MARK}{who}: {refusal}\n\n{body}"
+        session.add(detail)
+
+
+async def _sweep(url: str | None) -> None:
+    """Close stale gates before the UI or the API lists Required Actions (throttled; never fails the request)."""
+    import time
+
+    now = time.monotonic()
+    if url is None or now - _last_sweep[0] < SWEEP_SECONDS:
+        return
+    _last_sweep[0] = now
+    try:
+        await asyncio.to_thread(close_stale_gates, url)
+    except Exception:
+        log.exception("pulsar-rebalance could not close stale approval gates; will retry")
+
+
 class GateGuardMiddleware:
     """Pure ASGI middleware (see the module docstring)."""
 
@@ -172,6 +286,8 @@ class GateGuardMiddleware:
         self.app = app
 
     async def __call__(self, scope, receive, send):
+        if scope.get("type") == "http" and scope.get("method") == "GET" and "hitlDetails" in scope.get("path", ""):
+            await _sweep(_db_url())
         if scope.get("type") != "http" or scope.get("method") != "PATCH":
             return await self.app(scope, receive, send)
         match = HITL_PATH.match(scope.get("path", ""))
@@ -224,6 +340,8 @@ class GateGuardMiddleware:
             return await self.app(scope, replay, send)
         if refusal:
             log.warning("refused an answer to the gate of %s: %s", plan_id, refusal)
+            gate = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": ids["map_index"]}
+            await asyncio.to_thread(_note_refusal_safely, gate, voter, refusal)
             return await _send_json(send, 409, {"detail": refusal})
 
         status_holder: dict[str, Any] = {}
@@ -254,10 +372,46 @@ class GateGuardMiddleware:
             )
             if problem:
                 return await _send_json(send, 409, {"detail": problem})
+            gate = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": ids["map_index"]}
+            await asyncio.to_thread(_refresh_body_safely, url, plan_id, gate)
         elif status == 409 and (between := await asyncio.to_thread(waiting_for_next_approver, url, plan_id)):
             return await _send_json(send, 409, {"detail": between})
         for message in chunks:
             await send(message)
+
+
+def refresh_gate_body(url: str, plan_id: str, gate: dict[str, str]) -> None:
+    """After a vote that leaves the plan pending, the gate's text lists who approved so far (Airflow keeps
+    a request's text when the same request opens again for the next approver)."""
+    from airflow.utils.session import create_session
+
+    from pulsar_rebalance.orchestration.approval import gate_body
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(url)) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+    if plan.status != "pending":
+        return
+    with create_session() as session:
+        _ti, detail = _airflow_gate(session, gate)
+        if detail is not None:
+            detail.body = gate_body(plan, cluster=(plan.summary or {}).get("cluster"))
+            session.add(detail)
+
+
+def _refresh_body_safely(url: str, plan_id: str, gate: dict[str, str]) -> None:
+    try:
+        refresh_gate_body(url, plan_id, gate)
+    except Exception:  # the vote stands; only the gate's text is not updated
+        log.exception("could not update the gate's text after a vote")
+
+
+def _note_refusal_safely(gate: dict[str, str], voter: str | None, refusal: str) -> None:
+    try:
+        note_refusal(gate, voter, refusal)
+    except Exception:  # the refusal itself stands; only its note in the gate's text is lost
+        log.exception("could not write the refusal into the gate's text")
 
 
 def _user_name(user) -> str | None:

@@ -183,7 +183,7 @@ def build_plan(
     # drafted as rows until the prediction filled in each unload's before/after; typed from here on
     planned = [action_from_mapping(a, default_seq=i) for i, a in enumerate(actions)]
     summary = {
-        "decision": {"label": cycle.get("label"), "reason": cycle.get("reason")},
+        "decision": {"label": cycle.get("label"), "reason": cycle.get("reason"), "detail": cycle.get("detail")},
         "numBundleSplits": sum(a.kind == "split" for a in planned),
         "numBundleUnloads": sum(a.kind == "unload" for a in planned),
         **_predicted(prediction),

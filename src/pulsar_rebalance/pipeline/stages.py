@@ -424,7 +424,10 @@ def _store_plan(
 def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str]) -> None:
     """What plan_split did, for the operator reading the task log: the plan and every action with its reason."""
     if draft.empty:
-        log.info("Plan %s is empty: nothing to do (%s)", plan_id, draft.summary["decision"].get("reason"))
+        from pulsar_rebalance.core.plan_summary import why_nothing_planned
+
+        why = why_nothing_planned(draft.summary)
+        log.info("Plan %s is empty: nothing to do. %s", plan_id, why[0])
     else:
         log.info(
             "Plan %s: %d split(s), %d unload(s); busiest broker %.1f%% -> %.1f%% (predicted); waits for approval",

@@ -70,6 +70,52 @@ def plan_at_gate(s: Session, *, dag_id: str, run_id: str, task_id: str) -> PlanV
     return _plan_view(plan) if plan is not None else None
 
 
+def gates_to_close(s: Session) -> list[PlanView]:
+    """Plans that can no longer be decided (not pending) whose Airflow gate is not yet known to be closed.
+
+    A superseded or expired plan's Required Action must leave Airflow's list; a plan decided at its
+    gate only needs marking. The caller closes each gate in Airflow and calls :func:`mark_gate_closed`.
+    """
+    rows = s.execute(
+        _plan_query()
+        .where(Plan.gate.is_not(None), Plan.status != "pending", Plan.gate["closed_at"].astext.is_(None))
+        .order_by(Plan.created_at)
+    ).scalars()
+    return [_plan_view(p) for p in rows]
+
+
+def mark_gate_closed(s: Session, *, plan_id: str, reason: str | None, now: datetime | None = None) -> None:
+    """Record that ``plan_id``'s Airflow gate is closed (``reason``: what the system answered, None if a
+    person had answered it); an audit row when the system closed it."""
+    when = _aware("now", now)
+    plan = _lock_plan(s, plan_id)
+    if plan is None:
+        raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
+    if not plan.gate or plan.gate.get("closed_at"):
+        return
+    plan.gate = _json_value("gate", {**plan.gate, "closed_at": when.isoformat(), "closed_because": reason})
+    s.flush()
+    if reason:
+        audit(
+            s,
+            event="plan.gate_closed",
+            actor=SYSTEM_ACTOR,
+            run_id=plan.run_id,
+            plan_id=plan_id,
+            details={"reason": reason},
+        )
+
+
+def closed_gate_reason(plan: PlanView) -> str:
+    """What the system answers at the gate of a plan that can no longer be decided."""
+    if plan.status == "superseded":
+        by = f" by plan {plan.superseded_by}" if plan.superseded_by else ""
+        return f"plan {plan.plan_id} was superseded{by}: review and decide the newer plan instead"
+    if plan.status == "expired":
+        return f"plan {plan.plan_id} expired: nothing will run"
+    return f"plan {plan.plan_id} is already {plan.status}: nothing to decide"
+
+
 def decide_plan(
     s: Session,
     *,

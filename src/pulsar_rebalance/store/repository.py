@@ -45,9 +45,12 @@ from pulsar_rebalance.store._shared import SYSTEM_ACTOR, InvalidRowError, Unknow
 from pulsar_rebalance.store.approvals import (
     VIA,
     Decision,
+    closed_gate_reason,
     decide_plan,
     expire_due_plans,
     expire_plan,
+    gates_to_close,
+    mark_gate_closed,
     open_gate,
     plan_at_gate,
 )
@@ -180,6 +183,9 @@ __all__ = [
     "ownership_at",
     "ownership_history",
     "plan_at_gate",
+    "gates_to_close",
+    "mark_gate_closed",
+    "closed_gate_reason",
     "plan_content_hash",
     "plan_for_run",
     "plans_superseded_by",

@@ -23,7 +23,9 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,16 @@ def create_app() -> FastAPI:
         openapi_url=None,
         dependencies=[Depends(_auth_dependency())],
     )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _to_login(request: Request, exc: StarletteHTTPException) -> Response:
+        """A logged-out browser (it asks for HTML) goes to Airflow's login page and comes back here after;
+        API callers keep the plain 401."""
+        if exc.status_code == 401 and "text/html" in request.headers.get("accept", ""):
+            from airflow.api_fastapi.app import get_auth_manager
+
+            return RedirectResponse(get_auth_manager().get_url_login(next_url=str(request.url)), status_code=303)
+        return await http_exception_handler(request, exc)
 
     @app.get("/", response_class=HTMLResponse)
     def plans_list(request: Request, status: str | None = None) -> HTMLResponse:
