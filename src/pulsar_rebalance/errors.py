@@ -26,6 +26,8 @@ RebalanceError
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RebalanceError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -105,7 +107,7 @@ class PlanChangedError(PlanError):
 class PlanAtGateError(PlanError):
     """The plan waits at an Airflow approval gate: decide it there (UI or Airflow's REST API)."""
 
-    def __init__(self, message: str, *, plan_id: str | None = None, gate: dict | None = None) -> None:
+    def __init__(self, message: str, *, plan_id: str | None = None, gate: dict[str, Any] | None = None) -> None:
         super().__init__(message, plan_id=plan_id)
         self.gate = gate or {}
 
