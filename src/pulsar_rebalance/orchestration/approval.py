@@ -34,12 +34,15 @@ those checks.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import AirflowSkipException
+
+if TYPE_CHECKING:
+    from pulsar_rebalance.store.approvals import Decision
 
 APPROVE, REJECT = "Approve", "Reject"
 PLAN_PAGE = "pulsar-rebalance/plans/{plan_id}"  # relative to the Airflow UI's base URL
@@ -140,7 +143,7 @@ def record_gate_decision(
     url: str,
     run_id: str,
     *,
-    decision: str,
+    decision: Decision,
     decided_by: str,
     comment: str | None,
     plan_hash: str | None,
