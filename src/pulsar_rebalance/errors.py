@@ -8,7 +8,14 @@ RebalanceError
 ├── PlanError
 │   ├── UnknownPlanError        no plan with that id
 │   ├── PlanAlreadyDecidedError approving/rejecting a plan that is no longer pending
-│   └── PlanExpiredError        the plan's approval window has passed
+│   ├── PlanAlreadyApprovedByYouError a second approval by the same person of a plan that needs
+│   │                           several approvers
+│   ├── PlanExpiredError        the plan's approval window has passed
+│   ├── PlanSupersededError     a newer plan (or an execution) of the same cluster replaced it: re-plan
+│   ├── PlanChangedError        decided on other content than the stored plan (content hash mismatch)
+│   ├── PlanAtGateError         the plan waits at an Airflow approval gate: decide it there (``gate``)
+│   ├── PlanStateError          the command does not apply in the plan's status (aborting an executed plan)
+│   └── StalePlanError          made from a snapshot older than the cluster's last execution
 ├── ExecutionError
 │   ├── ExecutionInProgressError another execution holds the lock
 │   └── InvalidTransitionError  action state machine misuse (a bug)
@@ -25,6 +32,8 @@ RebalanceError
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class RebalanceError(Exception):
@@ -105,7 +114,7 @@ class PlanChangedError(PlanError):
 class PlanAtGateError(PlanError):
     """The plan waits at an Airflow approval gate: decide it there (UI or Airflow's REST API)."""
 
-    def __init__(self, message: str, *, plan_id: str | None = None, gate: dict | None = None) -> None:
+    def __init__(self, message: str, *, plan_id: str | None = None, gate: dict[str, Any] | None = None) -> None:
         super().__init__(message, plan_id=plan_id)
         self.gate = gate or {}
 

@@ -138,6 +138,8 @@ if __name__ == "__main__":  # python -m pulsar_rebalance.cli.airflow_api PLAN_ID
     _plan_id, _decision, _user, *_rest = sys.argv[1:]
     with session_scope(make_engine(database_url())) as _s:
         _plan = _repo.get_plan(_s, plan_id=_plan_id)
+    if _plan.gate is None:
+        sys.exit(f"plan {_plan_id} is not waiting at an Airflow approval gate")
     print(
         json.dumps(
             answer_in_process(

@@ -12,7 +12,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pulsar_rebalance.store.approvals import Decision
 
 MAX_LIST_LIMIT = 1_000_000
 """Largest ``plans list --limit`` (a bigger number is an input error, not a database error)."""
@@ -102,7 +105,7 @@ def _engine():
 
 
 def decide(
-    plan_id: str, decision: str, *, by: str | None = None, comment: str | None = None, airflow_client=None
+    plan_id: str, decision: Decision, *, by: str | None = None, comment: str | None = None, airflow_client=None
 ) -> dict[str, Any]:
     """Record an approval/rejection. The single code path used by the CLI, tests and the quick start.
 
@@ -129,13 +132,13 @@ def decide(
         )
         with session_scope(_engine()) as s:
             plan = repo.get_plan(s, plan_id=plan_id)
-        approval = plan.approval
-        if approval is None and plan.votes and decision == "approved":  # a vote of a plan needing several
+        gated = plan.approval
+        if gated is None and plan.votes and decision == "approved":  # a vote of a plan needing several
             v = plan.votes[-1]
             return _vote_doc(
                 plan_id, v.voter, v.voted_at, v.comment, v.via, [x.voter for x in plan.votes], plan.required_approvals
             )
-        if approval is None:  # Airflow took it but no guard recorded it: the gate records it when it resumes
+        if gated is None:  # Airflow took it but no guard recorded it: the gate records it when it resumes
             return {
                 "plan_id": plan_id,
                 "decision": decision,
@@ -145,6 +148,7 @@ def decide(
                 "comment": comment,
                 "note": "answered at the Airflow gate",
             }
+        approval = gated
     if not approval.final:
         return _vote_doc(
             plan_id,
@@ -324,10 +328,10 @@ def _show(args: argparse.Namespace) -> int:
 
         out.write("why nothing was planned:\n" + "".join(f"  - {line}\n" for line in why_nothing_planned(s_)))
     if plan.approval:
-        a = plan.approval
+        ap = plan.approval
         out.write(
-            f"{a.decision} by {a.decided_by} at {a.decided_at:%Y-%m-%d %H:%M:%S} UTC"
-            + (f": {a.comment}" if a.comment else "")
+            f"{ap.decision} by {ap.decided_by} at {ap.decided_at:%Y-%m-%d %H:%M:%S} UTC"
+            + (f": {ap.comment}" if ap.comment else "")
             + "\n"
         )
     elif plan.required_approvals > 1:

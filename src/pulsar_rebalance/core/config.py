@@ -30,7 +30,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -68,12 +68,10 @@ LOAD_MANAGER_CLASSES: Mapping[str, tuple[str, ...]] = {
     "ModularLoadManagerImpl": (_IMPL + "ModularLoadManagerImpl",),
     "ExtensibleLoadManagerImpl": ("org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",),
 }
-SPLIT_ALGORITHM_NAMES: tuple[str, ...] = (
-    "range_equally_divide",
-    "topic_count_equally_divide",
-    "specified_positions_divide",
-    "flow_or_qps_equally_divide",
-)
+SplitAlgorithmName = Literal[
+    "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide", "flow_or_qps_equally_divide"
+]
+SPLIT_ALGORITHM_NAMES: tuple[SplitAlgorithmName, ...] = get_args(SplitAlgorithmName)
 """Pulsar's ``NamespaceBundleSplitAlgorithm`` names, in ``supportedNamespaceBundleSplitAlgorithms`` order."""
 
 SHEDDING_STRATEGY_NAMES = frozenset(SHEDDING_STRATEGY_CLASSES)
@@ -86,9 +84,6 @@ SheddingStrategyName = Literal[
 ]
 PlacementStrategyName = Literal["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "AvgShedder"]
 LoadManagerName = Literal["ModularLoadManagerImpl", "ExtensibleLoadManagerImpl"]
-SplitAlgorithmName = Literal[
-    "range_equally_divide", "topic_count_equally_divide", "specified_positions_divide", "flow_or_qps_equally_divide"
-]
 
 
 def _normalise_class_name(value: object, table: Mapping[str, tuple[str, ...]], what: str) -> str:

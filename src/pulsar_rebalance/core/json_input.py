@@ -65,27 +65,26 @@ def json_type_name(value: object) -> str:
 
 def check_number(value: object, field: str, *, allow_negative: bool = False) -> float:
     """Validate an already-extracted JSON value as a finite number; ``field`` is its full path."""
-    tv = type(value)
-    if tv is not float and tv is not int:
+    if type(value) is not float and type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ScenarioError(field, f"expected a number, got {json_type_name(value)}")
-    if tv is int and not -_DOUBLE_MAX <= value <= _DOUBLE_MAX:  # type: ignore[operator]
+    if type(value) is int and not -_DOUBLE_MAX <= value <= _DOUBLE_MAX:
         raise ScenarioError(field, "number is out of the range of a double (Java's and JSON's)")
-    if not math.isfinite(value):  # type: ignore[arg-type]
+    if not math.isfinite(value):
         raise ScenarioError(field, f"expected a finite number, got {value!r}")
-    if value < 0 and not allow_negative:  # type: ignore[operator]
+    if value < 0 and not allow_negative:
         raise ScenarioError(field, f"must not be negative, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def check_int(value: object, field: str, *, allow_negative: bool = False) -> int:
     """Validate an already-extracted JSON value as an integer (``3.0`` accepted, ``3.5`` not)."""
     if type(value) is int:
-        result: int = value  # type: ignore[assignment]
+        result: int = value
     elif type(value) is float:
-        if not math.isfinite(value) or not value.is_integer():  # type: ignore[attr-defined]
+        if not math.isfinite(value) or not value.is_integer():
             raise ScenarioError(field, f"expected an integer, got {value!r}")
-        result = int(value)  # type: ignore[arg-type]
+        result = int(value)
     else:
         raise ScenarioError(field, f"expected an integer, got {json_type_name(value)}")
     if result < 0 and not allow_negative:

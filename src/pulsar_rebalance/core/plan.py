@@ -141,7 +141,7 @@ class UsageChange:
     def from_json(cls, doc: Any) -> UsageChange:
         if not isinstance(doc, Mapping):
             raise InvalidPlanError("", doc, "must be an object {broker, before, after}")
-        return cls(broker=doc.get("broker"), before=doc.get("before"), after=doc.get("after"))
+        return cls(broker=_member(doc, "broker"), before=_member(doc, "before"), after=_member(doc, "after"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +190,7 @@ class Prediction:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``plan_actions.predicted``)."""
-        doc = _thaw(self.details)
+        doc: dict[str, Any] = _thaw(self.details)
         if self.bundle_load is not None:
             doc["bundleLoad"] = dict(self.bundle_load)
         if self.source is not None:
@@ -417,7 +417,7 @@ def action_from_mapping(doc: Mapping[str, Any], *, default_seq: int | None = Non
         return UnloadAction(**common, destination_broker=doc.get("destination_broker"))
     if doc.get("destination_broker") is not None:
         raise InvalidPlanError("destination_broker", doc["destination_broker"], "a split action has no destination")
-    return SplitAction(**common, boundaries=doc.get("boundaries"), split_algorithm=doc.get("split_algorithm"))
+    return SplitAction(**common, boundaries=_member(doc, "boundaries"), split_algorithm=doc.get("split_algorithm"))
 
 
 # --------------------------------------------------------------------------------------------- plan
@@ -508,10 +508,10 @@ def content_hash_input(*, run_id: str, dry_run: bool, actions: Iterable[Any]) ->
     ``actions``: typed actions, or anything else with those fields as attributes or keys (a stored
     row, a view), so a plan stored before these types hashes exactly as it did.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for a in actions:
         get = a.get if isinstance(a, Mapping) else (lambda k, _a=a: getattr(_a, k))
-        row = {k: get(k) for k in HASHED_ACTION_FIELDS}
+        row: dict[str, Any] = {k: get(k) for k in HASHED_ACTION_FIELDS}
         if isinstance(row["boundaries"], tuple):
             row["boundaries"] = list(row["boundaries"])
         rows.append(row)
@@ -526,6 +526,11 @@ def content_hash(*, run_id: str, dry_run: bool, actions: Iterable[Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------ helpers
+
+
+def _member(doc: Mapping[str, Any], key: str) -> Any:
+    """``doc[key]`` (None when absent), unchecked: the dataclass it is passed to validates it in ``__post_init__``."""
+    return doc.get(key)
 
 
 def _text(name: str, value: Any) -> None:
@@ -564,7 +569,7 @@ def _predicted_usage(summary: Mapping[str, Any]) -> dict[str, UsageChange]:
         raise InvalidPlanError("summary.brokers", brokers, "must be an object {broker: {before, after}}")
     out = {}
     for broker, entry in brokers.items():
-        usage = {}
+        usage: dict[str, Any] = {}
         for when in ("before", "after"):
             part = entry.get(when) if isinstance(entry, Mapping) else None
             usage[when] = part.get("usage") if isinstance(part, Mapping) else part

@@ -41,7 +41,7 @@ class Balance:
     brokers: int
 
     @classmethod
-    def of(cls, usages: Mapping[str, float]) -> Balance | None:
+    def of(cls, usages: Mapping[str, float | None]) -> Balance | None:
         values = [float(v) for v in usages.values() if v is not None]
         if not values:
             return None

@@ -113,7 +113,7 @@ def _share(part: float, whole: float) -> float:
     return 0.0 if whole <= 0 else min(1.0, part / whole)
 
 
-def _snapshot(s: Mapping[str, Any], weights) -> dict[str, Any]:
+def _snapshot(s: Mapping[str, Any], weights: tuple[float, float, float, float, float]) -> dict[str, Any]:
     res = s["res"]
     return {
         "usage": round(_weighted(res, weights), 6),
@@ -130,4 +130,5 @@ def _std(xs: list[float]) -> float:
     if not xs:
         return 0.0
     avg = sum(xs) / len(xs)
-    return round((sum((x - avg) ** 2 for x in xs) / len(xs)) ** 0.5, 6)
+    std: float = (sum((x - avg) ** 2 for x in xs) / len(xs)) ** 0.5  # float ** float is typed Any (may be complex)
+    return round(std, 6)

@@ -500,9 +500,9 @@ def validate_snapshot(
                 )
             )
     for broker, data in reports.items():
-        raw = (raw_reports or {}).get(broker)
+        received = (raw_reports or {}).get(broker)
         check.warnings.extend(
-            check_load_report(broker, data, f"load-report[{broker}]", None if raw is None else raw.keys())
+            check_load_report(broker, data, f"load-report[{broker}]", None if received is None else received.keys())
         )
     check.warnings.extend(check_bundle_stats_owners(reports, check.ownership, boundaries, check.excluded_bundles))
     if leader and leader not in seen and not any(leader.endswith(f"//{b}") for b in seen):

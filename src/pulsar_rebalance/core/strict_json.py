@@ -24,10 +24,11 @@ from pulsar_rebalance.core.json_input import field_path
 from pulsar_rebalance.errors import ScenarioError
 
 
-class _Repeated(dict):  # type: ignore[type-arg]
+class _Repeated(dict[str, Any]):
     """An object that gave a key more than once; ``key`` is the first repeated one."""
 
     __slots__ = ("key",)
+    key: str
 
 
 class _OutOfRange(Exception):

@@ -34,12 +34,15 @@ those checks.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import AirflowSkipException
+
+if TYPE_CHECKING:
+    from pulsar_rebalance.store.approvals import Decision
 
 from pulsar_rebalance.orchestration.gate_guard import SYSTEM_RESPONDER
 
@@ -142,7 +145,7 @@ def record_gate_decision(
     url: str,
     run_id: str,
     *,
-    decision: str,
+    decision: Decision,
     decided_by: str,
     comment: str | None,
     plan_hash: str | None,

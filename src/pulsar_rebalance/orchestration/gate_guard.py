@@ -34,7 +34,10 @@ import asyncio
 import json
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pulsar_rebalance.store.approvals import Decision
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ HITL_PATH = re.compile(
     r"^(?:.*)?/api/v2/dags/(?P<dag_id>[^/]+)/dagRuns/(?P<run_id>[^/]+)/taskInstances/(?P<task_id>[^/]+)/"
     r"(?P<map_index>-?\d+)/hitlDetails/?$"
 )
-DECISIONS = {"Approve": "approved", "Reject": "rejected"}
+DECISIONS: dict[str, Decision] = {"Approve": "approved", "Reject": "rejected"}
 SYSTEM_RESPONDER = {"id": "pulsar-rebalance", "name": "pulsar-rebalance (system)"}
 REFUSAL_MARK = "**⛔ Answer refused**"
 SWEEP_SECONDS = 5.0  # at most one sweep of stale gates per this many seconds (per api-server process)
@@ -106,7 +109,7 @@ def precheck(
 
 
 def record(
-    url: str, plan_id: str, *, decision: str, decided_by: str, comment: str | None, plan_hash: str | None
+    url: str, plan_id: str, *, decision: Decision, decided_by: str, comment: str | None, plan_hash: str | None
 ) -> str | None:
     """Record the accepted answer; returns a refusal message if the plan changed state meanwhile."""
     from pulsar_rebalance.errors import PlanError
@@ -154,6 +157,7 @@ async def _authorized(scope, dag_id: str):
 
     request = Request(scope)
     user = None
+    token: str | None
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         token = header[7:].strip()
@@ -237,6 +241,8 @@ def close_stale_gates(url: str) -> list[str]:
         stale = repo.gates_to_close(s)
     closed = []
     for plan in stale:
+        if not plan.gate:  # gates_to_close lists only plans with a gate
+            continue
         reason = repo.closed_gate_reason(plan)
         by_system = close_airflow_gate(dict(plan.gate), reason)
         with session_scope(engine) as s:
@@ -315,7 +321,7 @@ class GateGuardMiddleware:
         url = _db_url()
         dag_id, run_id, task_id = (unquote(ids[k]) for k in ("dag_id", "run_id", "task_id"))
         user = await _authorized(scope, dag_id) if url else None
-        if user is None:
+        if user is None or not url:
             return await self.app(scope, replay, send)
         voter = _user_name(user)
         try:

@@ -82,6 +82,9 @@ class Snapshot:
     # brokers that did not answer (connect error, timeout, 5xx after the client's retries): broker -> error
     unanswered: dict[str, str] = field(default_factory=dict)  # no load report: left out of this run
     without_topic_stats: dict[str, str] = field(default_factory=dict)  # load report, but no topic stats
+    # set by execute_unload's re-read after execution: the measured weighted max usage per broker, and its max
+    broker_usage: dict[str, float] = field(default_factory=dict)
+    max_usage: float = 0.0
 
     def data_quality(self) -> dict[str, Any]:
         return {
@@ -312,12 +315,12 @@ def check_missing_brokers(
     raise error
 
 
-def exception_state(exc: BaseException) -> tuple[type, tuple, dict[str, Any]]:
+def exception_state(exc: Exception) -> tuple[type[Exception], tuple[Any, ...], dict[str, Any]]:
     """What a Spark task sends back of an exception (class, args, attributes): rebuilt as it was raised."""
     return type(exc), exc.args, dict(vars(exc))
 
 
-def rebuild_exception(cls: type, args: tuple, state: Mapping[str, Any]) -> BaseException:
+def rebuild_exception(cls: type[Exception], args: tuple[Any, ...], state: Mapping[str, Any]) -> Exception:
     exc = cls.__new__(cls)
     exc.args = args
     vars(exc).update(state)

@@ -46,7 +46,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pulsar_rebalance.core.plan import FINAL_ACTION_STATES, Action, InvalidPlanError, Plan
+from pulsar_rebalance.core.plan import FINAL_ACTION_STATES, Action, InvalidPlanError, Plan, SplitAction, UnloadAction
 from pulsar_rebalance.errors import (
     AdminTimeoutError,
     ExecutionError,
@@ -112,34 +112,37 @@ class _ClusterLock:
     """Session-level Postgres advisory lock: one execution per cluster, across processes."""
 
     def __init__(self, engine, cluster: str) -> None:
-        self.engine, self.cluster, self.conn = engine, cluster, None
+        self.engine, self.cluster = engine, cluster
+        self.conn: sa.Connection | None = None
 
     def __enter__(self):
-        self.conn = self.engine.connect()
-        got = self.conn.execute(
+        self.conn = conn = self.engine.connect()
+        got = conn.execute(
             sa.text("SELECT pg_try_advisory_lock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"}
         ).scalar()
-        self.conn.commit()
+        conn.commit()
         if not got:
-            self.conn.close()
+            conn.close()
             raise ExecutionInProgressError(f"another execution is running for cluster {self.cluster!r}")
         return self
 
     def __exit__(self, *exc):
+        conn = self.conn
+        assert conn is not None  # entered
         try:
-            self.conn.execute(
+            conn.execute(
                 sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": f"pulsar_rebalance.execute:{self.cluster}"}
             )
-            self.conn.commit()
+            conn.commit()
         except sa.exc.DBAPIError as err:  # e.g. Postgres restarted: a session lock ends with its connection
             log.warning(
                 "execution lock of cluster %r released with its connection (unlock failed: %s)",
                 self.cluster,
                 type(err.orig).__name__,
             )
-            self.conn.invalidate()  # close it for good, so the lock cannot outlive this execution
+            conn.invalidate()  # close it for good, so the lock cannot outlive this execution
         finally:
-            self.conn.close()
+            conn.close()
 
 
 def execute_plan(
@@ -213,8 +216,8 @@ def execute_plan(
         gate = _Gate(engine, plan_id, policy)
         ids = {a.seq: a.id for a in plan.actions}  # the stored row of each planned action
         outcomes: list[tuple[Action, str]] = []
-        for a in planned.splits:
-            outcomes.append((a, _run_action(engine, client, plan, cluster, ids[a.seq], a, gate)))
+        for split in planned.splits:
+            outcomes.append((split, _run_action(engine, client, plan, cluster, ids[split.seq], split, gate)))
         with ThreadPoolExecutor(max_workers=max(1, policy.max_parallel), thread_name_prefix="unload") as pool:
             outcomes.extend(
                 zip(
@@ -523,7 +526,7 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
                 repo.transition_action(s, action_id=action_id, to="in_progress")
         started = time.monotonic()
         try:
-            if action.kind == "split":
+            if isinstance(action, SplitAction):
                 client.split_bundle(
                     action.namespace, action.bundle_range, unload=False, boundaries=list(action.boundaries)
                 )
@@ -709,7 +712,7 @@ def dry_run_reason(action: Action) -> str:
 
 
 def _describe(action: Action) -> str:
-    if action.kind == "split":
+    if isinstance(action, SplitAction):
         return f"split {action.bundle} at {[f'0x{b:08x}' for b in action.boundaries]}"
     return f"unload {action.bundle} {action.source_broker} -> {action.destination_broker}"
 
@@ -724,10 +727,9 @@ def _owner(client, cluster: str, broker: str, full: str) -> bool:
 
 def _already_applied(client, cluster: str, action: Action) -> bool:
     full = action.bundle
-    if action.kind == "unload":  # a destination that left the cluster owns nothing (and 404s)
-        return action.destination_broker in client.brokers(cluster) and _owner(
-            client, cluster, action.destination_broker, full
-        )
+    if isinstance(action, UnloadAction):  # a destination that left the cluster owns nothing (and 404s)
+        dest = action.destination_broker
+        return dest is not None and dest in client.brokers(cluster) and _owner(client, cluster, dest, full)
     bounds = set(_boundaries(client, action.namespace))
     wanted = {action.lower, action.upper, *action.boundaries}
     return wanted <= bounds

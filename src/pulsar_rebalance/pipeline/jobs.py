@@ -8,6 +8,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def parse_args(
@@ -58,18 +62,18 @@ class LazySession:
 
     def __init__(self, app: str) -> None:
         self._app = app
-        self._spark = None
+        self._spark: SparkSession | None = None
 
     @property
     def started(self) -> bool:
         return self._spark is not None
 
-    def start(self):
+    def start(self) -> SparkSession:
         if self._spark is None:
             from pyspark.sql import SparkSession
 
-            self._spark = SparkSession.builder.appName(self._app).getOrCreate()
-            self._spark.sparkContext.setLogLevel("WARN")
+            self._spark = spark = SparkSession.builder.appName(self._app).getOrCreate()
+            spark.sparkContext.setLogLevel("WARN")
         return self._spark
 
     def __getattr__(self, name: str):

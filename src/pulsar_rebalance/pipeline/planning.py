@@ -254,7 +254,8 @@ def _child_loads(
 ) -> dict[str, NamespaceBundleStats]:
     """Each child range's load: the sum of the rates of the parent's topics whose hash falls in it."""
     ranges = [BundleRange.parse(c, f"children[{i}]") for i, c in enumerate(children)]
-    acc = {c: [0.0, 0.0, 0.0, 0.0, 0] for c in children}
+    acc = {c: [0.0, 0.0, 0.0, 0.0] for c in children}
+    counts = dict.fromkeys(children, 0)
     for topic, r in topics.items():
         h = topic_hash(topic)
         for c, br in zip(children, ranges):
@@ -264,7 +265,7 @@ def _child_loads(
                 a[1] += r.get("msgRateOut", 0.0)
                 a[2] += r.get("msgThroughputIn", 0.0)
                 a[3] += r.get("msgThroughputOut", 0.0)
-                a[4] += 1
+                counts[c] += 1
                 break
     return {
         c: NamespaceBundleStats(
@@ -274,7 +275,7 @@ def _child_loads(
             msg_throughput_out=a[3],
             consumer_count=0,
             producer_count=0,
-            topics=a[4],
+            topics=counts[c],
             cache_size=0,
         )
         for c, a in acc.items()

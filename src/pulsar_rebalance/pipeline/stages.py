@@ -81,7 +81,7 @@ def write_small_parquet(spark, path: str, rows: list[tuple], columns: list[tuple
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    types = {"string": pa.string(), "int": pa.int32()}
+    types: dict[str, pa.DataType] = {"string": pa.string(), "int": pa.int32()}
     schema = pa.schema([(n, types[t]) for n, t in columns])
     table = pa.Table.from_pylist([dict(zip((n for n, _ in columns), r)) for r in rows], schema=schema)
     tmp = local.with_name(f".{local.name}.tmp")
@@ -142,7 +142,7 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
     quality = snap.data_quality()
     if snap.unanswered or snap.without_topic_stats:
         log.warning("collect_load data quality: %s", quality)
-    result = {
+    result: dict[str, Any] = {
         "cluster": snap.cluster,
         "brokers": len(snap.brokers),
         "namespaces": len(snap.namespaces),
@@ -243,7 +243,7 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
         name = state_name(params)
         state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
-    bundle_topics = None
+    bundle_topics: dict[str, dict[str, dict[str, float]]] | None = None
     if params.shedding_strategy in PLANNERS:  # the planner splits on topic rates: its candidates' topics
         from pulsar_rebalance.pipeline import transforms as T
 

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 
 from pyspark import AccumulatorParam
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -64,7 +64,7 @@ RANGES_SCHEMA = T.StructType(
 
 def range_rows(boundaries: Mapping[str, Sequence[int]]) -> list[tuple[str, int, int, bool, str]]:
     """``(namespace, lo, hi, last, range name)`` for every live range (bundle-level data)."""
-    rows = []
+    rows: list[tuple[str, int, int, bool, str]] = []
     for ns, bs in boundaries.items():
         bs = sorted(int(b) for b in bs)
         rows.extend(
@@ -148,7 +148,9 @@ def bundle_load(mapped_topics: DataFrame) -> DataFrame:
 
 def total_mismatches(bundle_load_rows: DataFrame) -> int:
     """Sum of ``mismatched_topics`` over ``bundle_load`` output (one number to the driver)."""
-    return int(bundle_load_rows.agg(F.sum("mismatched_topics")).first()[0] or 0)
+    total = bundle_load_rows.agg(F.sum("mismatched_topics")).first()
+    assert total is not None  # an aggregate without grouping has one row
+    return int(total[0] or 0)
 
 
 def mismatches(mapped_topics: DataFrame) -> DataFrame:
@@ -177,11 +179,12 @@ def topics_in_bundles(topics: DataFrame, bundles: Sequence[str], boundaries: Map
             topics.withColumn("hash", F.crc32(F.col("topic"))).withColumn("bundle", F.lit(None).cast("string")).limit(0)
         )
     h = F.col("hash")
-    bundle = None
+    bundle: Column | None = None
     for ns, found in ranges.items():
         for lo, hi, last, name in found:
             inside = (F.col("namespace") == ns) & (h >= lo) & ((h < hi) | (F.lit(last) & (h == hi)))
             bundle = F.when(inside, F.lit(name)) if bundle is None else bundle.when(inside, F.lit(name))
+    assert bundle is not None  # ranges is not empty
     return (
         topics.where(F.col("namespace").isin(list(ranges)))
         .withColumn("hash", F.crc32(F.col("topic")))

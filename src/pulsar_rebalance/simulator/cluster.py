@@ -799,9 +799,9 @@ class ClusterState:
         candidates = [b for b in candidates if per_ns[b] == fewest]
         rates = {b: 0.0 for b in candidates}
         for other, topics in self._topics_by_bundle().items():
-            owner = self._owners.get(other)
-            if other != bundle and owner in rates:
-                rates[owner] += sum(t.msg_rate_in + t.msg_rate_out for t in topics)
+            holder = self._owners.get(other)
+            if other != bundle and holder in rates:
+                rates[holder] += sum(t.msg_rate_in + t.msg_rate_out for t in topics)
         return min(candidates, key=lambda b: rates[b])  # min() keeps the first of equals
 
 

@@ -337,7 +337,7 @@ class ClusterModel:
         )
         if hottest is None or not live:
             return ideal
-        items = [
+        items: list[Mapping[str, Any]] = [
             {
                 "msgRateIn": hottest.rate_in,
                 "msgRateOut": hottest.rate_out,

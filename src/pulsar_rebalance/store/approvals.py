@@ -173,6 +173,8 @@ def decide_plan(
         _expire_in_own_transaction(s, plan_id=plan_id, now=when)
 
     plan = _lock_plan(s, plan_id)
+    if plan is None:  # deleted since the peek above
+        raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
     if plan.status == "pending" and _is_due(plan.expires_at, when):
         expire_plan(s, plan_id=plan_id, now=when)  # not visible to other transactions yet: see docstring
     if plan.status == "expired":

@@ -244,7 +244,7 @@ def interrupt_dead_executions(s: Session, *, cluster_id: int, except_plan_id: st
 def last_execution_activity(s: Session, *, cluster_id: int, exclude_plan_id: str) -> tuple[datetime, str] | None:
     """``(when, plan_id)`` of the newest start or end of a real (not dry-run) execution on the cluster."""
     row = s.execute(
-        select(AuditLog.at, AuditLog.plan_id)
+        select(AuditLog.at, Plan.plan_id)
         .join(Plan, Plan.plan_id == AuditLog.plan_id)
         .where(
             Plan.cluster_id == cluster_id,

@@ -173,7 +173,7 @@ def recently_unloaded_bundles(s: Session, *, cluster_id: int, since: datetime) -
         )
         .group_by(PlanAction.bundle)
     )
-    return {bundle: _epoch_ms(finished) for bundle, finished in s.execute(stmt)}
+    return {bundle: _epoch_ms(finished) for bundle, finished in s.execute(stmt) if finished is not None}
 
 
 def _action_causes(s: Session, *, cluster_id: int, action_ids: Mapping[str, int]) -> dict[int, str]:

@@ -332,5 +332,5 @@ def _lock_plan(s: Session, plan_id: str) -> Plan | None:
     return s.execute(_for_update(select(Plan).where(Plan.plan_id == plan_id))).scalar_one_or_none()
 
 
-def _plan_query() -> Select[tuple[Plan]]:
+def _plan_query() -> Select[Plan]:
     return select(Plan).options(selectinload(Plan.actions), selectinload(Plan.approval), selectinload(Plan.votes))

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import Table, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -166,7 +166,9 @@ def save_bundle_time_averages(
             )
         )
     if values:
-        stmt = pg_insert(BundleTimeAverage.__table__)
+        table = BundleTimeAverage.__table__
+        assert isinstance(table, Table)  # a mapped class's table, not a subquery
+        stmt = pg_insert(table)
         stmt = stmt.on_conflict_do_update(
             index_elements=[BundleTimeAverage.cluster_id, BundleTimeAverage.bundle],
             set_={
@@ -221,7 +223,7 @@ def _validate_rows(
         value: dict[str, Any] = {}
         for col, typ in required.items():
             v = row.get(col)
-            if not isinstance(v, typ) or (typ is str and not v.strip()):
+            if not isinstance(v, typ) or (isinstance(v, str) and typ is str and not v.strip()):
                 raise InvalidRowError(f"{field}.{col}", f"required {typ.__name__}, got {v!r}")
             value[col] = _json_value(f"{field}.{col}", v) if typ is dict else v
         for col, typ in optional.items():

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import Field, asdict, dataclass, fields, is_dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pulsar_rebalance.core.plan import ACTION_ROW_FIELDS, Action, InvalidPlanError, action_from_mapping
 from pulsar_rebalance.core.plan import Plan as CorePlan
@@ -12,9 +12,11 @@ from pulsar_rebalance.store.tables import BundleRange, Plan, PlanAction, Run
 
 
 class _View:
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every view is a dataclass
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict: datetimes as ISO-8601 strings, tuples as lists."""
-        return _jsonable(asdict(self))  # type: ignore[call-overload, no-any-return]
+        return _jsonable(asdict(self))
 
 
 @dataclass(frozen=True)

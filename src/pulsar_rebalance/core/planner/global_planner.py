@@ -150,7 +150,7 @@ def split_candidates(
     the ones a caller should send topic rates for (``bundleTopics``) so that splits can isolate hot topics."""
     out: list[str] = []
     for rep in reports.values():
-        stats = rep.get("lastStats") or rep.get("bundleStats") or {}
+        stats: Mapping[str, Mapping[str, float]] = rep.get("lastStats") or rep.get("bundleStats") or {}
 
         def weight(b: str) -> float:
             s = stats[b]

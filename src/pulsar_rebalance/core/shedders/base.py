@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pulsar_rebalance.core.config import LoadBalancerConfig
@@ -185,11 +185,11 @@ def short_term_msg_rate(bd: BundleData) -> float:
     return st.msg_rate_in + st.msg_rate_out
 
 
-def broker_throughput(data: Any) -> float:
+def broker_throughput(data: LocalBrokerData) -> float:
     """Broker-level ``msgThroughputIn + msgThroughputOut``, bytes/s."""
     return data.msg_throughput_in + data.msg_throughput_out
 
 
-def broker_msg_rate(data: Any) -> float:
+def broker_msg_rate(data: LocalBrokerData) -> float:
     """Broker-level ``msgRateIn + msgRateOut``, msg/s."""
     return data.msg_rate_in + data.msg_rate_out

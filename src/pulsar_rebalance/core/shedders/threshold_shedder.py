@@ -189,14 +189,14 @@ class ThresholdShedder:
                 max_broker = broker
             if current < avg - threshold:
                 has_below = True
-        data = inp.brokers.get(max_broker)
-        if data is None:
+        max_data = inp.brokers.get(max_broker)
+        if max_data is None:
             lb["detail"] = "lower boundary: no broker above the lower bound with more than one bundle"
             return None, hist
         if not has_below:
             lb["detail"] = f"lower boundary: no broker below avg {avg:.4f} - threshold {threshold:.4f}"
             return None, hist
-        minimum = broker_throughput(data) * threshold * LOWER_BOUNDARY_THRESHOLD_MARGIN
+        minimum = broker_throughput(max_data) * threshold * LOWER_BOUNDARY_THRESHOLD_MARGIN
         lb.update({"broker": max_broker, "minThroughputToOffload": minimum})
         if min_thr > minimum:
             lb["detail"] = f"lower boundary: {max_broker} would shed {fmt_mib(minimum)} < min {fmt_mib(min_thr)}"

@@ -93,8 +93,12 @@ def _partition_sort(arr: list[tuple[str, NamespaceBundleStats]], k: int) -> None
         else:
             start = mid
     if end > 0:
-        head = sorted(arr[:end], key=functools.cmp_to_key(lambda a, b: b[1].compare_to(a[1])))
+        head = sorted(arr[:end], key=functools.cmp_to_key(_descending))
         arr[:end] = head
+
+
+def _descending(a: tuple[str, NamespaceBundleStats], b: tuple[str, NamespaceBundleStats]) -> int:
+    return b[1].compare_to(a[1])
 
 
 def top_k_bundles(bundle_stats: Mapping[str, NamespaceBundleStats], k: int) -> list[tuple[str, NamespaceBundleStats]]:

@@ -62,17 +62,17 @@ class UniformLoadShedder:
         max_thr = -1.0
         min_rate = _INTEGER_MAX_VALUE
         min_thr = _INTEGER_MAX_VALUE
-        for broker, data in inp.brokers.items():
+        for name, data in inp.brokers.items():
             rate = broker_msg_rate(data)
             thr = broker_throughput(data)
             if rate > max_rate:
-                rate_over, max_rate = broker, rate
+                rate_over, max_rate = name, rate
             if thr > max_thr:
-                thr_over, max_thr = broker, thr
+                thr_over, max_thr = name, thr
             if rate < min_rate:
-                rate_under, min_rate = broker, rate
+                rate_under, min_rate = name, rate
             if thr < min_thr:
-                thr_under, min_thr = broker, thr
+                thr_under, min_thr = name, thr
 
         if -EPS <= min_rate <= EPS:
             min_rate = 1.0
