@@ -306,3 +306,57 @@ def test_a_plan_that_would_raise_the_busiest_broker_is_cut_by_the_guard():
     draft = build_plan(decision=better, params=params, reports=REPORTS, topics_by_bundle={}, ownership={})
     assert len(draft.actions) == 1 and draft.summary["guard"] == {**draft.summary["guard"], "kept": 1, "dropped": 0}
     assert not any("predicted to raise" in w or "do-no-harm" in w for w in draft.summary["warnings"])
+
+
+def test_a_planner_decision_its_own_model_thinks_good_is_cut_when_the_reports_show_it_overloads():
+    """A deliberately wrong load model: the GlobalPlanner's decision (built by hand, as it stores it with
+    its own predicted before/after) believes the hot bundle costs 8 points; b1's load report says it carries
+    70 % of b1's traffic - about 62 points, which would put b2 at 112 %. The guard judges by the reports."""
+    hot, small = "t/n/0x00000000_0x40000000", "t/n/0x40000000_0x50000000"
+    reports = {
+        "b1:8080": report(
+            88.0, 88.0, 88.0, {hot: (700.0, 7e6), "t/n/0x50000000_0x80000000": (250.0, 2.5e6), small: (50.0, 5e5)}
+        ),
+        "b2:8080": report(50.0, 50.0, 50.0, {"t/n/0x80000000_0xc0000000": (500.0, 5e6)}),
+        "b3:8080": report(55.0, 55.0, 55.0, {"t/n/0xc0000000_0xffffffff": (500.0, 5e6)}),
+    }
+    model_says = {"sourceBefore": 0.88, "sourceAfter": 0.80, "destinationBefore": 0.50, "destinationAfter": 0.58}
+    d = {
+        "cycle": {
+            "label": "Success",
+            "reason": "Overloaded",
+            "splits": [],
+            "unloads": [
+                {
+                    "broker": "b1:8080",
+                    "bundle": hot,
+                    "destination": "b2:8080",
+                    "reason": "Overloaded: GlobalPlanner: b1:8080 predicted usage 0.88 > target 0.66",
+                    "predicted": model_says,
+                },
+                {
+                    "broker": "b1:8080",
+                    "bundle": small,
+                    "destination": "b3:8080",
+                    "reason": "Overloaded: GlobalPlanner",
+                    "predicted": {**model_says, "destinationBefore": 0.55, "destinationAfter": 0.59},
+                },
+            ],
+        }
+    }
+    params = RunParams.from_json({"shedding_strategy": "GlobalPlanner"})
+    threshold = params.lb_config().overload_threshold_fraction
+    draft = build_plan(decision=d, params=params, reports=reports, topics_by_bundle={}, ownership={})
+    # what is stored: no destination predicted (from the reports) above the overload threshold, the busiest
+    # broker not above the busiest now, and the hot bundle not moved
+    for a in draft.actions:
+        assert a.predicted.destination.after <= threshold, (a.bundle, a.predicted.destination)
+    assert draft.summary["maxUsageAfterPredicted"] <= draft.summary["maxUsageBefore"]
+    assert [a.bundle for a in draft.actions] == [small]
+    guard = draft.summary["guard"]
+    assert (guard["kept"], guard["dropped"]) == (1, 1)
+    (cut,) = guard["failed"]
+    assert cut["bundle"] == hot and cut["destination"] == "b2:8080"
+    assert {"worst-broker", "overload-threshold", "target-band", "free-capacity"} <= set(cut["rules"])
+    assert "b2:8080 would end at 111.6%, above Pulsar's overload threshold 85%" in cut["reason"]
+    assert any("do-no-harm guard: 1 of 2 planned action(s) removed" in w for w in draft.summary["warnings"])
