@@ -100,7 +100,10 @@ def test_free_capacity_share():
     assert r.kept == (0,)
     (v,) = r.failed
     assert v.index == 1 and v.rules == ("free-capacity",)
-    assert "cool2 would take 24.0% over this plan, more than 50% of its free capacity (45.0%" in v.reason
+    assert (
+        "cool2 would take 24.0 points over this plan, more than 50% of its free capacity (45.0 points from 40.0%"
+        in v.reason
+    )
 
 
 def test_worst_broker():

@@ -274,8 +274,9 @@ def _check_move(
         out.append(
             (
                 "free-capacity",
-                f"{dst} would take {taken:.1%} over this plan, more than {limits.free_share:.0%} of its free capacity "
-                f"({free:.1%} from {dst_before:.1%} to the overload threshold), the margin for an error in the load model",
+                f"{dst} would take {100 * taken:.1f} points over this plan, more than {limits.free_share:.0%} of its "
+                f"free capacity ({100 * free:.1f} points from {dst_before:.1%} to the overload threshold): the margin "
+                "kept for an error in the load model",
             )
         )
     return out
