@@ -64,6 +64,10 @@ def test_rollback_returns_moved_bundles_and_needs_approval(spark, db_url, tmp_pa
         # bundles that existed before the first plan go back to their owner; split children stay (no merge)
         assert {b: o for b, o in rolled.items() if b in before} == {b: before[b] for b in moved if b in before}
         assert all(f"rollback of plan {first}" in a.reason for a in plan.actions)
+        # the do-no-harm guard checks a rollback but cuts nothing: the operator asked for these moves back
+        guard = plan.summary["guard"]
+        assert guard["mode"] == "warn" and guard["dropped"] == 0 and guard["kept"] == len(plan.actions)
+        assert bool(guard["failed"]) == any(w.startswith("do-no-harm guard: ") for w in plan.summary["warnings"])
         assert any("not reversed" in n for n in plan.summary["notes"]) or not any(
             a.kind == "split" for a in repo_actions(engine, first)
         )

@@ -321,7 +321,9 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         if original.cluster_id != run.cluster_id:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
         draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
-        draft.summary["warnings"] = list(snapshot_check.get("warnings", []))  # what collect saw, for the reviewer
+        # what collect saw, for the reviewer, then the rollback's own (raises the busiest broker, do-no-harm guard):
+        # these were overwritten before, so a rollback's "predicted to raise" warning never reached the plan
+        draft.summary["warnings"] = list(snapshot_check.get("warnings", [])) + list(draft.summary["warnings"])
         decision = {
             "cycle": {
                 "label": "Rollback",
@@ -417,6 +419,7 @@ def _store_plan(
             k: draft.summary[k]
             for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore", "maxUsageAfterPredicted", "notes")
         },
+        "guard": {k: draft.summary["guard"][k] for k in ("mode", "kept", "dropped")},
         "seconds": {"topics": round(topics_s, 3)},
     }
 
@@ -446,6 +449,17 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
         log.info("  [%d] %s: %s", a.seq, what, a.reason)
     for note in draft.notes:
         log.info("  note: %s", note)
+    guard = draft.summary.get("guard") or {}
+    for f in guard.get("failed") or ():
+        log.warning(
+            "  do-no-harm guard %s %s %s %s -> %s: %s",
+            "dropped" if guard.get("mode") == "cut" else "flagged (kept)",
+            f["kind"],
+            f["bundle"],
+            f["source"],
+            f["destination"],
+            f["reason"],
+        )
     if expired:
         log.info("Expired (approval window over): %s", ", ".join(expired))
     if superseded:
