@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -242,12 +243,9 @@ def execute_plan(
         # Record what the cluster looks like now (ranges, ownership) and the measured load.
         if after_snapshot is not None and not plan.dry_run:
             snap = after_snapshot(client, sorted({a.namespace for a in plan.actions}))
-            cause_ids = {}
             with session_scope(engine) as s:
-                for a in plan.actions:
-                    cur = repo.get_action(s, action_id=a.id)
-                    if cur.state == "completed" and a.kind == "unload":
-                        cause_ids[a.bundle] = a.id
+                done = [a for a in plan.actions if repo.get_action(s, action_id=a.id).state == "completed"]
+                cause_ids = _caused_by(done, snap.ownership)
                 for ns, bounds in sorted(snap.namespaces.items()):
                     repo.sync_bundle_ranges(
                         s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds
@@ -257,7 +255,9 @@ def execute_plan(
                     cluster_id=plan.cluster_id,
                     run_id=plan.run_id,
                     ownership=snap.ownership,
-                    cause=f"executed plan {plan_id}",
+                    # what no completed action of this plan did (the cluster's own moves, a broker that
+                    # left or came back): observed now, credited to no action of the plan
+                    cause=f"observed after executing plan {plan_id}; none of its actions made this change",
                     cause_action_ids=cause_ids,
                 )
             report.max_usage_after = snap.max_usage
@@ -294,6 +294,30 @@ def execute_plan(
             "completed actions are recorded and a retry reconciles before acting again"
         )
     return report
+
+
+def _caused_by(done: list, ownership: Mapping[str, str]) -> dict[str, int]:
+    """``{bundle: action id}`` of the ownership our completed actions made: an unload's bundle now on its
+    destination, and the children of a split (the bundles of its namespace inside its range)."""
+
+    def bounds(bundle_range: str) -> tuple[int, int]:
+        lo, _, hi = bundle_range.partition("_")
+        return int(lo, 16), int(hi, 16)
+
+    caused: dict[str, int] = {}
+    for a in done:
+        if a.kind == "split":
+            lower, upper = bounds(a.bundle_range)
+            for bundle in ownership:
+                ns, _, rng = bundle.rpartition("/")
+                if ns == a.namespace and bundle != a.bundle:
+                    lo, hi = bounds(rng)
+                    if lower <= lo and hi <= upper:
+                        caused[bundle] = a.id
+    for a in done:  # after the splits: an unload of a split's child moved it last
+        if a.kind == "unload" and ownership.get(a.bundle) == a.destination_broker:
+            caused[a.bundle] = a.id
+    return caused
 
 
 RESUMABLE = ("interrupted", "executing", "partially_executed", "failed")
