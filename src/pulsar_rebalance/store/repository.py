@@ -86,6 +86,7 @@ from pulsar_rebalance.store.plans import (
     new_plan_id,
     plan_content_hash,
     plan_for_run,
+    plans_awaiting_decision,
     plans_superseded_by,
     supersede_plans,
 )
@@ -182,6 +183,7 @@ __all__ = [
     "plan_at_gate",
     "plan_content_hash",
     "plan_for_run",
+    "plans_awaiting_decision",
     "plans_superseded_by",
     "range_name",
     "recently_unloaded_bundles",
