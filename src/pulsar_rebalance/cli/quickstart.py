@@ -319,8 +319,9 @@ def run_standalone(args: argparse.Namespace) -> int:
             )
             _say(
                 f"Airflow is up: {url}  (logins: {logins}; their passwords are in {pw}). DAG pulsar_rebalance "
-                f"{when}. Trigger it from the UI (the trigger form unpauses it: a paused DAG starts no run); review the plan under Browse -> Rebalance plans and decide it "
-                "under Browse -> Required Actions. From a shell: "
+                f"{when}. Trigger it from the UI (the trigger form unpauses it: a paused DAG starts no run); "
+                "review the plan under Browse -> Rebalance plans and decide it under Browse -> Required Actions. "
+                "From a shell: "
                 f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list"
             )
             print(
