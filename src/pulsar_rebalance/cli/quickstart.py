@@ -285,13 +285,13 @@ def run_standalone(args: argparse.Namespace) -> int:
     """Run ``airflow standalone`` wired to the state DB and a Pulsar admin API until Ctrl-C / SIGTERM."""
     from pulsar_rebalance.store.engine import migrate
 
+    users = airflow_users(args.user)  # a bad --user fails before anything starts
     state = Path(args.state_dir).resolve()
     (state / "logs").mkdir(parents=True, exist_ok=True)
     server_url, pg = _postgres(state)
     app_url = pg.create_database("pulsar_rebalance") if pg else server_url
     airflow_db = pg.create_database("airflow") if pg else os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "")
     migrate(app_url)
-    users = airflow_users(args.user)
     sim = None
     admin_url = args.admin_url
     if not admin_url:
