@@ -52,7 +52,10 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
     env.pop("PULSAR_REBALANCE_DATABASE_URL", None)
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_rebalance.cli", "standalone", "--state-dir", str(state), "--port", str(port)],
+        [
+            *[sys.executable, "-m", "pulsar_rebalance.cli", "standalone", "--state-dir", str(state)],
+            *["--port", str(port), "--user", "bob:user"],
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -73,6 +76,14 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
         assert ready["airflow_url"] == f"http://127.0.0.1:{port}"
         assert httpx.get(f"{ready['airflow_url']}/api/v2/monitor/health", timeout=10).status_code == 200
         assert httpx.get(f"{ready['admin_url']}/admin/v2/brokers", timeout=10).json()  # the simulator answers
+        # the second login exists in the running Airflow: its password was generated, and it logs in
+        assert ready["users"] == ["admin", "bob"] and ready["schedule"] is None
+        password = json.loads(Path(ready["passwords_file"]).read_text())["bob"]
+        token = httpx.post(
+            f"{ready['airflow_url']}/auth/token", json={"username": "bob", "password": password}, timeout=10
+        )
+        assert token.status_code == 201 and token.json()["access_token"], token.text
+        assert Path(ready["simulator_state"]).is_file()  # the cluster is kept for the next start
 
         # Every listening socket of the stack - our process, the four Airflow components and all their
         # children (uvicorn workers, executor workers), the simulator, the Postgres server - is on loopback.
