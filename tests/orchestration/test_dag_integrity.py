@@ -48,6 +48,22 @@ def test_dag_wires_the_six_tasks_in_order(airflow_db):
     RunParams.from_json({k: v for k, v in dag.params.dump().items()})  # every DAG param is a known run param
 
 
+def test_plan_split_is_told_the_run_type_and_reads_it(airflow_db):
+    """A scheduled run must not supersede a plan that awaits a decision: plan_split gets the run's type."""
+    import jinja2
+    from airflow.sdk.api.datamodels._generated import DagRunType
+
+    from pulsar_rebalance.pipeline import jobs
+    from pulsar_rebalance.pipeline.stages import is_scheduled
+
+    args = _dag().get_task("plan_split").application_args
+    assert args == ["--run-id", "{{ run_id }}", "--run-type", "{{ dag_run.run_type }}"]
+    for run_type, scheduled in ((DagRunType.SCHEDULED, True), (DagRunType.MANUAL, False)):
+        rendered = [jinja2.Template(a).render(run_id="r", dag_run={"run_type": run_type}) for a in args]
+        parsed = jobs.parse_args("", [*rendered, "--work-dir", "/w"], extra=[("--run-type", str, None)])
+        assert is_scheduled(parsed.run_id, parsed.run_type) is scheduled, rendered
+
+
 def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time():
     code = (
         "import runpy, sys; runpy.run_path(sys.argv[1]);"

@@ -89,6 +89,7 @@ from pulsar_rebalance.store.plans import (
     new_plan_id,
     plan_content_hash,
     plan_for_run,
+    plans_awaiting_decision,
     plans_superseded_by,
     supersede_plans,
 )
@@ -188,6 +189,7 @@ __all__ = [
     "closed_gate_reason",
     "plan_content_hash",
     "plan_for_run",
+    "plans_awaiting_decision",
     "plans_superseded_by",
     "range_name",
     "recently_unloaded_bundles",
