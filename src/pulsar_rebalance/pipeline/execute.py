@@ -351,6 +351,30 @@ def record_after_state(engine, client, plan, after_snapshot, report: ExecutionRe
     report.not_measured = None
 
 
+def _caused_by(done: list, ownership: Mapping[str, str]) -> dict[str, int]:
+    """``{bundle: action id}`` of the ownership our completed actions made: an unload's bundle now on its
+    destination, and the children of a split (the bundles of its namespace inside its range)."""
+
+    def bounds(bundle_range: str) -> tuple[int, int]:
+        lo, _, hi = bundle_range.partition("_")
+        return int(lo, 16), int(hi, 16)
+
+    caused: dict[str, int] = {}
+    for a in done:
+        if a.kind == "split":
+            lower, upper = bounds(a.bundle_range)
+            for bundle in ownership:
+                ns, _, rng = bundle.rpartition("/")
+                if ns == a.namespace and bundle != a.bundle:
+                    lo, hi = bounds(rng)
+                    if lower <= lo and hi <= upper:
+                        caused[bundle] = a.id
+    for a in done:  # after the splits: an unload of a split's child moved it last
+        if a.kind == "unload" and ownership.get(a.bundle) == a.destination_broker:
+            caused[a.bundle] = a.id
+    return caused
+
+
 RESUMABLE = ("interrupted", "executing", "partially_executed", "failed")
 
 
