@@ -413,6 +413,7 @@ def test_a_superseded_plan_leaves_required_actions_and_its_gate_says_by_which_pl
     detail = superseder.detail
     assert detail["responded_by_user"]["name"] == "pulsar-rebalance (system)" and detail["chosen_options"] == ["Reject"]
     assert f"plan {superseder.plan_id} was superseded by plan p-newer" in detail["params_input"]["comment"]
+    assert detail["body"].startswith("**⛔ Closed by pulsar-rebalance**: plan ")  # the gate itself says why
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
     assert dr.state == "success"
     plan = _q(db_url, "SELECT status, gate FROM plans WHERE plan_id = :p", p=superseder.plan_id)[0]

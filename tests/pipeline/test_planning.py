@@ -116,13 +116,18 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
     assert draft.actions[2].reason.endswith("destination: least long-term msg rate")
     assert draft.summary["numBundleUnloads"] == 2 and draft.summary["numBundleSplits"] == 1
     assert [a.seq for a in draft.actions] == [0, 1, 2]
-    # each unload carries its brokers' predicted usage, the same numbers as the summary's
+    # each unload carries its own effect on its two brokers, in plan order: the moves chain from the
+    # summary's usage before to its usage after on every broker
+    current = {b: v["before"]["usage"] for b, v in draft.summary["brokers"].items()}
     for a in draft.actions[1:]:
         for side, broker in (("source", a.source_broker), ("destination", a.destination_broker)):
-            usage = draft.summary["brokers"][broker]
-            assert getattr(a.predicted, side) == UsageChange(
-                broker=broker, before=usage["before"]["usage"], after=usage["after"]["usage"]
-            )
+            change = getattr(a.predicted, side)
+            assert isinstance(change, UsageChange) and change.broker == broker
+            assert change.before == pytest.approx(current[broker], abs=1e-6)
+            current[broker] = change.after
+        assert a.predicted.source.after < a.predicted.source.before  # the source sheds load
+        assert a.predicted.destination.after > a.predicted.destination.before
+    assert current == pytest.approx({b: v["after"]["usage"] for b, v in draft.summary["brokers"].items()}, abs=1e-6)
     # the child's share (5.8e6 of b1's 8e6 bytes/s) is what the prediction moves
     b2 = draft.summary["brokers"]["b2:8080"]
     assert b2["after"]["msgThroughput"] == pytest.approx(1e6 + 5.8e6 + 2e6)
@@ -252,3 +257,26 @@ def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
         "bundleSamples": 3,
         "bundlesOwned": 3,
     }
+
+
+def test_a_plan_predicted_to_raise_the_busiest_broker_carries_a_warning():
+    """Whatever strategy proposed it: moving b2's bundle onto the already busiest b1 makes b1 busier."""
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    worse = decision(
+        unloads=[
+            {
+                "broker": "b2:8080",
+                "bundle": "t/n/0x80000000_0xc0000000",
+                "destination": "b1:8080",
+                "reason": "a strategy's choice",
+            }
+        ]
+    )
+    draft = build_plan(decision=worse, params=params, reports=REPORTS, topics_by_bundle={}, ownership={})
+    assert draft.summary["maxUsageAfterPredicted"] > draft.summary["maxUsageBefore"]
+    assert any("predicted to raise the busiest broker's usage from 90.0% to" in w for w in draft.summary["warnings"])
+    better = decision(
+        unloads=[{"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": "b2:8080", "reason": "x"}]
+    )
+    draft = build_plan(decision=better, params=params, reports=REPORTS, topics_by_bundle={}, ownership={})
+    assert not any("predicted to raise" in w for w in draft.summary["warnings"])

@@ -154,7 +154,11 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-USERS = {"admin": "admin", "viewer": "viewer"}  # user -> SimpleAuthManager role (the password is the name too)
+USERS = {
+    "admin": "admin",
+    "viewer": "viewer",
+    "bob": "admin",
+}  # user -> SimpleAuthManager role (the password is the name too)
 
 
 def _free_port() -> int:

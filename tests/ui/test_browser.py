@@ -294,3 +294,189 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
     assert "off-peak, looks right" in browser.find_element(By.ID, "approval").text
     assert _wait_image_loaded(browser, "chart") > 300
     _full_page_screenshot(browser, IMG / "plan-page-executed.png")
+
+
+def _gate_page(browser, stack, run_id: str, *, option: str | None = "Approve", timeout: float = 180):
+    """Open the run's gate (the task's Required Actions page) and return its text once it shows ``option``
+    (reloading: Airflow shows a request that opened again only after a reload); ``option=None``: as it is."""
+    from urllib.parse import quote
+
+    url = f"{stack.url}/dags/pulsar_rebalance/runs/{quote(run_id, safe='')}/tasks/await_approval/required_actions"
+    deadline = time.monotonic() + timeout
+    while True:
+        browser.get(url)
+        try:
+            WebDriverWait(browser, 20).until(lambda b: "Plan" in b.find_element(By.TAG_NAME, "body").text)
+            if option is None:
+                return browser.find_element(By.TAG_NAME, "body").text
+            WebDriverWait(browser, 20).until(
+                EC.element_to_be_clickable((By.CSS_SELECTOR, f"button[data-testid='hitl-option-{option}']"))
+            )
+            return browser.find_element(By.TAG_NAME, "body").text
+        except TimeoutException as exc:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"the gate of {run_id} did not offer {option}; see {_dump(browser, stack.home, 'gate')}"
+                ) from exc
+
+
+def _answer(browser, option: str, comment: str) -> None:
+    """Fill the gate's comment and click ``option``, as the operator does."""
+    box = WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.ID, "element_comment")))
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", box)
+    box.clear()
+    box.send_keys(comment)
+    button = WebDriverWait(browser, 60).until(
+        EC.element_to_be_clickable((By.CSS_SELECTOR, f"button[data-testid='hitl-option-{option}']"))
+    )
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
+    button.click()
+
+
+def test_superseded_gate_closes_two_approvers_and_a_dry_run_in_the_browser(
+    airflow_stack, dag_workers, state_db, browser
+):
+    """An operator's first hour, by clicks: a newer run's plan supersedes the plan under review (its gate
+    closes, saying by which plan); a plan needing two approvers refuses the same person twice and the gate
+    says why; the second person approves; the dry run executes and every action says what it would have
+    done; an empty plan's page says why nothing was planned; a logged-out plan URL lands on the login page."""
+    from datetime import UTC, datetime, timedelta
+    from urllib.parse import quote
+
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    api = f"{airflow_stack.url}/api/v2"
+    admin = {"Authorization": f"Bearer {airflow_stack.token('admin')}"}
+    _until(
+        lambda: httpx.get(f"{api}/dags/pulsar_rebalance", headers=admin, timeout=30).status_code == 200,
+        300,
+        "the dag-processor to register pulsar_rebalance",
+    )
+    httpx.patch(f"{api}/dags/pulsar_rebalance", json={"is_paused": False}, headers=admin, timeout=30)
+
+    def trigger(conf: dict) -> str:
+        r = httpx.post(
+            f"{api}/dags/pulsar_rebalance/dagRuns",
+            json={"logical_date": None, "conf": conf},
+            headers=admin,
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        return r.json()["dag_run_id"]
+
+    def states(run_id: str) -> dict[str, str | None]:
+        items = httpx.get(
+            f"{api}/dags/pulsar_rebalance/dagRuns/{quote(run_id, safe='')}/taskInstances", headers=admin, timeout=30
+        ).json()["task_instances"]
+        found = {ti["task_id"]: ti["state"] for ti in items}
+        failed = [t for t, s in found.items() if s in ("failed", "upstream_failed")]
+        assert not failed, f"{run_id}: {failed} failed: {found}\n{airflow_stack.log('scheduler')[-4000:]}"
+        return found
+
+    def plan_of(run_id: str):
+        with session_scope(make_engine(state_db)) as s:
+            return repo.plan_for_run(s, run_id=run_id)
+
+    def pending_gates() -> list[str]:
+        listed = httpx.get(
+            f"{api}/dags/~/dagRuns/~/hitlDetails", params={"response_received": False}, headers=admin, timeout=30
+        ).json()["hitl_details"]
+        return [d["task_instance"]["dag_run_id"] for d in listed]
+
+    base = {"shedding_strategy": "ThresholdShedder", "approval_timeout_minutes": 60}
+    first = trigger(base)
+    _until(lambda: states(first).get("await_approval") == "awaiting_input", 900, "the first run's gate", poll=3)
+    under_review = plan_of(first)
+
+    # a newer manual run (two approvers, dry run) supersedes the plan under review
+    second = trigger({**base, "required_approvals": 2, "dry_run": True})
+    _until(lambda: states(second).get("await_approval") == "awaiting_input", 900, "the second run's gate", poll=3)
+    newer = plan_of(second)
+    assert plan_of(first).status == "superseded" and plan_of(first).superseded_by == newer.plan_id
+
+    # the superseded plan's gate leaves Required Actions (the UI's list and counter read this) and says why
+    _login(browser, airflow_stack, "admin")
+    _gate_page(browser, airflow_stack, first, option=None)  # the UI reading gates closes stale ones
+    _until(lambda: first not in pending_gates(), 60, "the superseded gate to leave Required Actions", poll=2)
+    closed = _gate_page(browser, airflow_stack, first, option=None)
+    assert "Closed by pulsar-rebalance" in closed and f"superseded by plan {newer.plan_id}" in closed, closed
+    _until(lambda: states(first).get("await_approval") == "skipped", 300, "the first run's gate to end", poll=3)
+    browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{under_review.plan_id}")
+    header = WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CLASS_NAME, "sub"))).text
+    assert f"superseded by {newer.plan_id}" in header, header
+
+    # two approvers: admin approves; the same request opens again; admin again is refused, and the gate says why
+    text = _gate_page(browser, airflow_stack, second)
+    assert newer.plan_id in text and "Needs 2 approvals" in text, text
+    _answer(browser, "Approve", "first pair of eyes")
+    _until(lambda: len(plan_of(second).votes) == 1, 120, "admin's vote", poll=2)
+    _gate_page(browser, airflow_stack, second)  # opened again for the next approver
+    _answer(browser, "Approve", "me again")
+    refused = _until(
+        lambda: "Answer refused" in (t := _gate_page(browser, airflow_stack, second)) and t,
+        120,
+        "the refusal in the gate's text",
+        poll=2,
+    )
+    assert "already has your approval (admin)" in refused and "Approved so far: 1 of 2" in refused, refused
+    browser.save_screenshot(str(IMG / "gate-refused.png"))
+    assert [v.voter for v in plan_of(second).votes] == ["admin"]
+
+    # bob, the second person, approves; the dry run executes without touching the cluster
+    _login(browser, airflow_stack, "bob")
+    _gate_page(browser, airflow_stack, second)
+    _answer(browser, "Approve", "second pair of eyes")
+    run = _until(
+        lambda: (
+            (r := httpx.get(f"{api}/dags/pulsar_rebalance/dagRuns/{quote(second, safe='')}", headers=admin).json())[
+                "state"
+            ]
+            in ("success", "failed")
+            and r
+        ),
+        600,
+        "the dry run to finish",
+        poll=3,
+    )
+    assert run["state"] == "success", states(second)
+    browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{newer.plan_id}")
+    actions = WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.ID, "actions"))).text
+    assert browser.find_element(By.ID, "plan-status").text == "executed"
+    assert "dry run" in browser.find_element(By.TAG_NAME, "h1").text
+    assert actions.count("dry run: would") == len(newer.actions), actions
+    assert "admin + bob" in browser.find_element(By.ID, "approval").text
+
+    # an empty plan says why nothing was planned, and offers no approval
+    with session_scope(make_engine(state_db)) as s:
+        cid = repo.get_or_create_cluster(s, name="sim-cluster", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="manual__empty", cluster_id=cid, params={}, work_dir="/tmp/w")
+        empty = repo.create_plan(
+            s,
+            run_id="manual__empty",
+            cluster_id=cid,
+            status="empty",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies={},
+            config={},
+            summary={
+                "decision": {
+                    "label": "Skip",
+                    "reason": "CoolDown",
+                    "detail": "the set of brokers changed 4 min ago: waiting until it has been stable for 10 min",
+                }
+            },
+            decision={},
+            actions=[],
+        )
+    browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{empty}")
+    why = WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.ID, "why-nothing"))).text
+    assert "Nothing to do" in why and "waiting until it has been stable for 10 min" in why, why
+    assert not browser.find_elements(By.ID, "gate-link") and not browser.find_elements(By.ID, "approval")
+
+    # logged out, a plan URL leads to the login page (and back to the plan after it)
+    browser.delete_all_cookies()
+    browser.get(f"{airflow_stack.url}{URL_PREFIX}/plans/{empty}")
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.NAME, "username")))
+    assert "/auth/login" in browser.current_url and quote(f"{URL_PREFIX}/plans/{empty}", safe="") in browser.current_url

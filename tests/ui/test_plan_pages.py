@@ -94,6 +94,7 @@ def test_plans_list_shows_run_cluster_status_moves_usage_and_who_decided(viewer,
         "alice",
         "52.0%",
         f'href="{URL_PREFIX}/plans/{seeded_db.pending}"',
+        "1 of 2 approvals: carol",  # the pending plan needs a second approver
     ):
         assert expected in html, expected
     assert html.index(seeded_db.pending) < html.index(seeded_db.executed)  # newest first
@@ -111,6 +112,9 @@ def test_pending_plan_page_summarises_the_move_and_links_to_the_gate(viewer, see
     assert "900.0 msg/s" in html and "9.00 MiB/s" in html
     assert "12 topics, 12 producers, 24 consumers reconnect" in html
     assert "Overloaded: broker-1:8080 usage 0.85" in html  # the reason
+    # the move's own effect on its two brokers, with a signed change (not the plan's end state)
+    assert re.search(r"this move: source broker-1:8080 85\.0% → \d+\.\d% \(−\d+\.\d pts\)", html), html
+    assert re.search(r"destination broker-2:8080 \d+\.\d% → \d+\.\d% \(\+\d+\.\d pts\)", html), html
     # balance before/predicted, data quality, warnings, chart
     assert "85.0%" in html and "Measured after: shown once the plan has executed." in html
     assert "4 of 4 owned" in html

@@ -151,7 +151,8 @@ class Prediction:
     * ``bundle_load``: the bundle's load at planning time (``msgRateIn``, ``msgThroughputOut``,
       ``topics``, ``producerCount``, ...): the executor's drift check compares against it, the plan
       page sums it into traffic moved and clients that reconnect;
-    * ``source`` / ``destination``: an unload's brokers' usage before and after the plan;
+    * ``source`` / ``destination``: what this unload alone changes on its two brokers (their usage just
+      before and just after it, the plan's moves applied in order);
     * ``details``: everything else planning records (``tied``, ``children``, ``loadChange``,
       ``rollbackOf``), kept as given.
     """

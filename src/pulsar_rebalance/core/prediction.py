@@ -52,7 +52,9 @@ def predict(
 
     Bundle samples come from the source broker's ``lastStats``, or from ``extra_stats`` for bundles
     that do not exist yet (the children of a split planned in the same plan). Returns
-    ``{"brokers": {id: {"before": {...}, "after": {...}}}, "maxUsageBefore", "maxUsageAfter", ...}``.
+    ``{"brokers": {id: {"before": {...}, "after": {...}}}, "maxUsageBefore", "maxUsageAfter", ...,
+    "steps"}``: ``steps[i]`` is what move ``i`` alone changes, applied in order (the source's and the
+    destination's usage just before and just after it; None for a move that could not be predicted).
     """
     parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
     state: dict[str, dict[str, Any]] = {}
@@ -65,13 +67,17 @@ def predict(
             "bundles": len(d.last_stats) or d.num_bundles,
         }
     before = {b: _snapshot(s, weights) for b, s in state.items()}
+    steps: list[dict[str, Any] | None] = []
     for m in moves:
         if m.source not in parsed or m.destination not in parsed:
+            steps.append(None)
             continue
         st: NamespaceBundleStats | None = parsed[m.source].last_stats.get(m.bundle) or (extra_stats or {}).get(m.bundle)
         if st is None:
+            steps.append(None)
             continue
         src, dst = state[m.source], state[m.destination]
+        src_before, dst_before = _weighted(src["res"], weights), _weighted(dst["res"], weights)
         src0 = parsed[m.source]
         shares = {
             "bandwidthIn": _share(st.msg_throughput_in, src0.msg_throughput_in),
@@ -93,6 +99,12 @@ def predict(
         dst["msgThroughputOut"] += st.msg_throughput_out
         src["bundles"] -= 1
         dst["bundles"] += 1
+        steps.append(
+            {
+                "source": {"before": round(src_before, 6), "after": round(_weighted(src["res"], weights), 6)},
+                "destination": {"before": round(dst_before, 6), "after": round(_weighted(dst["res"], weights), 6)},
+            }
+        )
     after = {b: _snapshot(s, weights) for b, s in state.items()}
     brokers = {
         b: {"before": before[b], "after": after[b], "diff": round(after[b]["usage"] - before[b]["usage"], 6)}
@@ -106,6 +118,7 @@ def predict(
         "maxUsageAfter": max(usages_after, default=0.0),
         "usageStdBefore": _std(usages_before),
         "usageStdAfter": _std(usages_after),
+        "steps": steps,
     }
 
 

@@ -48,6 +48,7 @@ HITL_PATH = re.compile(
 DECISIONS: dict[str, Decision] = {"Approve": "approved", "Reject": "rejected"}
 SYSTEM_RESPONDER = {"id": "pulsar-rebalance", "name": "pulsar-rebalance (system)"}
 REFUSAL_MARK = "**⛔ Answer refused**"
+CLOSED_MARK = "**⛔ Closed by pulsar-rebalance**"
 SWEEP_SECONDS = 5.0  # at most one sweep of stale gates per this many seconds (per api-server process)
 _last_sweep = [float("-inf")]
 
@@ -224,6 +225,7 @@ def close_airflow_gate(gate: dict[str, Any], reason: str) -> bool:
         detail.responded_at = dt.datetime.now(dt.UTC)
         detail.chosen_options = ["Reject"]
         detail.params_input = {"comment": reason, "plan_hash": ""}
+        detail.body = f"{CLOSED_MARK}: {reason}.\n\n{detail.body or ''}"
         session.add(detail)
         if ti.state in (TaskInstanceState.AWAITING_INPUT, TaskInstanceState.DEFERRED):
             handle_event_submit(TriggerEvent(detail.as_resume_event_payload()), task_instance=ti, session=session)

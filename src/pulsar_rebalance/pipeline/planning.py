@@ -166,22 +166,20 @@ def build_plan(
         moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
 
     prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats)
-    for a in actions:
-        if a["kind"] == "unload":
-            src, dst = a["source_broker"], a["destination_broker"]
-            b = prediction["brokers"]
+    # each unload's own effect (in plan order) on its source and destination; the plan's end state per
+    # broker is in the summary's brokers
+    unload_rows = [a for a in actions if a["kind"] == "unload"]
+    for a, step in zip(unload_rows, prediction["steps"], strict=True):
+        if step is not None:
             a["predicted"].update(
                 {
-                    "source": {"broker": src, "before": b[src]["before"]["usage"], "after": b[src]["after"]["usage"]},
-                    "destination": {
-                        "broker": dst,
-                        "before": b[dst]["before"]["usage"],
-                        "after": b[dst]["after"]["usage"],
-                    },
+                    "source": {"broker": a["source_broker"], **step["source"]},
+                    "destination": {"broker": a["destination_broker"], **step["destination"]},
                 }
             )
     # drafted as rows until the prediction filled in each unload's before/after; typed from here on
     planned = [action_from_mapping(a, default_seq=i) for i, a in enumerate(actions)]
+    warnings += _raises_worst_broker(prediction)
     summary = {
         "decision": {"label": cycle.get("label"), "reason": cycle.get("reason"), "detail": cycle.get("detail")},
         "numBundleSplits": sum(a.kind == "split" for a in planned),
@@ -198,6 +196,18 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=planned, summary=summary, notes=notes)
+
+
+def _raises_worst_broker(prediction: Mapping[str, Any]) -> list[str]:
+    """A warning for a plan predicted to leave its busiest broker busier than the busiest is now."""
+    before, after = prediction["maxUsageBefore"], prediction["maxUsageAfter"]
+    if after <= before + 1e-6:
+        return []
+    worst = max(prediction["brokers"].items(), key=lambda kv: kv[1]["after"]["usage"])[0]
+    return [
+        f"this plan is predicted to raise the busiest broker's usage from {before:.1%} to {after:.1%} "
+        f"({worst}): review it against the current load before approving"
+    ]
 
 
 def _predicted(prediction: Mapping[str, Any]) -> dict[str, Any]:
@@ -342,6 +352,7 @@ def build_rollback_plan(
         "numBundleUnloads": len(actions),
         **_predicted(prediction),
         "notes": notes,
+        "warnings": _raises_worst_broker(prediction),
         "dataQuality": _data_quality(reports, ownership),
         "strategies": {"shedding": "rollback", "placement": "previous owner", "splitAlgorithm": None},
         "dryRun": params.dry_run,

@@ -194,7 +194,14 @@ def transition_action(
         actor=actor,
         plan_id=action.plan_id,
         action_id=action_id,
-        details={"from": previous, "to": to, "attempts": action.attempts, **({"error": error} if error else {})},
+        details={
+            "kind": action.kind,
+            "bundle": action.bundle,
+            "from": previous,
+            "to": to,
+            "attempts": action.attempts,
+            **({"error": error} if error else {}),
+        },
     )
     return _action_view(action)
 
@@ -214,7 +221,7 @@ def record_resend(s: Session, *, action_id: int, reason: str, actor: str = "exec
         actor=actor,
         plan_id=action.plan_id,
         action_id=action_id,
-        details={"attempts": action.attempts, "reason": reason},
+        details={"kind": action.kind, "bundle": action.bundle, "attempts": action.attempts, "reason": reason},
     )
     return _action_view(action)
 

@@ -36,6 +36,8 @@ class PlanRow:
     max_usage_after_measured: float | None
     decided_by: str | None
     decision: str | None
+    required_approvals: int = 1
+    voters: tuple[str, ...] = ()  # approvals so far of a plan that needs several
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ def list_plan_rows(s: Session, *, limit: int = 50, status: str | None = None) ->
                 max_usage_after_measured=result.get("max_usage_after") if isinstance(result, dict) else None,
                 decided_by=p.approval.decided_by if p.approval else None,
                 decision=p.approval.decision if p.approval else None,
+                required_approvals=p.required_approvals,
+                voters=tuple(v.voter for v in p.votes),
             )
         )
     return rows

@@ -313,7 +313,8 @@ class GlobalPlanner:
                     d,
                     reason,
                     (d,),
-                    f"least predicted usage after the move among the {st.candidate_destinations} least-used brokers",
+                    f"least predicted usage after the move among the "
+                    f"{min(st.candidate_destinations, len(view.brokers) - 1)} least-used brokers",
                     {
                         "sourceBefore": _r(us),
                         "sourceAfter": _r(a),

@@ -200,6 +200,7 @@ def _templates():
         env.filters.update(
             q=lambda v: quote(str(v), safe=""),
             pct=pct,
+            change=change,
             rate=rate,
             bps=bps,
             when=when,
@@ -226,6 +227,15 @@ def _page(request: Request, template: str, *, status_code: int = 200, **ctx: Any
 def pct(x: float | None, digits: int = 1) -> str:
     """A usage fraction as a percentage (``0.6807`` -> ``68.1%``); None -> an em dash."""
     return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def change(pair: tuple[float | None, float | None]) -> str:
+    """A usage change ``(before, after)`` as ``62.0% → 55.1% (−6.9 pts)``."""
+    before, after = pair
+    if before is None or after is None:
+        return "—"
+    delta = 100 * (after - before)
+    return f"{pct(before)} → {pct(after)} ({'+' if delta >= 0 else '−'}{abs(delta):.1f} pts)"
 
 
 def rate(x: float | None) -> str:
