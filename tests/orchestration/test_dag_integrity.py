@@ -216,3 +216,46 @@ def test_the_trigger_form_and_run_params_agree_on_what_is_valid(airflow_db):
     assert set(config_schema["properties"]) == PULSAR_KEYS and config_schema["additionalProperties"] is False
     validate(default_config().to_pulsar_dict(), config_schema)  # every key with Pulsar's default
     assert LoadBalancerConfig.from_mapping(default_config().to_pulsar_dict()) == default_config()
+
+
+def test_a_run_marked_failed_or_success_in_airflow_follows_in_the_state_db(airflow_db, db_url, monkeypatch):
+    """An operator marks runs failed / success by hand in Airflow; the next read of Required Actions or of
+    the plan pages records Airflow's final state for runs still ``running`` in the state DB (audited)."""
+    import json
+    import uuid
+
+    import sqlalchemy as sa
+
+    from pulsar_rebalance.orchestration import gate_guard
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
+    )
+    monkeypatch.setattr(gate_guard, "_last_sweep", [float("-inf")])  # no sweep of an earlier test holds this one back
+    api = _trigger_api()
+    runs = "/api/v2/dags/pulsar_rebalance/dagRuns"
+    ids = {verdict: f"manual__{verdict}_{uuid.uuid4().hex[:8]}" for verdict in ("failed", "success", "queued")}
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        for run_id in ids.values():
+            assert api.post(runs, json={"dag_run_id": run_id, "logical_date": None, "conf": {}}).status_code == 200
+            repo.start_run(s, run_id=run_id, cluster_id=cid, params={})
+    try:
+        for verdict in ("failed", "success"):  # what Airflow's "Mark run as ..." does
+            r = api.patch(f"{runs}/{ids[verdict]}", json={"state": verdict})
+            assert r.status_code == 200, r.text
+        assert api.get("/api/v2/dags/~/dagRuns/~/hitlDetails").status_code == 200  # the Required Actions read
+        with session_scope(engine) as s:
+            status = {v: repo.get_run(s, run_id=r).status for v, r in ids.items()}
+        assert status == {"failed": "failed", "success": "succeeded", "queued": "running"}
+        with engine.connect() as c:
+            followed = c.execute(
+                sa.text("SELECT run_id FROM audit_log WHERE event = 'run.followed_airflow' ORDER BY run_id")
+            ).scalars()
+            assert sorted(followed) == sorted([ids["failed"], ids["success"]])
+    finally:
+        for run_id in ids.values():
+            api.delete(f"{runs}/{run_id}")

@@ -104,9 +104,11 @@ from pulsar_rebalance.store.ranges import (
 from pulsar_rebalance.store.runs import (
     cluster_name,
     finish_run,
+    follow_airflow_state,
     get_or_create_cluster,
     get_run,
     latest_run,
+    running_run_ids,
     set_run_stage,
     start_run,
 )
@@ -166,6 +168,8 @@ __all__ = [
     "expire_due_plans",
     "expire_plan",
     "finish_run",
+    "follow_airflow_state",
+    "running_run_ids",
     "get_action",
     "get_or_create_cluster",
     "get_plan",
