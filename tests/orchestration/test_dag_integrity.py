@@ -220,7 +220,8 @@ def test_the_trigger_form_and_run_params_agree_on_what_is_valid(airflow_db):
 
 def test_a_run_marked_failed_or_success_in_airflow_follows_in_the_state_db(airflow_db, db_url, monkeypatch):
     """An operator marks runs failed / success by hand in Airflow; the next read of Required Actions or of
-    the plan pages records Airflow's final state for runs still ``running`` in the state DB (audited)."""
+    the plan pages records Airflow's final state for runs still ``running`` in the state DB (audited), and
+    notes on the Airflow run of an empty plan why nothing was planned."""
     import json
     import uuid
 
@@ -243,6 +244,21 @@ def test_a_run_marked_failed_or_success_in_airflow_follows_in_the_state_db(airfl
         for run_id in ids.values():
             assert api.post(runs, json={"dag_run_id": run_id, "logical_date": None, "conf": {}}).status_code == 200
             repo.start_run(s, run_id=run_id, cluster_id=cid, params={})
+        why = "busiest broker 0.4100 <= trigger 0.5600 (ideal 0.4000): within the band, no move"
+        summary = {"decision": {"label": "Skip", "reason": "Balanced", "detail": why}}
+        repo.create_plan(
+            s,
+            run_id=ids["queued"],
+            cluster_id=cid,
+            status="empty",
+            expires_at=None,
+            dry_run=False,
+            strategies={},
+            config={},
+            summary=summary,
+            decision={},
+            actions=[],
+        )
     try:
         for verdict in ("failed", "success"):  # what Airflow's "Mark run as ..." does
             r = api.patch(f"{runs}/{ids[verdict]}", json={"state": verdict})
@@ -251,6 +267,9 @@ def test_a_run_marked_failed_or_success_in_airflow_follows_in_the_state_db(airfl
         with session_scope(engine) as s:
             status = {v: repo.get_run(s, run_id=r).status for v, r in ids.items()}
         assert status == {"failed": "failed", "success": "succeeded", "queued": "running"}
+        # the run whose plan is empty says why in its Airflow note (the DAG run page shows it)
+        note = api.get(f"{runs}/{ids['queued']}").json()["note"]
+        assert note == f"Nothing to do: Skip (Balanced): {why}", note
         with engine.connect() as c:
             followed = c.execute(
                 sa.text("SELECT run_id FROM audit_log WHERE event = 'run.followed_airflow' ORDER BY run_id")

@@ -305,6 +305,33 @@ def follow_airflow_runs(url: str) -> dict[str, str]:
     return changed
 
 
+def note_empty_runs(url: str, *, recent: int = 50) -> list[str]:
+    """The Airflow run of each recent empty plan gets a note saying why nothing was planned (the DAG run
+    page shows it), unless the run has a note already; returns the run ids noted."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from pulsar_rebalance.core.plan_summary import why_nothing_planned
+    from pulsar_rebalance.orchestration.ui.app import DAG_ID
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(url)) as s:
+        why = {p.run_id: why_nothing_planned(p.summary or {}) for p in repo.list_plans(s, status="empty", limit=recent)}
+    if not why:
+        return []
+    noted = []
+    with create_session() as session:
+        runs = session.scalars(
+            select(DagRun).where(DagRun.dag_id == DAG_ID, DagRun.run_id.in_(list(why)), ~DagRun.dag_run_note.has())
+        )
+        for run in runs:
+            run.note = f"Nothing to do: {'; '.join(why[run.run_id])}"[:1000]
+            noted.append(run.run_id)
+    return noted
+
+
 async def _sweep(url: str | None) -> None:
     """Close stale gates before the UI or the API lists Required Actions (throttled; never fails the request)."""
     import time
@@ -316,8 +343,9 @@ async def _sweep(url: str | None) -> None:
     try:
         await asyncio.to_thread(close_stale_gates, url)
         await asyncio.to_thread(follow_airflow_runs, url)
+        await asyncio.to_thread(note_empty_runs, url)
     except Exception:
-        log.exception("pulsar-rebalance could not close stale approval gates or follow Airflow's run states")
+        log.exception("pulsar-rebalance could not close stale gates, follow Airflow's run states or note empty runs")
 
 
 def _lists_gates_or_plans(path: str) -> bool:
