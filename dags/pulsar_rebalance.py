@@ -32,8 +32,9 @@ with DAG(
     schedule=os.environ.get("PULSAR_REBALANCE_SCHEDULE", "@hourly") or None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
-    # A run waiting at its gate must not hold back an operator's own run: the newer plan supersedes the
-    # older pending one, and executions are serialised per cluster by the executor's lock.
+    # A run waiting at its gate must not hold back an operator's own run: a manual run's plan supersedes
+    # the older pending one (a scheduled run's does not: it skips while a plan awaits a decision), and
+    # executions are serialised per cluster by the executor's lock.
     max_active_runs=3,
     tags=["pulsar", "rebalance"],
     doc_md=__doc__,
@@ -137,7 +138,13 @@ with DAG(
     collect_load = PulsarSparkJobOperator(task_id="collect_load", job="collect_load", pass_params=True)
     compute_usage = PulsarSparkJobOperator(task_id="compute_usage", job="compute_usage")
     detect_overload = PulsarSparkJobOperator(task_id="detect_overload", job="detect_overload")
-    plan_split = PulsarSparkJobOperator(task_id="plan_split", job="plan_split")
+    # a scheduled run leaves a plan that awaits a decision alone (no new plan, no gate); a manual run's
+    # plan supersedes it: plan_split is told the run's type
+    plan_split = PulsarSparkJobOperator(
+        task_id="plan_split",
+        job="plan_split",
+        application_args=["--run-id", "{{ run_id }}", "--run-type", "{{ dag_run.run_type }}"],
+    )
     # one retry: Airflow 3.3 can fail a HITL task whose answer arrives while it is still parking (the
     # executor reports the parking process as finished after the answer re-queued it); the retry reads the
     # decision back from the stored plan, so nothing is asked or decided twice

@@ -52,7 +52,10 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
     env.pop("PULSAR_REBALANCE_DATABASE_URL", None)
     env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_rebalance.cli", "standalone", "--state-dir", str(state), "--port", str(port)],
+        [
+            *[sys.executable, "-m", "pulsar_rebalance.cli", "standalone", "--state-dir", str(state)],
+            *["--port", str(port), "--user", "bob:user"],
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -73,6 +76,14 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
         assert ready["airflow_url"] == f"http://127.0.0.1:{port}"
         assert httpx.get(f"{ready['airflow_url']}/api/v2/monitor/health", timeout=10).status_code == 200
         assert httpx.get(f"{ready['admin_url']}/admin/v2/brokers", timeout=10).json()  # the simulator answers
+        # the second login exists in the running Airflow: its password was generated, and it logs in
+        assert ready["users"] == ["admin", "bob"] and ready["schedule"] is None
+        password = json.loads(Path(ready["passwords_file"]).read_text())["bob"]
+        token = httpx.post(
+            f"{ready['airflow_url']}/auth/token", json={"username": "bob", "password": password}, timeout=10
+        )
+        assert token.status_code == 201 and token.json()["access_token"], token.text
+        assert Path(ready["simulator_state"]).is_file()  # the cluster is kept for the next start
 
         # Every listening socket of the stack - our process, the four Airflow components and all their
         # children (uvicorn workers, executor workers), the simulator, the Postgres server - is on loopback.
@@ -100,3 +111,151 @@ def test_standalone_stack_listens_on_loopback_only_and_stops_cleanly(tmp_path):
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+# --------------------------------------------------------------------------- the kept simulated cluster
+
+
+def _standalone_args(state: Path, *extra: str):
+    from pulsar_rebalance.cli import build_parser
+
+    return build_parser().parse_args(["standalone", "--state-dir", str(state), *extra])
+
+
+def _cluster_view(admin_url: str) -> dict:
+    """What the running simulator serves over HTTP: brokers, bundle boundaries, ownership and load."""
+    from pulsar_rebalance.pipeline.collect import collect_snapshot
+    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+
+    with PulsarAdminClient.from_url(admin_url, retries=0) as client:
+        snap = collect_snapshot(client, topic_stats=False)
+    return {
+        "cluster": snap.cluster,
+        "brokers": sorted(snap.brokers),
+        "namespaces": {ns: list(b) for ns, b in snap.namespaces.items()},
+        "ownership": dict(snap.ownership),
+        "msgRateIn": {b: r["msgRateIn"] for b, r in snap.load_reports.items()},
+    }
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> None:
+    os.killpg(proc.pid, sig)
+    proc.wait(timeout=30)
+
+
+def test_standalone_keeps_its_simulated_cluster_across_restarts(tmp_path):
+    """Restarted from the same state dir, the simulator serves the same brokers (names = addresses),
+    bundle ranges, ownership and load as when it stopped - including a split and an unload made
+    through the admin API, and after a SIGKILL (every change is saved when made)."""
+    from pulsar_rebalance.cli.quickstart import SIMULATOR_STATE, start_cluster
+    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True)
+    sim, info = start_cluster(state, _standalone_args(state))
+    try:
+        with PulsarAdminClient.from_url(info["admin_url"], retries=0) as admin:
+            before = _cluster_view(info["admin_url"])
+            bundle, owner = sorted(before["ownership"].items())[0]
+            ns, rng = bundle.rsplit("/", 1)
+            destination = next(b for b in before["brokers"] if b != owner)
+            admin.split_bundle(ns, rng)
+            admin.unload_bundle("tenant-b/events", "0x00000000_0x40000000", destination_broker=destination)
+        changed = _cluster_view(info["admin_url"])
+        assert changed["ownership"] != before["ownership"] and changed["namespaces"] != before["namespaces"]
+        assert changed["ownership"]["tenant-b/events/0x00000000_0x40000000"] == destination
+    finally:
+        _stop(sim, signal.SIGKILL)  # no chance to save at shutdown: what was saved at each change must do
+
+    sim, again = start_cluster(state, _standalone_args(state))
+    try:
+        assert again["brokers"] == info["brokers"] and again["admin_url"] == info["admin_url"]
+        assert _cluster_view(again["admin_url"]) == changed
+    finally:
+        _stop(sim, signal.SIGTERM)
+    assert json.loads((state / SIMULATOR_STATE).read_text())["owners"] == changed["ownership"]
+
+    sim, fresh = start_cluster(state, _standalone_args(state, "--fresh-cluster"))
+    try:  # a new cluster: generated ownership again, on new ports; the old one kept aside
+        view = _cluster_view(fresh["admin_url"])
+        assert fresh["brokers"] != info["brokers"] and len(view["ownership"]) == len(before["ownership"])
+        assert len(list(state.glob(f"{SIMULATOR_STATE}.*.old"))) == 1
+    finally:
+        _stop(sim, signal.SIGTERM)
+
+
+def test_a_kept_cluster_whose_port_is_taken_fails_clearly(tmp_path):
+    from pulsar_rebalance.cli.quickstart import start_cluster
+
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True)
+    sim, info = start_cluster(state, _standalone_args(state))
+    _stop(sim, signal.SIGTERM)
+    host, port = info["brokers"][0].rsplit(":", 1)
+    with socket.socket() as taken:
+        taken.bind((host, int(port)))
+        taken.listen()
+        with pytest.raises(SystemExit, match="--fresh-cluster starts a new one"):
+            start_cluster(state, _standalone_args(state))
+
+
+# --------------------------------------------------------------------------- Airflow users and the schedule
+
+
+def _in_airflow(env: dict[str, str], code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_user_flags_reach_simple_auth_manager_and_no_schedule_by_default(tmp_path):
+    from pulsar_rebalance.cli.quickstart import airflow_users, standalone_env
+
+    state = tmp_path / "state"
+    args = _standalone_args(state, "--user", "bob:user", "--user", "carol:op")
+    users = airflow_users(args.user)
+    env = standalone_env(state, "postgresql://x/app", "postgresql://x/airflow", "http://127.0.0.1:1", args, users)
+    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW__") or k in _STANDALONE_AIRFLOW_KEYS}
+    got = _in_airflow(
+        env,
+        "import json\n"
+        "from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager as M\n"
+        "print(json.dumps([[u.username, u.role] for u in M.get_users()]))",
+    )
+    assert json.loads(got) == [["admin", "admin"], ["bob", "user"], ["carol", "op"]]
+
+    # the DAG file reads the schedule from the same environment: none unless --schedule
+    dag_code = (
+        "import runpy\n"
+        f"dag = runpy.run_path({str(Path(__file__).resolve().parents[2] / 'dags' / 'pulsar_rebalance.py')!r})['dag']\n"
+        "print(repr(dag.schedule), type(dag.timetable).__name__)"
+    )
+    assert _in_airflow(env, dag_code) == "None NullTimetable"
+    hourly = standalone_env(state, "x", "y", "z", _standalone_args(state, "--schedule"), users)
+    assert hourly["PULSAR_REBALANCE_SCHEDULE"] == "@hourly"
+    assert _in_airflow({**env, "PULSAR_REBALANCE_SCHEDULE": "@hourly"}, dag_code) == "'@hourly' CronTriggerTimetable"
+
+
+_STANDALONE_AIRFLOW_KEYS = {"AIRFLOW__CORE__AUTH_MANAGER", "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"}
+
+
+@pytest.mark.parametrize(
+    "flags, problem",
+    [
+        (["--user", "bob"], "is not NAME:ROLE"),
+        (["--user", "bob:root"], "is not one of viewer, user, op, admin"),
+        (["--user", "b/ob:user"], "is not NAME:ROLE"),
+    ],
+)
+def test_user_flag_refuses_malformed_values(tmp_path, capsys, flags, problem):
+    with pytest.raises(SystemExit):
+        _standalone_args(tmp_path, *flags)
+    assert problem in capsys.readouterr().err
+
+
+def test_user_flag_refuses_duplicates_and_admin(tmp_path):
+    from pulsar_rebalance.cli.quickstart import airflow_users
+    from pulsar_rebalance.errors import ConfigError
+
+    for flags in (["--user", "admin:viewer"], ["--user", "bob:user", "--user", "bob:op"]):
+        with pytest.raises(ConfigError, match="must be unique"):
+            airflow_users(_standalone_args(tmp_path, *flags).user)

@@ -48,6 +48,22 @@ def test_dag_wires_the_six_tasks_in_order(airflow_db):
     RunParams.from_json({k: v for k, v in dag.params.dump().items()})  # every DAG param is a known run param
 
 
+def test_plan_split_is_told_the_run_type_and_reads_it(airflow_db):
+    """A scheduled run must not supersede a plan that awaits a decision: plan_split gets the run's type."""
+    import jinja2
+    from airflow.sdk.api.datamodels._generated import DagRunType
+
+    from pulsar_rebalance.pipeline import jobs
+    from pulsar_rebalance.pipeline.stages import is_scheduled
+
+    args = _dag().get_task("plan_split").application_args
+    assert args == ["--run-id", "{{ run_id }}", "--run-type", "{{ dag_run.run_type }}"]
+    for run_type, scheduled in ((DagRunType.SCHEDULED, True), (DagRunType.MANUAL, False)):
+        rendered = [jinja2.Template(a).render(run_id="r", dag_run={"run_type": run_type}) for a in args]
+        parsed = jobs.parse_args("", [*rendered, "--work-dir", "/w"], extra=[("--run-type", str, None)])
+        assert is_scheduled(parsed.run_id, parsed.run_type) is scheduled, rendered
+
+
 def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time():
     code = (
         "import runpy, sys; runpy.run_path(sys.argv[1]);"
@@ -200,3 +216,65 @@ def test_the_trigger_form_and_run_params_agree_on_what_is_valid(airflow_db):
     assert set(config_schema["properties"]) == PULSAR_KEYS and config_schema["additionalProperties"] is False
     validate(default_config().to_pulsar_dict(), config_schema)  # every key with Pulsar's default
     assert LoadBalancerConfig.from_mapping(default_config().to_pulsar_dict()) == default_config()
+
+
+def test_a_run_marked_failed_or_success_in_airflow_follows_in_the_state_db(airflow_db, db_url, monkeypatch):
+    """An operator marks runs failed / success by hand in Airflow; the next read of Required Actions or of
+    the plan pages records Airflow's final state for runs still ``running`` in the state DB (audited), and
+    notes on the Airflow run of an empty plan why nothing was planned."""
+    import json
+    import uuid
+
+    import sqlalchemy as sa
+
+    from pulsar_rebalance.orchestration import gate_guard
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
+    )
+    monkeypatch.setattr(gate_guard, "_last_sweep", [float("-inf")])  # no sweep of an earlier test holds this one back
+    api = _trigger_api()
+    runs = "/api/v2/dags/pulsar_rebalance/dagRuns"
+    ids = {verdict: f"manual__{verdict}_{uuid.uuid4().hex[:8]}" for verdict in ("failed", "success", "queued")}
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
+        for run_id in ids.values():
+            assert api.post(runs, json={"dag_run_id": run_id, "logical_date": None, "conf": {}}).status_code == 200
+            repo.start_run(s, run_id=run_id, cluster_id=cid, params={})
+        why = "busiest broker 0.4100 <= trigger 0.5600 (ideal 0.4000): within the band, no move"
+        summary = {"decision": {"label": "Skip", "reason": "Balanced", "detail": why}}
+        repo.create_plan(
+            s,
+            run_id=ids["queued"],
+            cluster_id=cid,
+            status="empty",
+            expires_at=None,
+            dry_run=False,
+            strategies={},
+            config={},
+            summary=summary,
+            decision={},
+            actions=[],
+        )
+    try:
+        for verdict in ("failed", "success"):  # what Airflow's "Mark run as ..." does
+            r = api.patch(f"{runs}/{ids[verdict]}", json={"state": verdict})
+            assert r.status_code == 200, r.text
+        assert api.get("/api/v2/dags/~/dagRuns/~/hitlDetails").status_code == 200  # the Required Actions read
+        with session_scope(engine) as s:
+            status = {v: repo.get_run(s, run_id=r).status for v, r in ids.items()}
+        assert status == {"failed": "failed", "success": "succeeded", "queued": "running"}
+        # the run whose plan is empty says why in its Airflow note (the DAG run page shows it)
+        note = api.get(f"{runs}/{ids['queued']}").json()["note"]
+        assert note == f"Nothing to do: Skip (Balanced): {why}", note
+        with engine.connect() as c:
+            followed = c.execute(
+                sa.text("SELECT run_id FROM audit_log WHERE event = 'run.followed_airflow' ORDER BY run_id")
+            ).scalars()
+            assert sorted(followed) == sorted([ids["failed"], ids["success"]])
+    finally:
+        for run_id in ids.values():
+            api.delete(f"{runs}/{run_id}")

@@ -189,38 +189,44 @@ def test_without_a_state_database_the_pages_say_what_to_configure(client, monkey
     assert client.get(f"{URL_PREFIX}/").status_code == 401  # auth comes first
 
 
-def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch):
-    """The plan page offers what the operator can do with a dead execution."""
+UNLOAD = {
+    "kind": "unload",
+    "bundle": "public/default/0x00000000_0x40000000",
+    "source_broker": "b1:8080",
+    "destination_broker": "b2:8080",
+    "reason": "test",
+}
+
+
+def _store_plan(db_url: str, run_id: str, *, status: str = "pending", dry_run: bool = False, **fields) -> str:
+    """A plan of one run of cluster c1 stored as given (one unload unless ``actions=``); returns its id."""
     from datetime import UTC, datetime, timedelta
 
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import make_engine, session_scope
 
-    engine = make_engine(db_url)
-    with session_scope(engine) as s:
+    with session_scope(make_engine(db_url)) as s:
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
-        repo.start_run(s, run_id="run-x", cluster_id=cid, params={}, work_dir="/tmp/w")
-        plan_id = repo.create_plan(
+        repo.start_run(s, run_id=run_id, cluster_id=cid, params={"dry_run": dry_run}, work_dir="/tmp/w")
+        plan = {"strategies": {}, "config": {}, "summary": {}, "decision": {}, "actions": [UNLOAD], **fields}
+        return repo.create_plan(
             s,
-            run_id="run-x",
+            run_id=run_id,
             cluster_id=cid,
-            status="pending",
+            status=status,
             expires_at=datetime.now(UTC) + timedelta(hours=1),
-            dry_run=False,
-            strategies={},
-            config={},
-            summary={},
-            decision={},
-            actions=[
-                {
-                    "kind": "unload",
-                    "bundle": "public/default/0x00000000_0x40000000",
-                    "source_broker": "b1:8080",
-                    "destination_broker": "b2:8080",
-                    "reason": "test",
-                }
-            ],
+            dry_run=dry_run,
+            **plan,
         )
+
+
+def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch):
+    """The plan page offers what the operator can do with a dead execution."""
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    engine = make_engine(db_url)
+    plan_id = _store_plan(db_url, "run-x")
     with session_scope(engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
         repo.set_plan_status(s, plan_id=plan_id, status="executing")
@@ -243,37 +249,12 @@ def test_an_interrupted_plan_offers_resume_and_abort(viewer, db_url, monkeypatch
 def test_an_executed_dry_run_is_labelled_and_shows_what_each_action_would_have_done(viewer, db_url, monkeypatch):
     """A dry-run plan executed by the real executor (with no admin client at all: a dry run makes no
     call) is marked as a dry run in the list and on its page, with each action's "would" reason."""
-    from datetime import UTC, datetime, timedelta
-
     from pulsar_rebalance.pipeline.execute import execute_plan
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import make_engine, session_scope
 
     engine = make_engine(db_url)
-    with session_scope(engine) as s:
-        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
-        repo.start_run(s, run_id="run-dry", cluster_id=cid, params={"dry_run": True}, work_dir="/tmp/w")
-        plan_id = repo.create_plan(
-            s,
-            run_id="run-dry",
-            cluster_id=cid,
-            status="pending",
-            expires_at=datetime.now(UTC) + timedelta(hours=1),
-            dry_run=True,
-            strategies={},
-            config={},
-            summary={},
-            decision={},
-            actions=[
-                {
-                    "kind": "unload",
-                    "bundle": "public/default/0x00000000_0x40000000",
-                    "source_broker": "b1:8080",
-                    "destination_broker": "b2:8080",
-                    "reason": "test",
-                }
-            ],
-        )
+    plan_id = _store_plan(db_url, "run-dry", dry_run=True)
     with session_scope(engine) as s:
         repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
     assert execute_plan(engine, None, plan_id=plan_id).dry_run is True
@@ -290,12 +271,8 @@ def test_an_executed_dry_run_is_labelled_and_shows_what_each_action_would_have_d
 
 def test_an_empty_plan_says_why_nothing_was_planned_and_offers_no_approval(viewer, db_url, monkeypatch):
     """An empty plan made by the real planning code from a cool-down verdict with a dropped unload."""
-    from datetime import UTC, datetime, timedelta
-
     from pulsar_rebalance.pipeline.params import RunParams
     from pulsar_rebalance.pipeline.planning import build_plan
-    from pulsar_rebalance.store import repository as repo
-    from pulsar_rebalance.store.engine import make_engine, session_scope
 
     from .conftest import REPORTS
 
@@ -329,23 +306,15 @@ def test_an_empty_plan_says_why_nothing_was_planned_and_offers_no_approval(viewe
         ownership={b: br for br, r in REPORTS.items() for b in r["lastStats"]},
     )
     assert draft.empty
-    engine = make_engine(db_url)
-    with session_scope(engine) as s:
-        cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
-        repo.start_run(s, run_id="run-empty", cluster_id=cid, params={}, work_dir="/tmp/w")
-        plan_id = repo.create_plan(
-            s,
-            run_id="run-empty",
-            cluster_id=cid,
-            status="empty",
-            expires_at=datetime.now(UTC) + timedelta(hours=1),
-            dry_run=False,
-            strategies=draft.summary["strategies"],
-            config={},
-            summary=draft.summary,
-            decision=decision["cycle"],
-            actions=[],
-        )
+    plan_id = _store_plan(
+        db_url,
+        "run-empty",
+        status="empty",
+        strategies=draft.summary["strategies"],
+        summary=draft.summary,
+        decision=decision["cycle"],
+        actions=[],
+    )
     monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
     page = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
     why = page.split('id="why-nothing"', 1)[1].split("</div>", 2)[0]

@@ -79,9 +79,64 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="a real Pulsar admin URL instead of the simulator (token from $PULSAR_ADMIN_TOKEN)",
     )
-    p.add_argument("--seed", type=int, default=42, help="seed of the simulated cluster")
-    p.add_argument("--brokers", type=int, default=5, help="simulated brokers")
+    p.add_argument("--seed", type=int, default=None, help="seed of a new simulated cluster (default 42)")
+    p.add_argument("--brokers", type=int, default=None, help="brokers of a new simulated cluster (default 5)")
+    p.add_argument(
+        "--fresh-cluster",
+        action="store_true",
+        help=f"discard the simulated cluster kept in STATE_DIR/{SIMULATOR_STATE} (brokers, addresses, "
+        "ownership, bundle ranges, load) and generate a new one",
+    )
+    p.add_argument(
+        "--schedule",
+        nargs="?",
+        const="@hourly",
+        default=None,
+        metavar="CRON",
+        help="give the DAG a schedule (default when given: @hourly; a cron expression or preset); "
+        "without it the DAG has none and runs only when triggered",
+    )
+    p.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        type=airflow_user,
+        metavar="NAME:ROLE",
+        help="add an Airflow login (repeatable; ROLE one of viewer, user, op, admin; answering the approval "
+        "gate needs user or above), e.g. a second approver: --user bob:user",
+    )
     p.set_defaults(func=run_standalone)
+
+
+SIMULATOR_STATE = "simulator-cluster.json"
+"""The simulated cluster ``standalone`` keeps under its state dir (the simulator's ``--state-file``)."""
+
+AIRFLOW_ROLES = ("viewer", "user", "op", "admin")
+"""SimpleAuthManager's roles, weakest first."""
+
+
+def airflow_user(text: str) -> tuple[str, str]:
+    """``NAME:ROLE`` of ``--user``: a SimpleAuthManager login name and one of its roles."""
+    import re
+
+    name, sep, role = text.partition(":")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}", name):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:ROLE (NAME: letters, digits, . _ @ -)")
+    if role not in AIRFLOW_ROLES:
+        raise argparse.ArgumentTypeError(f"role {role!r} of {name!r} is not one of {', '.join(AIRFLOW_ROLES)}")
+    return name, role
+
+
+def airflow_users(extra: list[tuple[str, str]]) -> str:
+    """The value of ``[core] simple_auth_manager_users``: ``admin:admin`` and each ``--user``."""
+    users = [("admin", "admin"), *extra]
+    names = [n for n, _ in users]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        from pulsar_rebalance.errors import ConfigError
+
+        raise ConfigError(f"--user names must be unique and not 'admin' (the built-in login): {duplicates}", key="user")
+    return ",".join(f"{n}:{r}" for n, r in users)
 
 
 def _say(msg: str) -> None:
@@ -137,27 +192,22 @@ def _postgres(state: Path):
     return pg.start(), pg
 
 
-def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
+def _simulator(state: Path, args, state_file: Path | None = None) -> tuple[subprocess.Popen, dict[str, Any]]:
+    """Start the simulator; with ``state_file``, the cluster saved there (same brokers, addresses,
+    ownership, ranges and load; the simulator saves every change to it) or a new one saved there."""
     ready = state / "simulator.json"
     ready.unlink(missing_ok=True)
     log = open(state / "logs" / "simulator.log", "ab")
+    cmd = [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--port-base", "0", "--ready-file", str(ready)]
+    cmd += ["--host", getattr(args, "host", "127.0.0.1")]
+    if args.seed is not None:
+        cmd += ["--seed", str(args.seed)]
+    if args.brokers is not None:
+        cmd += ["--brokers", str(args.brokers)]
+    if state_file is not None:
+        cmd += ["--state-file", str(state_file)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_rebalance.cli",
-            "simulator",
-            "--seed",
-            str(args.seed),
-            "--brokers",
-            str(args.brokers),
-            "--port-base",
-            "0",
-            "--ready-file",
-            str(ready),
-            "--host",
-            getattr(args, "host", "127.0.0.1"),
-        ],
+        cmd,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -170,7 +220,14 @@ def _simulator(state: Path, args) -> tuple[subprocess.Popen, dict[str, Any]]:
             except json.JSONDecodeError:
                 pass
         if proc.poll() is not None:
-            raise SystemExit(f"the simulator exited with {proc.returncode}; see {state / 'logs' / 'simulator.log'}")
+            hint = (
+                f" (it was restoring the cluster kept in {state_file}; --fresh-cluster starts a new one)"
+                if state_file is not None and state_file.exists()
+                else ""
+            )
+            raise SystemExit(
+                f"the simulator exited with {proc.returncode}; see {state / 'logs' / 'simulator.log'}{hint}"
+            )
         time.sleep(0.2)
     proc.kill()
     raise SystemExit("the simulator did not become ready within 60 s")
@@ -228,6 +285,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     """Run ``airflow standalone`` wired to the state DB and a Pulsar admin API until Ctrl-C / SIGTERM."""
     from pulsar_rebalance.store.engine import migrate
 
+    users = airflow_users(args.user)  # a bad --user fails before anything starts
     state = Path(args.state_dir).resolve()
     (state / "logs").mkdir(parents=True, exist_ok=True)
     server_url, pg = _postgres(state)
@@ -237,14 +295,9 @@ def run_standalone(args: argparse.Namespace) -> int:
     sim = None
     admin_url = args.admin_url
     if not admin_url:
-        sim, info = _simulator(state, args)
+        sim, info = start_cluster(state, args)
         admin_url = info["admin_url"]
-        _say(f"simulated Pulsar cluster: {len(info['brokers'])} brokers, admin API at {admin_url}")
-    env = _airflow_env(state, app_url, airflow_db, admin_url, port=args.port, host=args.host)
-    env["AIRFLOW__CORE__EXECUTOR"] = "LocalExecutor"
-    env["AIRFLOW__CORE__AUTH_MANAGER"] = (
-        "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
-    )
+    env = standalone_env(state, app_url, airflow_db, admin_url, args, users)
     logs = state / "logs"
     procs: dict[str, subprocess.Popen] = {}
     stop = threading.Event()
@@ -257,10 +310,18 @@ def run_standalone(args: argparse.Namespace) -> int:
         url = _client_url(args.host, args.port)
         if _wait_http(f"{url}/api/v2/monitor/health", procs, stop, timeout=300):
             pw = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
+            logins = ", ".join(f"{n} ({r})" for n, r in (u.split(":") for u in users.split(",")))
+            when = (
+                f"runs on schedule {args.schedule} while unpaused (a scheduled run leaves a plan that awaits a "
+                "decision alone)"
+                if args.schedule
+                else "has no schedule: it runs only when triggered (start with --schedule for hourly runs)"
+            )
             _say(
-                f"Airflow is up: {url}  (user admin, password in {pw}). Trigger DAG pulsar_rebalance from the UI "
-                "(it starts paused); review the plan under Browse -> Rebalance plans and decide it under "
-                "Browse -> Required Actions. From a shell: "
+                f"Airflow is up: {url}  (logins: {logins}; their passwords are in {pw}). DAG pulsar_rebalance "
+                f"{when}. Trigger it from the UI (the trigger form unpauses it: a paused DAG starts no run); "
+                "review the plan under Browse -> Rebalance plans and decide it under Browse -> Required Actions. "
+                "From a shell: "
                 f"PULSAR_REBALANCE_DATABASE_URL='{redact_url(app_url)}' .venv/bin/pulsar-rebalance plans list"
             )
             print(
@@ -269,6 +330,10 @@ def run_standalone(args: argparse.Namespace) -> int:
                         "airflow_url": url,
                         "admin_url": redact_userinfo(admin_url),
                         "logs": str(logs),
+                        "users": [u.split(":")[0] for u in users.split(",")],
+                        "passwords_file": str(pw),
+                        "schedule": args.schedule,
+                        "simulator_state": str(state / SIMULATOR_STATE) if sim is not None else None,
                         "pids": {name: p.pid for name, p in procs.items()},
                     }
                 ),
@@ -283,6 +348,39 @@ def run_standalone(args: argparse.Namespace) -> int:
     finally:
         _say("stopping")
         _terminate_all([*procs.values(), *([sim] if sim is not None else [])])
+
+
+def start_cluster(state: Path, args: argparse.Namespace) -> tuple[subprocess.Popen, dict[str, Any]]:
+    """The simulated cluster of ``standalone``: the one kept in ``STATE_DIR/simulator-cluster.json`` (same
+    broker names and ports, ownership, bundle ranges and load as when it stopped; every change is saved
+    there), or a new one when there is none or ``--fresh-cluster``."""
+    state_file = state / SIMULATOR_STATE
+    if getattr(args, "fresh_cluster", False) and state_file.exists():
+        kept = state_file.with_name(f"{SIMULATOR_STATE}.{time.strftime('%Y%m%d-%H%M%S')}.old")
+        state_file.replace(kept)
+        _say(f"--fresh-cluster: the previous simulated cluster is kept aside in {kept}")
+    restored = state_file.exists()
+    sim, info = _simulator(state, args, state_file=state_file)
+    _say(
+        f"simulated Pulsar cluster {info['cluster']}: {len(info['brokers'])} brokers, admin API at "
+        f"{info['admin_url']} ({'restored from' if restored else 'new, kept in'} {state_file})"
+    )
+    return sim, info
+
+
+def standalone_env(
+    state: Path, app_url: str, airflow_db: str, admin_url: str, args: argparse.Namespace, users: str
+) -> dict[str, str]:
+    """Airflow's environment for ``standalone``: LocalExecutor, SimpleAuthManager with ``users``, and the
+    DAG's schedule (none unless ``--schedule``)."""
+    env = _airflow_env(state, app_url, airflow_db, admin_url, port=args.port, host=args.host)
+    env["AIRFLOW__CORE__EXECUTOR"] = "LocalExecutor"
+    env["AIRFLOW__CORE__AUTH_MANAGER"] = (
+        "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+    )
+    env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = users
+    env["PULSAR_REBALANCE_SCHEDULE"] = args.schedule or ""  # read by the DAG file: "" = no schedule
+    return env
 
 
 def _wait_http(url: str, procs: dict[str, subprocess.Popen], stop: threading.Event, timeout: float) -> bool:

@@ -40,7 +40,8 @@ def register(subparsers: Any) -> None:
         "--port-base",
         type=int,
         default=18080,
-        help="broker i listens on PORT_BASE+i (default 18080); 0 = OS-chosen ephemeral ports",
+        help="broker i listens on PORT_BASE+i (default 18080); 0 = OS-chosen ephemeral ports for a new "
+        "cluster, and the saved addresses of a --state-file's cluster (its brokers keep their ids)",
     )
     parser.add_argument(
         "--state-file",
@@ -88,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
         if args.port_base:
             mapping = {b: f"{args.host}:{args.port_base + i}" for i, b in enumerate(state.broker_ids())}
             state.rename_brokers(mapping)
+        else:  # the saved addresses, on this --host: the brokers keep their ports, so their ids stay the same
+            mapping = {b: f"{args.host}:{b.rsplit(':', 1)[1]}" for b in state.broker_ids()}
+            if any(old != new for old, new in mapping.items()):
+                state.rename_brokers(mapping)
+        ephemeral = False
     else:
         state = generate_cluster(
             seed=42 if args.seed is None else args.seed,
@@ -101,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
                 state.save()
             except OSError as exc:  # an environment problem (exit 1), not a bug
                 raise RebalanceError(f"cannot write --state-file {state_file}: {exc.strerror or exc}") from None
+        ephemeral = args.port_base == 0
 
-    sim = SimulatedPulsar(state, host=args.host, ephemeral=args.port_base == 0, token=token)
+    sim = SimulatedPulsar(state, host=args.host, ephemeral=ephemeral, token=token)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -128,5 +135,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         sim.stop()
+        if state.state_file is not None:  # saved after every change already; once more, as it stopped
+            state.save()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -273,6 +273,65 @@ def note_refusal(gate: dict[str, str], voter: str | None, refusal: str) -> None:
         session.add(detail)
 
 
+def follow_airflow_runs(url: str) -> dict[str, str]:
+    """Runs still ``running`` in the state DB whose Airflow run has ended (also when marked success/failed by
+    hand) take Airflow's final state; returns ``{run_id: new status}``."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from pulsar_rebalance.orchestration.ui.app import DAG_ID
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    engine = make_engine(url)
+    with session_scope(engine) as s:
+        running = repo.running_run_ids(s)
+    if not running:
+        return {}
+    with create_session() as session:
+        rows = session.execute(
+            select(DagRun.run_id, DagRun.state).where(DagRun.dag_id == DAG_ID, DagRun.run_id.in_(running))
+        ).all()
+    states = {str(run_id): str(getattr(state, "value", state)) for run_id, state in rows}
+    changed = {}
+    with session_scope(engine) as s:
+        for run_id, state in states.items():
+            new = repo.follow_airflow_state(s, run_id=run_id, airflow_state=state)
+            if new:
+                changed[run_id] = new
+    for run_id, new in changed.items():
+        log.info("run %s is %s in Airflow: recorded as %s", run_id, states[run_id], new)
+    return changed
+
+
+def note_empty_runs(url: str, *, recent: int = 50) -> list[str]:
+    """The Airflow run of each recent empty plan gets a note saying why nothing was planned (the DAG run
+    page shows it), unless the run has a note already; returns the run ids noted."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from pulsar_rebalance.core.plan_summary import why_nothing_planned
+    from pulsar_rebalance.orchestration.ui.app import DAG_ID
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    with session_scope(make_engine(url)) as s:
+        why = {p.run_id: why_nothing_planned(p.summary or {}) for p in repo.list_plans(s, status="empty", limit=recent)}
+    if not why:
+        return []
+    noted = []
+    with create_session() as session:
+        runs = session.scalars(
+            select(DagRun).where(DagRun.dag_id == DAG_ID, DagRun.run_id.in_(list(why)), ~DagRun.dag_run_note.has())
+        )
+        for run in runs:
+            run.note = f"Nothing to do: {'; '.join(why[run.run_id])}"[:1000]
+            noted.append(run.run_id)
+    return noted
+
+
 async def _sweep(url: str | None) -> None:
     """Close stale gates before the UI or the API lists Required Actions (throttled; never fails the request)."""
     import time
@@ -283,8 +342,18 @@ async def _sweep(url: str | None) -> None:
     _last_sweep[0] = now
     try:
         await asyncio.to_thread(close_stale_gates, url)
+        await asyncio.to_thread(follow_airflow_runs, url)
+        await asyncio.to_thread(note_empty_runs, url)
     except Exception:
-        log.exception("pulsar-rebalance could not close stale approval gates; will retry")
+        log.exception("pulsar-rebalance could not close stale gates, follow Airflow's run states or note empty runs")
+
+
+def _lists_gates_or_plans(path: str) -> bool:
+    """The reads before which stale gates are closed and run states followed: Required Actions (Airflow's
+    UI and API) and the plan pages."""
+    from pulsar_rebalance.orchestration.ui.app import URL_PREFIX
+
+    return "hitlDetails" in path or path.startswith(URL_PREFIX)
 
 
 class GateGuardMiddleware:
@@ -294,7 +363,11 @@ class GateGuardMiddleware:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope.get("type") == "http" and scope.get("method") == "GET" and "hitlDetails" in scope.get("path", ""):
+        if (
+            scope.get("type") == "http"
+            and scope.get("method") == "GET"
+            and _lists_gates_or_plans(scope.get("path", ""))
+        ):
             await _sweep(_db_url())
         if scope.get("type") != "http" or scope.get("method") != "PATCH":
             return await self.app(scope, receive, send)

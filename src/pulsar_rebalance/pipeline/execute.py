@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -244,7 +245,7 @@ def execute_plan(
             else:
                 report.failed += 1
                 report.errors.append(f"{a.kind} {a.bundle}: {outcome}")
-        record_after_state(engine, client, plan, after_snapshot, report, cause=f"executed plan {plan_id}")
+        record_after_state(engine, client, plan, after_snapshot, report, after=f"executing plan {plan_id}")
         if plan.dry_run:
             status = "executed"
         elif report.failed:
@@ -317,11 +318,12 @@ def measure_after_run(engine, run_id: str):
     return measure_after(params)
 
 
-def record_after_state(engine, client, plan, after_snapshot, report: ExecutionReport, *, cause: str) -> None:
+def record_after_state(engine, client, plan, after_snapshot, report: ExecutionReport, *, after: str) -> None:
     """Re-read the cluster after acting on it (``after_snapshot(client, namespaces)``, see :func:`measure_after`)
-    and record it: live bundle ranges and ownership (each move credited to the plan's completed unload of that
-    bundle) and, in ``report``, the measured usage (``max_usage_after``, ``broker_usage_after``). Without a
-    re-read (a dry run, no reader) ``report.not_measured`` says why."""
+    and record it: live bundle ranges and ownership (each change our completed actions made credited to that
+    action, :func:`_caused_by`; any other change recorded as observed ``after`` this, credited to no action)
+    and, in ``report``, the measured usage (``max_usage_after``, ``broker_usage_after``). Without a re-read
+    (a dry run, no reader) ``report.not_measured`` says why."""
     if plan.dry_run:
         report.not_measured = "dry run: nothing was applied, the cluster was not re-read"
         return
@@ -329,12 +331,9 @@ def record_after_state(engine, client, plan, after_snapshot, report: ExecutionRe
         report.not_measured = "the cluster was not re-read (no reader given)"
         return
     snap = after_snapshot(client, sorted({a.namespace for a in plan.actions}))
-    cause_ids = {}
     with session_scope(engine) as s:
-        for a in plan.actions:
-            cur = repo.get_action(s, action_id=a.id)
-            if cur.state == "completed" and a.kind == "unload":
-                cause_ids[a.bundle] = a.id
+        done = [a for a in plan.actions if repo.get_action(s, action_id=a.id).state == "completed"]
+        cause_ids = _caused_by(done, snap.ownership)
         for ns, bounds in sorted(snap.namespaces.items()):
             repo.sync_bundle_ranges(s, cluster_id=plan.cluster_id, run_id=plan.run_id, namespace=ns, boundaries=bounds)
         repo.sync_ownership(
@@ -342,12 +341,38 @@ def record_after_state(engine, client, plan, after_snapshot, report: ExecutionRe
             cluster_id=plan.cluster_id,
             run_id=plan.run_id,
             ownership=snap.ownership,
-            cause=cause,
+            # what no completed action of this plan did (the cluster's own moves, a broker that left or came
+            # back): observed now, credited to no action of the plan
+            cause=f"observed after {after}; none of its actions made this change",
             cause_action_ids=cause_ids,
         )
     report.max_usage_after = snap.max_usage
     report.broker_usage_after = dict(snap.broker_usage)
     report.not_measured = None
+
+
+def _caused_by(done: list, ownership: Mapping[str, str]) -> dict[str, int]:
+    """``{bundle: action id}`` of the ownership our completed actions made: an unload's bundle now on its
+    destination, and the children of a split (the bundles of its namespace inside its range)."""
+
+    def bounds(bundle_range: str) -> tuple[int, int]:
+        lo, _, hi = bundle_range.partition("_")
+        return int(lo, 16), int(hi, 16)
+
+    caused: dict[str, int] = {}
+    for a in done:
+        if a.kind == "split":
+            lower, upper = bounds(a.bundle_range)
+            for bundle in ownership:
+                ns, _, rng = bundle.rpartition("/")
+                if ns == a.namespace and bundle != a.bundle:
+                    lo, hi = bounds(rng)
+                    if lower <= lo and hi <= upper:
+                        caused[bundle] = a.id
+    for a in done:  # after the splits: an unload of a split's child moved it last
+        if a.kind == "unload" and ownership.get(a.bundle) == a.destination_broker:
+            caused[a.bundle] = a.id
+    return caused
 
 
 RESUMABLE = ("interrupted", "executing", "partially_executed", "failed")
@@ -444,7 +469,7 @@ def abort_plan(
                     aborted,
                     after_snapshot or measure_after_run(engine, plan.run_id),
                     report,
-                    cause=f"aborted plan {plan_id}",
+                    after=f"aborting plan {plan_id}",
                 )
             except (PulsarAdminError, ScenarioError) as exc:  # the abort stands; say why nothing was measured
                 log.warning("plan %s aborted, but the cluster could not be re-read: %s", plan_id, exc)

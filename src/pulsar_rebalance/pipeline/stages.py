@@ -298,7 +298,18 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
     }
 
 
-def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
+def is_scheduled(run_id: str, run_type: str | None = None) -> bool:
+    """Whether the Airflow run is a scheduled one: its ``run_type`` when known (``scheduled``, or the
+    enum's rendering ``DagRunType.SCHEDULED``), else its id (scheduled runs are ``scheduled__<date>``)."""
+    if run_type:
+        return run_type.rsplit(".", 1)[-1].lower() == "scheduled"
+    return run_id.startswith("scheduled__")
+
+
+def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | None = None) -> dict[str, Any]:
+    """Plan the run. A *scheduled* run that finds a pending plan of its cluster still within its approval
+    window stores an empty plan ("skipped: plan X awaits a decision") and supersedes nothing: the
+    operator's plan under review stays. Any other run's plan supersedes the cluster's pending plans."""
     from pulsar_rebalance.pipeline import transforms as T
     from pulsar_rebalance.pipeline.planning import build_plan
 
@@ -313,6 +324,28 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
         snapshot_check = repo.snapshot_check(s, run_id=ctx.run_id)
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
+    if is_scheduled(ctx.run_id, run_type):
+        with session_scope(engine) as s:
+            repo.expire_due_plans(s, now=now, cluster_id=run.cluster_id)
+            waiting = repo.plans_awaiting_decision(s, cluster_id=run.cluster_id, now=now)
+        if waiting:
+            plan_id, expires = waiting[0]
+            until = f"expires {expires:%Y-%m-%d %H:%M:%S} UTC" if expires is not None else "no expiry"
+            reason = f"skipped: plan {plan_id} awaits a decision ({until})"
+            decision = {"cycle": {"label": "Skipped", "reason": reason, "unloads": [], "splits": []}}
+            draft = build_plan(
+                decision=decision,
+                params=params,
+                reports=reports,
+                topics_by_bundle={},
+                ownership=ownership,
+                snapshot_check=snapshot_check,
+            )
+            draft.summary["skipped"] = {
+                "awaits": plan_id,
+                "expiresAt": expires.isoformat() if expires is not None else None,
+            }
+            return _store_plan(spark, ctx, engine, run, params, draft, decision, now, supersede=False)
     if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
         from pulsar_rebalance.pipeline.planning import build_rollback_plan
 
@@ -357,7 +390,17 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None) -> dict[str, Any]:
 
 
 def _store_plan(
-    spark, ctx: C.JobContext, engine, run, params: RunParams, draft, decision, now, *, topics_s: float = 0.0
+    spark,
+    ctx: C.JobContext,
+    engine,
+    run,
+    params: RunParams,
+    draft,
+    decision,
+    now,
+    *,
+    topics_s: float = 0.0,
+    supersede: bool = True,
 ) -> dict[str, Any]:
     cfg = params.lb_config()
     with session_scope(engine) as s:
@@ -375,6 +418,7 @@ def _store_plan(
             decision=decision["cycle"],
             actions=draft.actions,
             required_approvals=params.required_approvals,
+            supersede=supersede,
         )
         repo.set_run_stage(s, run_id=ctx.run_id, stage="plan_split")
         if draft.empty:

@@ -59,6 +59,7 @@ def create_plan(
     decision: Any,
     actions: Sequence[Action | Mapping[str, Any]],
     required_approvals: int = 1,
+    supersede: bool = True,
 ) -> str:
     """Store a plan and its actions; return its id. Idempotent per ``run_id``.
 
@@ -80,6 +81,8 @@ def create_plan(
             ``destination_broker``; split: ``boundaries`` and ``split_algorithm``; optional
             ``predicted`` and ``seq``, which defaults to the list index).
         required_approvals: how many different people must approve it (1-5; frozen with the plan).
+        supersede: the new plan supersedes the cluster's pending plans (default); False leaves them
+            alone (a scheduled run's plan while an operator's plan awaits a decision).
 
     The actions and the summary are checked as one :class:`~pulsar_rebalance.core.plan.Plan` (seqs
     unique, no bundle split or unloaded twice, ...), whose content hash is stored with the plan.
@@ -173,14 +176,33 @@ def create_plan(
         details={"status": status, "actions": len(action_values), "dry_run": dry_run},
     )
     logger.info("[%s] created plan %s with %d actions (run %s)", cluster_id, inserted, len(action_values), run_id)
-    supersede_plans(
-        s,
-        cluster_id=cluster_id,
-        by_plan_id=inserted,
-        statuses=("pending",),
-        reason=f"a newer snapshot produced plan {inserted}",
-    )
+    if supersede:
+        supersede_plans(
+            s,
+            cluster_id=cluster_id,
+            by_plan_id=inserted,
+            statuses=("pending",),
+            reason=f"a newer snapshot produced plan {inserted}",
+        )
     return inserted
+
+
+def plans_awaiting_decision(
+    s: Session, *, cluster_id: int, now: datetime | None = None
+) -> list[tuple[str, datetime | None]]:
+    """``(plan_id, expires_at)`` of the cluster's pending plans still within their approval window
+    (``expires_at`` later than ``now``, or none), newest first."""
+    when = _aware("now", now)
+    stmt = (
+        select(Plan.plan_id, Plan.expires_at)
+        .where(
+            Plan.cluster_id == cluster_id,
+            Plan.status == "pending",
+            (Plan.expires_at.is_(None)) | (Plan.expires_at > when),
+        )
+        .order_by(Plan.created_at.desc(), Plan.plan_id.desc())
+    )
+    return [(plan_id, expires) for plan_id, expires in s.execute(stmt)]
 
 
 def plan_content_hash(*, run_id: str, dry_run: bool, actions: Sequence[Mapping[str, Any] | Any]) -> str:

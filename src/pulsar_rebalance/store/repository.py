@@ -89,6 +89,7 @@ from pulsar_rebalance.store.plans import (
     new_plan_id,
     plan_content_hash,
     plan_for_run,
+    plans_awaiting_decision,
     plans_superseded_by,
     supersede_plans,
 )
@@ -103,9 +104,11 @@ from pulsar_rebalance.store.ranges import (
 from pulsar_rebalance.store.runs import (
     cluster_name,
     finish_run,
+    follow_airflow_state,
     get_or_create_cluster,
     get_run,
     latest_run,
+    running_run_ids,
     set_run_stage,
     start_run,
 )
@@ -165,6 +168,8 @@ __all__ = [
     "expire_due_plans",
     "expire_plan",
     "finish_run",
+    "follow_airflow_state",
+    "running_run_ids",
     "get_action",
     "get_or_create_cluster",
     "get_plan",
@@ -188,6 +193,7 @@ __all__ = [
     "closed_gate_reason",
     "plan_content_hash",
     "plan_for_run",
+    "plans_awaiting_decision",
     "plans_superseded_by",
     "range_name",
     "recently_unloaded_bundles",

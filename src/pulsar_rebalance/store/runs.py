@@ -11,7 +11,14 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from pulsar_rebalance.errors import StoreError
-from pulsar_rebalance.store._shared import InvalidRowError, UnknownRunError, _json_value, _require_text
+from pulsar_rebalance.store._shared import (
+    SYSTEM_ACTOR,
+    InvalidRowError,
+    UnknownRunError,
+    _json_value,
+    _require_text,
+)
+from pulsar_rebalance.store.audit import audit
 from pulsar_rebalance.store.tables import Cluster, Run
 from pulsar_rebalance.store.views import RunView, _run_view
 from pulsar_rebalance.urls import redact_userinfo
@@ -74,6 +81,34 @@ def finish_run(s: Session, *, run_id: str, status: Literal["succeeded", "failed"
     stmt = update(Run).where(Run.run_id == run_id).values(status=status, finished_at=func.now())
     if s.execute(stmt.returning(Run.run_id)).first() is None:
         raise UnknownRunError(f"unknown run {run_id!r}; call start_run first")
+
+
+AIRFLOW_FINAL = {"success": "succeeded", "failed": "failed"}
+
+
+def running_run_ids(s: Session, *, limit: int = 500) -> list[str]:
+    """Runs still ``running`` here (newest first): the ones whose Airflow state may have moved on."""
+    stmt = select(Run.run_id).where(Run.status == "running").order_by(Run.started_at.desc()).limit(limit)
+    return list(s.execute(stmt).scalars())
+
+
+def follow_airflow_state(s: Session, *, run_id: str, airflow_state: str) -> str | None:
+    """Make a run that is still ``running`` here follow Airflow's final state (``success`` or ``failed``, e.g.
+    marked by hand in the Airflow UI, or a run that ended without reaching execute_unload); returns the new
+    status, or None when nothing changed. Audited as ``run.followed_airflow``."""
+    status = AIRFLOW_FINAL.get(airflow_state)
+    if status is None:
+        return None
+    stmt = (
+        update(Run)
+        .where(Run.run_id == run_id, Run.status == "running")
+        .values(status=status, finished_at=func.now())
+        .returning(Run.run_id)
+    )
+    if s.execute(stmt).first() is None:
+        return None
+    audit(s, event="run.followed_airflow", actor=SYSTEM_ACTOR, run_id=run_id, details={"airflow_state": airflow_state})
+    return status
 
 
 def get_run(s: Session, *, run_id: str) -> RunView:
