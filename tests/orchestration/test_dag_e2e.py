@@ -322,7 +322,7 @@ def test_rejected_plan_changes_nothing(airflow_db, wired):
     assert approver.steps[1][:2] == ("alice again", 409) and "already has your approval (alice)" in approver.steps[1][2]
     # the UI's toast says only "Conflict": the gate's own text says why, and who approved so far
     body = approver.body_after_refusal
-    assert body.startswith("**⛔ Answer refused** (alice") and "already has your approval (alice)" in body, body
+    assert body.startswith("**Answer refused** (alice") and "already has your approval (alice)" in body, body
     assert "Approved so far: 1 of 2** — alice" in body and "alice cannot approve again" in body, body
     votes = _q(db_url, "SELECT voter, via, comment FROM approval_votes WHERE plan_id = :p", p=approver.plan_id)
     assert votes == [{"voter": "alice", "via": "airflow-gate", "comment": "first pair of eyes"}]
@@ -413,7 +413,7 @@ def test_a_superseded_plan_leaves_required_actions_and_its_gate_says_by_which_pl
     detail = superseder.detail
     assert detail["responded_by_user"]["name"] == "pulsar-rebalance (system)" and detail["chosen_options"] == ["Reject"]
     assert f"plan {superseder.plan_id} was superseded by plan p-newer" in detail["params_input"]["comment"]
-    assert detail["body"].startswith("**⛔ Closed by pulsar-rebalance**: plan ")  # the gate itself says why
+    assert detail["body"].startswith("**Closed by pulsar-rebalance**: plan ")  # the gate itself says why
     assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped"
     assert dr.state == "success"
     plan = _q(db_url, "SELECT status, gate FROM plans WHERE plan_id = :p", p=superseder.plan_id)[0]

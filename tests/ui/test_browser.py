@@ -297,7 +297,7 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
 
 
 def _gate_page(browser, stack, run_id: str, *, option: str | None = "Approve", timeout: float = 180):
-    """Open the run's gate (the task's Required Actions page) and return its text once it shows ``option``
+    """Open the run's gate (the task's Required Actions page) and return its text once it offers ``option``
     (reloading: Airflow shows a request that opened again only after a reload); ``option=None``: as it is."""
     from urllib.parse import quote
 
@@ -309,8 +309,8 @@ def _gate_page(browser, stack, run_id: str, *, option: str | None = "Approve", t
             WebDriverWait(browser, 20).until(lambda b: "Plan" in b.find_element(By.TAG_NAME, "body").text)
             if option is None:
                 return browser.find_element(By.TAG_NAME, "body").text
-            WebDriverWait(browser, 20).until(
-                EC.element_to_be_clickable((By.CSS_SELECTOR, f"button[data-testid='hitl-option-{option}']"))
+            WebDriverWait(browser, 20).until(  # present; enabled once the required comment is filled in
+                EC.presence_of_element_located((By.CSS_SELECTOR, f"button[data-testid='hitl-option-{option}']"))
             )
             return browser.find_element(By.TAG_NAME, "body").text
         except TimeoutException as exc:

@@ -47,8 +47,8 @@ HITL_PATH = re.compile(
 )
 DECISIONS: dict[str, Decision] = {"Approve": "approved", "Reject": "rejected"}
 SYSTEM_RESPONDER = {"id": "pulsar-rebalance", "name": "pulsar-rebalance (system)"}
-REFUSAL_MARK = "**⛔ Answer refused**"
-CLOSED_MARK = "**⛔ Closed by pulsar-rebalance**"
+REFUSAL_MARK = "**Answer refused**"
+CLOSED_MARK = "**Closed by pulsar-rebalance**"
 SWEEP_SECONDS = 5.0  # at most one sweep of stale gates per this many seconds (per api-server process)
 _last_sweep = [float("-inf")]
 
