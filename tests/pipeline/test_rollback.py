@@ -64,6 +64,8 @@ def test_rollback_returns_moved_bundles_and_needs_approval(spark, db_url, tmp_pa
         # bundles that existed before the first plan go back to their owner; split children stay (no merge)
         assert {b: o for b, o in rolled.items() if b in before} == {b: before[b] for b in moved if b in before}
         assert all(f"rollback of plan {first}" in a.reason for a in plan.actions)
+        # returning the load re-creates the overload the first plan removed: the reviewer is warned
+        assert any("predicted to raise the busiest broker" in w for w in plan.summary["warnings"]), plan.summary
         assert any("not reversed" in n for n in plan.summary["notes"]) or not any(
             a.kind == "split" for a in repo_actions(engine, first)
         )

@@ -354,7 +354,8 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
         if original.cluster_id != run.cluster_id:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
         draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
-        draft.summary["warnings"] = list(snapshot_check.get("warnings", []))  # what collect saw, for the reviewer
+        # what collect saw, for the reviewer, then the rollback's own (e.g. predicted to raise the busiest broker)
+        draft.summary["warnings"] = list(snapshot_check.get("warnings", [])) + list(draft.summary["warnings"])
         decision = {
             "cycle": {
                 "label": "Rollback",
