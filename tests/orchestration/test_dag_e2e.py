@@ -56,6 +56,22 @@ def airflow_api(user: str = "alice", role: str = "admin"):
     return client
 
 
+GATED_PLAN = sa.text(
+    "SELECT plan_id, gate, content_hash, cluster_id FROM plans WHERE status = 'pending' AND gate IS NOT NULL"
+)
+
+
+def _wait_for_gated_plan(engine, deadline: float):
+    """The row (plan_id, gate, content_hash, cluster_id) of the plan once it waits at its Airflow gate."""
+    while time.monotonic() < deadline:
+        with engine.connect() as c:
+            row = c.execute(GATED_PLAN).first()
+        if row is not None:
+            return row
+        time.sleep(0.5)  # polling a condition, bounded by the deadline
+    raise AssertionError("no plan reached its Airflow gate in time")
+
+
 class Approver(threading.Thread):
     """Waits for this test's plan to reach its Airflow gate, then answers it as ``alice`` either in
     the UI's way (PATCH of the gate's HITL detail) or with ``pulsar-rebalance plans approve|reject``,
@@ -73,38 +89,25 @@ class Approver(threading.Thread):
         engine = sa.create_engine(self.db_url)
         deadline = time.monotonic() + 900
         try:
-            while time.monotonic() < deadline:
-                with engine.connect() as c:
-                    row = c.execute(
-                        sa.text(
-                            "SELECT plan_id, gate, content_hash FROM plans "
-                            "WHERE status = 'pending' AND gate IS NOT NULL"
-                        )
-                    ).first()
-                if row:
-                    self.plan_id = row[0]
-                    client = airflow_api("alice")
-                    if self.via == "cli":
-                        original = api._client
-                        api._client = lambda environ, client=client: (
-                            client
-                        )  # the CLI's REST calls go to the in-process app
-                        try:
-                            self.exit_code = main(["plans", self.verb, self.plan_id, "-m", f"{self.verb} in test"])
-                        finally:
-                            api._client = original
-                    else:
-                        r = client.patch(
-                            api.hitl_path(row[1]),
-                            json={
-                                "chosen_options": ["Approve" if self.verb == "approve" else "Reject"],
-                                "params_input": {"comment": f"{self.verb} in test", "plan_hash": row[2]},
-                            },
-                        )
-                        self.response = r
-                        self.exit_code = 0 if r.status_code == 200 else r.status_code
-                    return
-                time.sleep(0.5)  # polling a condition, bounded by the deadline
+            self.plan_id, gate, digest, _ = _wait_for_gated_plan(engine, deadline)
+            client = airflow_api("alice")
+            if self.via == "cli":
+                original = api._client
+                api._client = lambda environ: client  # the CLI's REST calls go to the in-process app
+                try:
+                    self.exit_code = main(["plans", self.verb, self.plan_id, "-m", f"{self.verb} in test"])
+                finally:
+                    api._client = original
+            else:
+                r = client.patch(
+                    api.hitl_path(gate),
+                    json={
+                        "chosen_options": ["Approve" if self.verb == "approve" else "Reject"],
+                        "params_input": {"comment": f"{self.verb} in test", "plan_hash": digest},
+                    },
+                )
+                self.response = r
+                self.exit_code = 0 if r.status_code == 200 else r.status_code
         except Exception as exc:  # surfaced by the test's assertions
             self.error = exc
         finally:
@@ -268,18 +271,7 @@ class FourEyes(Approver):
         deadline = time.monotonic() + 900
         self.steps = []
         try:
-            row = None
-            while row is None and time.monotonic() < deadline:
-                with engine.connect() as c:
-                    row = c.execute(
-                        sa.text(
-                            "SELECT plan_id, gate, content_hash FROM plans "
-                            "WHERE status = 'pending' AND gate IS NOT NULL"
-                        )
-                    ).first()
-                if row is None:
-                    time.sleep(0.5)  # polling a condition, bounded by the deadline
-            self.plan_id, gate, digest = row
+            self.plan_id, gate, digest, _ = _wait_for_gated_plan(engine, deadline)
             alice, bob = airflow_api("alice"), airflow_api("bob")
             answer = {
                 "chosen_options": ["Approve"],
@@ -373,17 +365,7 @@ class Superseder(Approver):
         engine = sa.create_engine(self.db_url)
         deadline = time.monotonic() + 900
         try:
-            row = None
-            while row is None and time.monotonic() < deadline:
-                with engine.connect() as c:
-                    row = c.execute(
-                        sa.text(
-                            "SELECT plan_id, gate, cluster_id FROM plans WHERE status = 'pending' AND gate IS NOT NULL"
-                        )
-                    ).first()
-                if row is None:
-                    time.sleep(0.5)  # polling a condition, bounded by the deadline
-            self.plan_id, gate, cluster_id = row
+            self.plan_id, gate, _, cluster_id = _wait_for_gated_plan(engine, deadline)
             with session_scope(make_engine(self.db_url)) as s:
                 repo.supersede_plans(s, cluster_id=cluster_id, by_plan_id="p-newer", reason="a newer snapshot")
             viewer = airflow_api("alice")
