@@ -445,13 +445,21 @@ def _spawn(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     )
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """``airflow dags test`` ignores SIGTERM: kill the whole process group."""
+def _kill(proc: subprocess.Popen, settle: float = 10.0) -> None:
+    """``airflow dags test`` ignores SIGTERM: kill the whole process group, and return once the group is
+    gone (its members other than the leader are reaped by init, not by us: wait for that, bounded)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait()
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)  # polling a condition (the group has no member left), bounded by the deadline
 
 
 def _answer_gate(env: dict[str, str], plan_id: str, decision: str, user: str, comment: str) -> None:
