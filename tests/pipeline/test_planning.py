@@ -51,6 +51,25 @@ REPORTS = {
     "b2:8080": report(10.0, 10.0, 10.0, {"t/n/0x80000000_0xc0000000": (100.0, 1e6)}),
 }
 
+# The same cluster with a third, heavy bundle on b1 that no test moves, so the bundles the plans below
+# move are a small share of b1's 90 %: their moves pass the do-no-harm guard. With REPORTS, the hot
+# bundle's heavy child carries 580 of b1's 800 msg/s: moving it puts b2 from 10 % at 75 %, above the
+# target band (average 50 % + 10 points) and past half its free capacity - an overshoot the guard cuts
+# (test_the_guard_cuts_an_overshooting_child_move_and_keeps_the_split).
+ROOMY = {
+    **REPORTS,
+    "b1:8080": report(
+        90.0,
+        80.0,
+        80.0,
+        {
+            "t/n/0x00000000_0x40000000": (600.0, 6e6),
+            "t/n/0x40000000_0x80000000": (200.0, 2e6),
+            "t/n/0xc0000000_0xffffffff": (2400.0, 24e6),
+        },
+    ),
+}
+
 
 def test_prediction_moves_the_bundles_share_of_load_to_the_destination():
     p = predict(REPORTS, [Move("t/n/0x00000000_0x40000000", "b1:8080", "b2:8080")], (1.0, 0.0, 0.0, 1.0, 1.0))
@@ -102,7 +121,7 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
             high: {"msgRateIn": 290.0, "msgRateOut": 290.0, "msgThroughputIn": 2.9e6, "msgThroughputOut": 2.9e6},
         }
     }
-    draft = build_plan(decision=d, params=params, reports=REPORTS, topics_by_bundle=topics, ownership={hot: "b1:8080"})
+    draft = build_plan(decision=d, params=params, reports=ROOMY, topics_by_bundle=topics, ownership={hot: "b1:8080"})
     kinds = [(a.kind, a.bundle_range) for a in draft.actions]
     # range_equally_divide (Pulsar's default) splits [0, 0x40000000) at 0x20000000; the heavy child moves
     assert kinds == [
@@ -163,7 +182,7 @@ def test_a_planner_split_keeps_its_boundaries_and_its_moved_child_is_predicted_f
         ],
     )
     draft = build_plan(
-        decision=d, params=RunParams.from_json({}), reports=REPORTS, topics_by_bundle=topics, ownership={hot: "b1:8080"}
+        decision=d, params=RunParams.from_json({}), reports=ROOMY, topics_by_bundle=topics, ownership={hot: "b1:8080"}
     )
     split, unload = draft.actions
     assert split.boundaries == (h, h + 1) and split.split_algorithm == "specified_positions_divide"
@@ -226,7 +245,7 @@ def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
     draft = build_plan(
         decision=d,
         params=RunParams.from_json({}),
-        reports=REPORTS,
+        reports=ROOMY,
         topics_by_bundle=topics,
         ownership={hot: "b1:8080", "t/n/0x40000000_0x80000000": "b1:8080", "t/n/0x80000000_0xc0000000": "b2:8080"},
     )
@@ -254,13 +273,15 @@ def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
     assert draft.summary["dataQuality"] == {
         "brokersReporting": 2,
         "brokersOwningBundles": 2,
-        "bundleSamples": 3,
+        "bundleSamples": 4,  # ROOMY's third bundle on b1
         "bundlesOwned": 3,
     }
 
 
-def test_a_plan_predicted_to_raise_the_busiest_broker_carries_a_warning():
-    """Whatever strategy proposed it: moving b2's bundle onto the already busiest b1 makes b1 busier."""
+def test_a_plan_that_would_raise_the_busiest_broker_is_cut_by_the_guard():
+    """Whatever strategy proposed it: moving b2's bundle onto the already busiest b1 would make b1 busier.
+    Before the do-no-harm guard this plan was stored with a warning; now the move is cut, the plan is
+    empty and says why (the "predicted to raise" warning remains for rollbacks, which are not cut)."""
     params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
     worse = decision(
         unloads=[
@@ -273,10 +294,69 @@ def test_a_plan_predicted_to_raise_the_busiest_broker_carries_a_warning():
         ]
     )
     draft = build_plan(decision=worse, params=params, reports=REPORTS, topics_by_bundle={}, ownership={})
-    assert draft.summary["maxUsageAfterPredicted"] > draft.summary["maxUsageBefore"]
-    assert any("predicted to raise the busiest broker's usage from 90.0% to" in w for w in draft.summary["warnings"])
+    assert draft.empty
+    assert draft.summary["maxUsageAfterPredicted"] == draft.summary["maxUsageBefore"]
+    (failed,) = draft.summary["guard"]["failed"]
+    assert "worst-broker" in failed["rules"] and "overload-threshold" in failed["rules"]
+    assert any(w.startswith("do-no-harm guard: 1 of 1 planned action(s) removed") for w in draft.summary["warnings"])
+    assert not any("predicted to raise" in w for w in draft.summary["warnings"])
     better = decision(
         unloads=[{"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": "b2:8080", "reason": "x"}]
     )
     draft = build_plan(decision=better, params=params, reports=REPORTS, topics_by_bundle={}, ownership={})
-    assert not any("predicted to raise" in w for w in draft.summary["warnings"])
+    assert len(draft.actions) == 1 and draft.summary["guard"] == {**draft.summary["guard"], "kept": 1, "dropped": 0}
+    assert not any("predicted to raise" in w or "do-no-harm" in w for w in draft.summary["warnings"])
+
+
+def test_a_planner_decision_its_own_model_thinks_good_is_cut_when_the_reports_show_it_overloads():
+    """A deliberately wrong load model: the GlobalPlanner's decision (built by hand, as it stores it with
+    its own predicted before/after) believes the hot bundle costs 8 points; b1's load report says it carries
+    70 % of b1's traffic - about 62 points, which would put b2 at 112 %. The guard judges by the reports."""
+    hot, small = "t/n/0x00000000_0x40000000", "t/n/0x40000000_0x50000000"
+    reports = {
+        "b1:8080": report(
+            88.0, 88.0, 88.0, {hot: (700.0, 7e6), "t/n/0x50000000_0x80000000": (250.0, 2.5e6), small: (50.0, 5e5)}
+        ),
+        "b2:8080": report(50.0, 50.0, 50.0, {"t/n/0x80000000_0xc0000000": (500.0, 5e6)}),
+        "b3:8080": report(55.0, 55.0, 55.0, {"t/n/0xc0000000_0xffffffff": (500.0, 5e6)}),
+    }
+    model_says = {"sourceBefore": 0.88, "sourceAfter": 0.80, "destinationBefore": 0.50, "destinationAfter": 0.58}
+    d = {
+        "cycle": {
+            "label": "Success",
+            "reason": "Overloaded",
+            "splits": [],
+            "unloads": [
+                {
+                    "broker": "b1:8080",
+                    "bundle": hot,
+                    "destination": "b2:8080",
+                    "reason": "Overloaded: GlobalPlanner: b1:8080 predicted usage 0.88 > target 0.66",
+                    "predicted": model_says,
+                },
+                {
+                    "broker": "b1:8080",
+                    "bundle": small,
+                    "destination": "b3:8080",
+                    "reason": "Overloaded: GlobalPlanner",
+                    "predicted": {**model_says, "destinationBefore": 0.55, "destinationAfter": 0.59},
+                },
+            ],
+        }
+    }
+    params = RunParams.from_json({"shedding_strategy": "GlobalPlanner"})
+    threshold = params.lb_config().overload_threshold_fraction
+    draft = build_plan(decision=d, params=params, reports=reports, topics_by_bundle={}, ownership={})
+    # what is stored: no destination predicted (from the reports) above the overload threshold, the busiest
+    # broker not above the busiest now, and the hot bundle not moved
+    for a in draft.actions:
+        assert a.predicted.destination.after <= threshold, (a.bundle, a.predicted.destination)
+    assert draft.summary["maxUsageAfterPredicted"] <= draft.summary["maxUsageBefore"]
+    assert [a.bundle for a in draft.actions] == [small]
+    guard = draft.summary["guard"]
+    assert (guard["kept"], guard["dropped"]) == (1, 1)
+    (cut,) = guard["failed"]
+    assert cut["bundle"] == hot and cut["destination"] == "b2:8080"
+    assert {"worst-broker", "overload-threshold", "target-band", "free-capacity"} <= set(cut["rules"])
+    assert "b2:8080 would end at 111.6%, above Pulsar's overload threshold 85%" in cut["reason"]
+    assert any("do-no-harm guard: 1 of 2 planned action(s) removed" in w for w in draft.summary["warnings"])

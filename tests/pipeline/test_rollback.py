@@ -66,6 +66,10 @@ def test_rollback_returns_moved_bundles_and_needs_approval(spark, db_url, tmp_pa
         assert all(f"rollback of plan {first}" in a.reason for a in plan.actions)
         # returning the load re-creates the overload the first plan removed: the reviewer is warned
         assert any("predicted to raise the busiest broker" in w for w in plan.summary["warnings"]), plan.summary
+        # the do-no-harm guard checks a rollback but cuts nothing: the operator asked for these moves back
+        guard = plan.summary["guard"]
+        assert guard["mode"] == "warn" and guard["dropped"] == 0 and guard["kept"] == len(plan.actions)
+        assert bool(guard["failed"]) == any(w.startswith("do-no-harm guard: ") for w in plan.summary["warnings"])
         assert any("not reversed" in n for n in plan.summary["notes"]) or not any(
             a.kind == "split" for a in repo_actions(engine, first)
         )

@@ -131,8 +131,11 @@ def test_the_default_planner_runs_through_the_stages_and_its_plan_executes(spark
     assert scenario["shedding"] == "GlobalPlanner" and scenario["cycles"][0]["bundleTopics"]
     planned = stages.stage_plan(spark, ctx, engine=engine)
     assert planned["summary"]["maxUsageAfterPredicted"] < planned["summary"]["maxUsageBefore"]
+    # the planner's plan passed the do-no-harm guard (checked against the reports, cut mode) and keeps moves
+    assert planned["guard"]["mode"] == "cut" and planned["guard"]["kept"] > 0, planned["guard"]
     with session_scope(engine) as s:
         plan = repo.get_plan(s, plan_id=planned["plan_id"])
+        assert plan.summary["guard"]["kept"] == len(plan.actions)
         assert plan.summary["strategies"]["shedding"] == plan.summary["strategies"]["placement"] == "GlobalPlanner"
         unloads = [a for a in plan.actions if a.kind == "unload"]
         assert unloads and all(

@@ -333,3 +333,97 @@ def test_a_logged_out_browser_is_sent_to_the_login_page_and_back(client, seeded_
     assert "/auth/" in location and "login" in location and quote(url, safe="") in location
     assert seeded_db.pending not in r.text
     assert client.get(url).status_code == 401  # an API caller keeps the plain 401
+
+
+def test_a_threshold_shedder_move_the_guard_cuts_is_reported_on_the_page_and_by_plans_show(viewer, db_url, monkeypatch):
+    """Pulsar's ThresholdShedder (the real strategy, through the pipeline's decide) sheds broker-1's hot
+    bundle, and LeastLongTermMessageRate sends it to broker-2 (the least message rate, below the overload
+    threshold). The bundle carries 70 % of broker-1's traffic: by the load reports broker-2 would go from
+    55 % to about 122 %. The guard cuts the move; the stored plan is empty and says so, on its page and in
+    ``pulsar-rebalance plans show`` - not silently changed."""
+    import os
+    import subprocess
+    import sys
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.pipeline.detect import build_scenario, decide
+    from pulsar_rebalance.pipeline.params import RunParams
+    from pulsar_rebalance.pipeline.planning import build_plan
+    from pulsar_rebalance.pipeline.usage import latest, parse_reports, update_time_averages
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    from .conftest import _report
+
+    hot = "t/g/0x00000000_0x40000000"
+    reports = {
+        "broker-1:8080": _report(
+            95.0, 30.0, {hot: (7000.0, 70 * 2**20, 20), "t/g/0x40000000_0x80000000": (3000.0, 30 * 2**20, 8)}
+        ),
+        "broker-2:8080": _report(55.0, 20.0, {"t/g/0x80000000_0xc0000000": (2000.0, 20 * 2**20, 5)}),
+        "broker-3:8080": _report(60.0, 20.0, {"t/g/0xc0000000_0xffffffff": (2500.0, 25 * 2**20, 5)}),
+    }
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    averages = update_time_averages(parse_reports(reports), {}, "run-guard")
+    scenario = build_scenario(
+        params=params,
+        reports=reports,
+        bundle_data={b: latest(e) for b, e in averages.items()},
+        namespace_boundaries={"t/g": [0, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF]},
+        recently_unloaded={},
+        state=None,
+        now_ms=1_800_000_000_000,
+    )
+    decision = decide(scenario)
+    cycle = decision["cycle"]
+    # Pulsar's own choice: the hot bundle, to broker-2
+    assert [(u["bundle"], u["destination"]) for u in cycle["executed"]["unloads"]] == [(hot, "broker-2:8080")]
+    ownership = {b: br for br, r in reports.items() for b in r["lastStats"]}
+    draft = build_plan(decision=decision, params=params, reports=reports, topics_by_bundle={}, ownership=ownership)
+    assert draft.empty
+    (cut,) = draft.summary["guard"]["failed"]
+    assert cut["bundle"] == hot and "overload-threshold" in cut["rules"]
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        cid = repo.get_or_create_cluster(s, name="c-guard", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-guard", cluster_id=cid, params=params.to_json(), work_dir="/tmp/w")
+        plan_id = repo.create_plan(
+            s,
+            run_id="run-guard",
+            cluster_id=cid,
+            status="empty",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies=draft.summary["strategies"],
+            config={},
+            summary=draft.summary,
+            decision=cycle,
+            actions=[],
+        )
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    page = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    why = page.split('id="why-nothing"', 1)[1].split("</div>", 2)[0]
+    assert "the do-no-harm guard removed every planned action (1)" in why
+    assert f"guard dropped unload {hot} broker-1:8080 -&gt; broker-2:8080: " in why
+    assert "the strategy proposed them: Success (Overloaded)" in why
+    guard = page.split("<h2>Do-no-harm guard</h2>", 1)[1].split("<h2>", 1)[0]
+    assert (
+        'id="guard-warning"' in guard and "removed 1 of 1 planned action" in guard and "nothing is left to run" in guard
+    )
+    row = guard.split('id="guard-dropped"', 1)[1]
+    assert hot in row and 'broker-1:8080<span class="arrow">→</span>broker-2:8080' in row
+    assert "above Pulsar&#39;s overload threshold 85%" in row or "above Pulsar's overload threshold 85%" in row
+    assert "85.0% (overload threshold)" in guard and "50.0% of its free capacity" in guard
+    assert "do-no-harm guard: 1 of 1 planned action(s) removed" in page.split('id="warnings"', 1)[1]
+    shown = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "plans", "show", plan_id],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url),
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "do-no-harm guard: WARNING: 1 of 1 planned action(s) dropped, 0 kept:" in out
+    assert f"  - dropped unload {hot} broker-1:8080 -> broker-2:8080 [worst-broker, overload-threshold" in out
+    assert "why nothing was planned:\n  - the do-no-harm guard removed every planned action (1)" in out

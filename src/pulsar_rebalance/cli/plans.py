@@ -282,6 +282,37 @@ def status_label(plan) -> str:
     return f"{plan.status} (dry run)" if plan.dry_run else plan.status
 
 
+def _write_guard(out, guard: dict | None) -> None:
+    """The plan's do-no-harm guard section (core.guard): what it kept and dropped (or, for a rollback, flagged)."""
+    from pulsar_rebalance.core.plan_summary import GuardReport
+
+    g = GuardReport.of(guard)
+    if g is None:
+        out.write("do-no-harm guard: not recorded (plan made before the guard existed)\n")
+        return
+    total = g.kept + g.dropped
+    if not g.failed:
+        out.write(f"do-no-harm guard: every planned action passed ({g.kept} kept, none dropped)\n")
+    elif g.mode == "cut":
+        out.write(f"do-no-harm guard: WARNING: {g.dropped} of {total} planned action(s) dropped, {g.kept} kept:\n")
+    else:
+        out.write(
+            f"do-no-harm guard: WARNING: {len(g.failed)} of {total} action(s) fail it and are kept "
+            "(a rollback the operator asked for is reported, not cut):\n"
+        )
+    for f in g.failed:
+        move = f"{f.source} -> {f.destination}" if f.destination else f"on {f.source}"
+        verb = "dropped" if g.mode == "cut" else "flagged"
+        out.write(f"  - {verb} {f.kind} {f.bundle} {move} [{', '.join(f.rules)}]: {f.reason}\n")
+    if g.replaced:
+        out.write(f"do-no-harm guard: {len(g.replaced)} move(s) kept on another destination than planned:\n")
+    for f in g.replaced:
+        out.write(
+            f"  - {f.bundle} {f.source} -> {f.destination} (planned {f.planned_destination}, refused "
+            f"[{', '.join(f.rules)}]: {f.reason})\n"
+        )
+
+
 def _pct(x: float | None) -> str:
     return "   n/a" if x is None else f"{100 * x:5.1f}%"
 
@@ -340,6 +371,7 @@ def _show(args: argparse.Namespace) -> int:
             + "".join(f"; {v.voter} at {v.voted_at:%Y-%m-%d %H:%M:%S} UTC" for v in plan.votes)
             + "\n"
         )
+    _write_guard(out, s_.get("guard"))
     out.write("\nactions:\n")
     for a in plan.actions:
         what = (

@@ -12,7 +12,9 @@ translated to what a Pulsar operator weighs before approving unloads and splits:
   max resource usage, before, predicted after, and measured after execution;
 * **data quality**: how many brokers reported a load report and how many bundles a sample;
 * **warnings**: ``summary.warnings`` (snapshot problems, Pulsar's own shedding still enabled, ...)
-  plus hot bundles the split algorithm could not split.
+  plus hot bundles the split algorithm could not split;
+* **do-no-harm guard** (``summary.guard``, :mod:`pulsar_rebalance.core.guard`): how many planned
+  actions it kept and dropped, each dropped one with its reason, and the limits it applied.
 
 Inputs are the JSON that planning stores (``plans.summary``, each action's ``predicted``,
 ``plans.result``), so the summary of an old plan is computed the same way as a new one's. Values a
@@ -153,6 +155,67 @@ class PlanWarning:
 
 
 @dataclass(frozen=True)
+class GuardLine:
+    """An action that failed the do-no-harm guard (dropped, or only flagged for a rollback)."""
+
+    kind: str
+    bundle: str
+    source: str
+    destination: str | None
+    rules: tuple[str, ...]
+    reason: str
+    planned_destination: str | None = None
+    """For a re-placed move: the destination the strategy chose (``destination`` is the guard's)."""
+
+
+def _guard_line(f: Mapping[str, Any]) -> GuardLine:
+    return GuardLine(
+        kind=str(f.get("kind")),
+        bundle=str(f.get("bundle")),
+        source=str(f.get("source")),
+        destination=f.get("destination"),
+        rules=tuple(str(r) for r in f.get("rules") or ()),
+        reason=str(f.get("reason") or ""),
+        planned_destination=f.get("plannedDestination"),
+    )
+
+
+@dataclass(frozen=True)
+class GuardReport:
+    """``summary.guard``: ``mode`` is ``cut`` (failing actions removed) or ``warn`` (kept, flagged)."""
+
+    mode: str
+    kept: int
+    dropped: int
+    failed: tuple[GuardLine, ...]
+    replaced: tuple[GuardLine, ...]
+    overload_threshold: float | None
+    target_band: float | None
+    average_usage_before: float | None
+    free_capacity_share: float | None
+
+    @classmethod
+    def of(cls, g: Mapping[str, Any] | None) -> GuardReport | None:
+        if not isinstance(g, Mapping):
+            return None
+        return cls(
+            mode=str(g.get("mode", "cut")),
+            kept=int(g.get("kept") or 0),
+            dropped=int(g.get("dropped") or 0),
+            failed=tuple(_guard_line(f) for f in g.get("failed") or () if isinstance(f, Mapping)),
+            replaced=tuple(_guard_line(f) for f in g.get("replaced") or () if isinstance(f, Mapping)),
+            overload_threshold=_num(g.get("overloadThreshold")),
+            target_band=_num(g.get("targetBand")),
+            average_usage_before=_num(g.get("averageUsageBefore")),
+            free_capacity_share=_num(g.get("freeCapacityShare")),
+        )
+
+    @property
+    def removed_everything(self) -> bool:
+        return self.mode == "cut" and self.kept == 0 and self.dropped > 0
+
+
+@dataclass(frozen=True)
 class PlanSummary:
     unloads: tuple[UnloadLine, ...]
     splits: tuple[SplitLine, ...]
@@ -164,6 +227,7 @@ class PlanSummary:
     warnings: tuple[PlanWarning, ...]
     action_states: dict[str, int] = field(default_factory=dict)
     why_nothing: tuple[str, ...] = ()  # for a plan without actions: why nothing was planned
+    guard: GuardReport | None = None  # None: a plan made before the guard existed
 
     @property
     def actions(self) -> int:
@@ -229,16 +293,31 @@ def summarize_plan(
         warnings=tuple(_warnings(s)),
         action_states=dict(sorted(states.items())),
         why_nothing=() if actions else why_nothing_planned(s),
+        guard=GuardReport.of(s.get("guard")),
     )
 
 
 def why_nothing_planned(summary: Mapping[str, Any]) -> tuple[str, ...]:
     """Why a plan has no action, in plain words: the strategy's verdict and detail (balanced, cooling
-    down until when, no destination ...), then every planned move that was dropped and why."""
+    down until when, no destination ...), then every planned move that was dropped and why. When the
+    do-no-harm guard removed every planned action, that comes first, with each action's reason."""
     decision = summary.get("decision") or {}
     label, reason, detail = decision.get("label"), decision.get("reason"), decision.get("detail")
     verdict = f"{label} ({reason})" if label and reason else (label or reason or "no verdict recorded")
     lines = [f"{verdict}: {detail}" if detail else str(verdict)]
+    guard = GuardReport.of(summary.get("guard"))
+    if guard is not None and guard.removed_everything:
+        lines = [
+            f"the do-no-harm guard removed every planned action ({guard.dropped}): by the brokers' load reports "
+            "none can run without harm",
+            *(
+                f"guard dropped {f.kind} {f.bundle}"
+                + (f" {f.source} -> {f.destination}" if f.destination else "")
+                + f": {f.reason}"
+                for f in guard.failed
+            ),
+            f"the strategy proposed them: {lines[0]}",
+        ]
     lines += [str(n) for n in summary.get("notes") or ()]
     return tuple(lines)
 

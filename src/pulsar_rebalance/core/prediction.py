@@ -42,43 +42,62 @@ def _weighted(res: Mapping[str, tuple[float, float]], weights: tuple[float, floa
     return max(ResourceUsage(*res[k]).percent_usage() * w for k, w in zip(keys, weights)) / 100.0
 
 
-def predict(
-    reports: Mapping[str, Mapping[str, Any]],
-    moves: Iterable[Move],
-    weights: tuple[float, float, float, float, float],
-    extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
-) -> dict[str, Any]:
-    """Per-broker before/after usage for ``moves`` applied to the brokers' load reports.
+class LoadState:
+    """The brokers' load as their reports give it, with moves applied one by one (the model above).
 
-    Bundle samples come from the source broker's ``lastStats``, or from ``extra_stats`` for bundles
-    that do not exist yet (the children of a split planned in the same plan). Returns
-    ``{"brokers": {id: {"before": {...}, "after": {...}}}, "maxUsageBefore", "maxUsageAfter", ...,
-    "steps"}``: ``steps[i]`` is what move ``i`` alone changes, applied in order (the source's and the
-    destination's usage just before and just after it; None for a move that could not be predicted).
+    The one place the attribution arithmetic lives: :func:`predict` and the do-no-harm guard
+    (:mod:`pulsar_rebalance.core.guard`) both apply moves through it. :meth:`copy` gives an
+    independent state (for trying a move and keeping it only if it passes).
     """
-    parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
-    state: dict[str, dict[str, Any]] = {}
-    for b, d in parsed.items():
-        state[b] = {
-            "res": {k: (v.usage, v.limit) for k, v in _res(d).items()},
-            "msgRate": d.msg_rate_in + d.msg_rate_out,
-            "msgThroughputIn": d.msg_throughput_in,
-            "msgThroughputOut": d.msg_throughput_out,
-            "bundles": len(d.last_stats) or d.num_bundles,
-        }
-    before = {b: _snapshot(s, weights) for b, s in state.items()}
-    steps: list[dict[str, Any] | None] = []
-    for m in moves:
-        if m.source not in parsed or m.destination not in parsed:
-            steps.append(None)
-            continue
-        st: NamespaceBundleStats | None = parsed[m.source].last_stats.get(m.bundle) or (extra_stats or {}).get(m.bundle)
+
+    def __init__(
+        self,
+        reports: Mapping[str, Mapping[str, Any]],
+        weights: tuple[float, float, float, float, float],
+        extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
+    ) -> None:
+        self.weights = weights
+        self.parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
+        self.extra_stats: Mapping[str, NamespaceBundleStats] = extra_stats or {}
+        self.state: dict[str, dict[str, Any]] = {}
+        for b, d in self.parsed.items():
+            self.state[b] = {
+                "res": {k: (v.usage, v.limit) for k, v in _res(d).items()},
+                "msgRate": d.msg_rate_in + d.msg_rate_out,
+                "msgThroughputIn": d.msg_throughput_in,
+                "msgThroughputOut": d.msg_throughput_out,
+                "bundles": len(d.last_stats) or d.num_bundles,
+            }
+
+    def copy(self) -> LoadState:
+        other = object.__new__(LoadState)
+        other.weights, other.parsed, other.extra_stats = self.weights, self.parsed, self.extra_stats
+        other.state = {b: {**s, "res": dict(s["res"])} for b, s in self.state.items()}
+        return other
+
+    def usage(self, broker: str) -> float:
+        """The broker's weighted max resource usage now (fraction), unrounded."""
+        return _weighted(self.state[broker]["res"], self.weights)
+
+    def usages(self) -> dict[str, float]:
+        return {b: self.usage(b) for b in self.state}
+
+    def bundle_stats(self, m: Move) -> NamespaceBundleStats | None:
+        """The sample the move is predicted from (None: the move cannot be predicted)."""
+        if m.source not in self.parsed or m.destination not in self.parsed:
+            return None
+        return self.parsed[m.source].last_stats.get(m.bundle) or self.extra_stats.get(m.bundle)
+
+    def apply(self, m: Move) -> dict[str, Any] | None:
+        """Apply ``m``; returns its step (source and destination usage just before and after, rounded),
+        or None, changing nothing, when it cannot be predicted (a broker without a report, a bundle
+        without a sample)."""
+        st = self.bundle_stats(m)
         if st is None:
-            steps.append(None)
-            continue
-        src, dst = state[m.source], state[m.destination]
-        src_before, dst_before = _weighted(src["res"], weights), _weighted(dst["res"], weights)
-        src0 = parsed[m.source]
+            return None
+        src, dst = self.state[m.source], self.state[m.destination]
+        src_before, dst_before = self.usage(m.source), self.usage(m.destination)
+        src0 = self.parsed[m.source]
         shares = {
             "bandwidthIn": _share(st.msg_throughput_in, src0.msg_throughput_in),
             "bandwidthOut": _share(st.msg_throughput_out, src0.msg_throughput_out),
@@ -99,16 +118,36 @@ def predict(
         dst["msgThroughputOut"] += st.msg_throughput_out
         src["bundles"] -= 1
         dst["bundles"] += 1
-        steps.append(
-            {
-                "source": {"before": round(src_before, 6), "after": round(_weighted(src["res"], weights), 6)},
-                "destination": {"before": round(dst_before, 6), "after": round(_weighted(dst["res"], weights), 6)},
-            }
-        )
-    after = {b: _snapshot(s, weights) for b, s in state.items()}
+        return {
+            "source": {"before": round(src_before, 6), "after": round(self.usage(m.source), 6)},
+            "destination": {"before": round(dst_before, 6), "after": round(self.usage(m.destination), 6)},
+        }
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        return {b: _snapshot(s, self.weights) for b, s in self.state.items()}
+
+
+def predict(
+    reports: Mapping[str, Mapping[str, Any]],
+    moves: Iterable[Move],
+    weights: tuple[float, float, float, float, float],
+    extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
+) -> dict[str, Any]:
+    """Per-broker before/after usage for ``moves`` applied to the brokers' load reports.
+
+    Bundle samples come from the source broker's ``lastStats``, or from ``extra_stats`` for bundles
+    that do not exist yet (the children of a split planned in the same plan). Returns
+    ``{"brokers": {id: {"before": {...}, "after": {...}}}, "maxUsageBefore", "maxUsageAfter", ...,
+    "steps"}``: ``steps[i]`` is what move ``i`` alone changes, applied in order (the source's and the
+    destination's usage just before and just after it; None for a move that could not be predicted).
+    """
+    load = LoadState(reports, weights, extra_stats)
+    before = load.snapshots()
+    steps = [load.apply(m) for m in moves]
+    after = load.snapshots()
     brokers = {
         b: {"before": before[b], "after": after[b], "diff": round(after[b]["usage"] - before[b]["usage"], 6)}
-        for b in sorted(state)
+        for b in sorted(load.state)
     }
     usages_before = [v["usage"] for v in before.values()]
     usages_after = [v["usage"] for v in after.values()]

@@ -9,6 +9,11 @@ chosen for both split and unload is split, and its heaviest child (by the topics
 throughput) is unloaded to the planned destination instead: Pulsar would split it and unload all
 children (``loadBalancerAutoUnloadSplitBundlesEnabled``) to wherever lookups land, whereas this plan
 moves exactly one named child to a named broker, so the human approves a concrete move.
+
+Before it is stored, every plan passes the do-no-harm guard (:mod:`pulsar_rebalance.core.guard`),
+whatever strategy made it: the actions that fail it are cut (greedily, in plan order), each listed
+with its reason in the summary's ``guard`` section and in a warning. A rollback is only checked and
+warned about, not cut: the operator asked for exactly those moves back.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name, topic_hash
+from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardResult, GuardSplit, guard_plan
 from pulsar_rebalance.core.load import NamespaceBundleStats
 from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction, action_from_mapping
 from pulsar_rebalance.core.prediction import Move, predict
@@ -61,6 +67,7 @@ def build_plan(
     excluded = set((snapshot_check or {}).get("excludedBundles", []))
 
     planned_children: dict[str, str] = {}  # child full name -> parent full name (planner splits)
+    guarded: list[GuardAction] = []  # what the guard checks, one per action (splits' standalone set below)
     for s in cycle.get("splits", []):
         bundle = s["bundle"]
         if bundle in excluded:
@@ -110,9 +117,16 @@ def build_plan(
                 },
             }
         )
+        guarded.append(
+            GuardSplit(
+                bundle=bundle,
+                broker=s.get("broker") or ownership.get(bundle) or "",
+                children=tuple(f"{ns}/{c}" for c in children),
+            )
+        )
 
-    moves: list[Move] = []
     child_stats: dict[str, NamespaceBundleStats] = {}
+    for_moves: set[str] = set()  # splits planned so that an unload of the decision could name their child
     # Plan from the load manager's level: what Pulsar's leader would execute (destinations chosen as
     # doLoadShedding chooses them), not every bundle the strategy selected.
     executed = cycle.get("executed")
@@ -145,6 +159,7 @@ def build_plan(
             parent = planned_children[bundle]
             loads = _child_loads(ns, split_children[parent], topics_by_bundle.get(parent, {}))
             child_stats[bundle] = loads[rng]
+            for_moves.add(parent)
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
         actions.append(
@@ -163,7 +178,33 @@ def build_plan(
                 },
             }
         )
-        moves.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
+        guarded.append(Move(bundle=f"{ns}/{rng}", source=u["broker"], destination=dest))
+
+    # do no harm: cut the actions that fail the guard (a split only for moves stands alone no more)
+    guarded = [
+        GuardSplit(g.bundle, g.broker, g.children, standalone=g.bundle not in for_moves)
+        if isinstance(g, GuardSplit)
+        else g
+        for g in guarded
+    ]
+    guard = guard_plan(
+        reports, guarded, resource_weights(cfg), GuardLimits.from_config(cfg), extra_stats=child_stats, cut=True
+    )
+    for v in guard.replaced:  # kept on another destination: the action says where and why
+        i, dest = v.index, v.destination or ""
+        actions[i] = {
+            **actions[i],
+            "destination_broker": dest,
+            "reason": f"{actions[i]['reason']}; do-no-harm guard: destination changed from {v.planned_destination} "
+            f"to {dest} ({v.reason})",
+        }
+        g = guarded[i]
+        assert isinstance(g, Move)
+        guarded[i] = Move(bundle=g.bundle, source=g.source, destination=dest)
+    kept = set(guard.kept)
+    actions = [a for i, a in enumerate(actions) if i in kept]
+    moves = [g for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
+    warnings += _guard_warnings(guard)
 
     prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats)
     # each unload's own effect (in plan order) on its source and destination; the plan's end state per
@@ -187,6 +228,7 @@ def build_plan(
         **_predicted(prediction),
         "notes": notes,
         "warnings": warnings,
+        "guard": guard.to_json(),
         "dataQuality": _data_quality(reports, ownership),
         "strategies": {
             "shedding": params.shedding_strategy,
@@ -196,6 +238,38 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=planned, summary=summary, notes=notes)
+
+
+def _guard_warnings(guard: GuardResult) -> list[str]:
+    """One warning naming the actions that failed the do-no-harm guard (the summary's ``guard`` has the reasons)."""
+    failed = guard.failed
+    out = (
+        [
+            f"do-no-harm guard: {len(guard.replaced)} move(s) kept on another destination than planned: "
+            + "; ".join(
+                f"{v.bundle} {v.planned_destination} -> {v.destination} ({', '.join(v.rules)})" for v in guard.replaced
+            )
+        ]
+        if guard.replaced
+        else []
+    )
+    if not failed:
+        return out
+    what = "; ".join(
+        f"{v.kind} {v.bundle}"
+        + (f" {v.source} -> {v.destination}" if v.destination else "")
+        + f" ({', '.join(v.rules)})"
+        for v in failed
+    )
+    if guard.cut:
+        return out + [
+            f"do-no-harm guard: {len(failed)} of {len(guard.verdicts)} planned action(s) removed before storing "
+            f"the plan, which keeps {len(guard.kept)}: {what}"
+        ]
+    return out + [
+        f"do-no-harm guard: {len(failed)} of {len(guard.verdicts)} action(s) fail it and are kept (not cut: "
+        f"this plan is an operator's request), review them: {what}"
+    ]
 
 
 def _raises_worst_broker(prediction: Mapping[str, Any]) -> list[str]:
@@ -304,6 +378,8 @@ def build_rollback_plan(
     Only completed unloads are reversed, and only where the bundle still exists and is still owned by
     the broker the plan moved it to (anything else moved since: left alone, with a note). Splits are
     not reversed: Pulsar cannot merge bundles. The rollback is an ordinary plan: it needs approval.
+    The do-no-harm guard checks it but cuts nothing (the operator asked for exactly these moves back):
+    the moves that fail it are named in a warning and in the summary's ``guard`` section.
     """
     actions: list[Action] = []
     notes: list[str] = []
@@ -344,7 +420,9 @@ def build_rollback_plan(
             )
         )
         moves.append(Move(bundle=a.bundle, source=now_owner, destination=a.source_broker))
-    prediction = predict(reports, moves, resource_weights(params.lb_config()))
+    cfg = params.lb_config()
+    guard = guard_plan(reports, moves, resource_weights(cfg), GuardLimits.from_config(cfg), cut=False)
+    prediction = predict(reports, moves, resource_weights(cfg))
     summary = {
         "decision": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}"},
         "rollbackOf": original.plan_id,
@@ -352,7 +430,8 @@ def build_rollback_plan(
         "numBundleUnloads": len(actions),
         **_predicted(prediction),
         "notes": notes,
-        "warnings": _raises_worst_broker(prediction),
+        "warnings": _raises_worst_broker(prediction) + _guard_warnings(guard),
+        "guard": guard.to_json(),
         "dataQuality": _data_quality(reports, ownership),
         "strategies": {"shedding": "rollback", "placement": "previous owner", "splitAlgorithm": None},
         "dryRun": params.dry_run,

@@ -462,6 +462,7 @@ def _store_plan(
             k: draft.summary[k]
             for k in ("numBundleSplits", "numBundleUnloads", "maxUsageBefore", "maxUsageAfterPredicted", "notes")
         },
+        "guard": {k: draft.summary["guard"][k] for k in ("mode", "kept", "dropped")},
         "seconds": {"topics": round(topics_s, 3)},
     }
 
@@ -491,6 +492,17 @@ def _log_plan(plan_id: str, draft, *, expired: list[str], superseded: list[str])
         log.info("  [%d] %s: %s", a.seq, what, a.reason)
     for note in draft.notes:
         log.info("  note: %s", note)
+    guard = draft.summary.get("guard") or {}
+    for f in guard.get("failed") or ():
+        log.warning(
+            "  do-no-harm guard %s %s %s %s -> %s: %s",
+            "dropped" if guard.get("mode") == "cut" else "flagged (kept)",
+            f["kind"],
+            f["bundle"],
+            f["source"],
+            f["destination"],
+            f["reason"],
+        )
     if expired:
         log.info("Expired (approval window over): %s", ", ".join(expired))
     if superseded:

@@ -90,6 +90,13 @@ class PlannerSettings:
     settle_ms: int = 10 * 60_000
     """Wait this long after the set of brokers changed (join, leave, restart) before re-planning, unless
     a broker is above the overload threshold."""
+    noise_trigger: float = 3.0
+    """The trigger is at least this many times the reports' noise (the load model's robust residual spread)
+    above the ideal; the target and the minimum gain at least once the noise."""
+    cooldown_cycles: int = 2
+    """A moved bundle also stays put for this many cycles (at the DAG's hourly cadence: two hours)."""
+    peak_cycles: int = 3
+    """A swinging bundle's peak is also remembered for this many cycles."""
     model_smoothing: float = 0.2
     """Weight of this cycle's fit in the load model's coefficients (EMA across cycles)."""
     max_actions: int = 1000
@@ -191,8 +198,13 @@ class GlobalPlanner:
         st = self.settings
         now = inp.now_ms
         mem = PlannerMemory.of(state.planner)
+        # time constants hold in cycles as well as minutes: at the DAG's hourly cadence a bundle moved in
+        # the previous cycle is still cooling down, and a swing's peak outlives the gap between two cycles
+        cycle_ms = now - mem.members_at if now is not None and mem.members_at is not None else 0
+        cycle_ms = max(0, cycle_ms)
+        cooldown_ms = max(st.cooldown_ms, st.cooldown_cycles * cycle_ms)
         if now is not None:
-            self._update_peaks(mem, inp, now)
+            self._update_peaks(mem, inp, now, max(st.peak_ms, st.peak_cycles * cycle_ms))
         view = ClusterView(
             inp.brokers,
             inp.bundle_data,
@@ -209,14 +221,18 @@ class GlobalPlanner:
             mem.moves = history
         before = {b: view.usage(b) for b in view.brokers}
         ideal = view.ideal(eligible)
-        target = ideal + max(st.target_abs, st.target_rel * ideal)
-        trigger = ideal + max(st.trigger_abs, st.trigger_rel * ideal)
+        # the reports' noise widens the band: act only where a move gains more than the reports can tell apart
+        noise = view.noise
+        target = ideal + max(st.target_abs, st.target_rel * ideal, noise)
+        trigger = ideal + max(st.trigger_abs, st.trigger_rel * ideal, st.noise_trigger * noise)
+        min_gain = max(st.min_gain, noise)
         overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
         max_before = max((before[b] for b in eligible), default=0.0)
         stats: dict[str, Any] = {
             "ideal": _r(ideal),
             "target": _r(target),
             "trigger": _r(trigger),
+            "noise": _r(noise),
             "maxUsageBefore": _r(max_before),
         }
         changed = self._track_membership(mem, sorted(inp.brokers), now)
@@ -252,7 +268,7 @@ class GlobalPlanner:
 
         def is_frozen(bundle: str) -> bool:
             m = history.get(bundle)
-            if m is not None and (now is None or m["atMs"] >= now - st.cooldown_ms):
+            if m is not None and (now is None or m["atMs"] >= now - cooldown_ms):
                 return True
             if bundle in inp.recently_unloaded_bundles:
                 return True
@@ -339,7 +355,7 @@ class GlobalPlanner:
             us = view.usage(s)
             if stuck_max >= us and floor_at == target:
                 floor_at = max(trigger, min(stuck_max, overload))
-            if us <= floor_at + st.min_gain:
+            if us <= floor_at + min_gain:
                 break
             dests = dest_candidates(s)
             excess = us - target
@@ -352,7 +368,7 @@ class GlobalPlanner:
                 size = us - a
                 if biggest is None or size > biggest[0]:
                     biggest = (size, name)
-                if size >= st.min_gain:
+                if size >= min_gain:
                     cands.append((size, name, a))
             cands.sort()
 
@@ -368,7 +384,7 @@ class GlobalPlanner:
                     if d == back or view.usage(d) >= overload:
                         continue
                     bd = view.usage_after(d, bl.vec, 1.0)
-                    if bd >= us - st.min_gain or bd > max(overload, target):
+                    if bd >= us - min_gain or bd > max(overload, target):
                         continue
                     if best is None or bd < best[0]:
                         best = (bd, d)
@@ -403,7 +419,7 @@ class GlobalPlanner:
                         topic_cache,
                         child_features,
                         dests,
-                        excess - st.min_gain,
+                        excess - min_gain,
                         placed,
                     )
                     if split is not None:
@@ -434,7 +450,7 @@ class GlobalPlanner:
                     found = best_dest(name)
                     if found is not None:
                         pair = max(a, found[0])
-                        if pair < us - st.min_gain and (best_pair is None or pair < best_pair[0]):
+                        if pair < us - min_gain and (best_pair is None or pair < best_pair[0]):
                             best_pair = (pair, name, found[1], a, found[0])
                 if best_pair is not None:
                     choice = best_pair[1:]
@@ -557,10 +573,10 @@ class GlobalPlanner:
             mem.members_at = now
         return what
 
-    def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int) -> None:
+    def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int, peak_ms: int) -> None:
         """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""
         st = self.settings
-        peaks = {b: p for b, p in mem.peaks.items() if p["atMs"] >= now - st.peak_ms}
+        peaks = {b: p for b, p in mem.peaks.items() if p["atMs"] >= now - peak_ms}
         swing = st.swing
         bundle_data = inp.bundle_data
         for data in inp.brokers.values():
@@ -737,7 +753,7 @@ class GlobalPlanner:
             topic_loads = []
             for h, f in raw:
                 scaled = (f[0] * k3[0], f[1] * k3[1], f[2] * k3[2])
-                topic_loads.append((h, view.contribution(features_of(*scaled, 1)), scaled))
+                topic_loads.append((h, view.contribution(features_of(*scaled, 1), bl.broker), scaled))
         if topic_loads == [] and bundle in topic_cache:
             warnings.append(f"{bundle}: a child of a split made without topic rates; not split again in this plan")
             return None

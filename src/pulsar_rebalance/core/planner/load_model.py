@@ -11,13 +11,23 @@ each bundle contributes to each resource from the load reports themselves:
   ``cpu``: msg/s and bytes/s; ``bandwidthIn``: bytes/s in; ``bandwidthOut``: bytes/s out;
   ``memory``: topics and msg/s; ``directMemory``: bytes/s. Negative coefficients are dropped
   (refit), and with too few brokers the fit goes through the origin (usage proportional to traffic);
-* a resource whose fit explains less than 30 % of its variance across brokers (``MIN_R2``) is taken
-  as not driven by bundle traffic: all base, so no move chases it (the broker gets a warning instead);
-* the coefficients are smoothed across cycles (an EMA giving each new fit weight 0.2, carried in the
-  planner's memory): one cycle's fit is noisy (CPU noise, message rate and bytes moving together),
-  and a bundle whose traffic swings would otherwise be sized with the coefficients of its quiet phase;
-* a bundle's contribution is ``coef . feature(bundle)``; the broker's *base* (what no bundle
-  explains: JVM, GC, noise) stays with the broker when bundles move.
+* the fit gives the *shape* (how msg/s and bytes/s weigh against each other), never the whole answer:
+  each broker's usage above the base is attributed to its bundles in proportion to their fitted
+  load (a per-broker scale, bounded to [1/4, 4] for a good fit). A broker whose cost per message
+  differs (a faster CPU, a queue near saturation, dispatch costlier than publish) is read from its own
+  report, as Pulsar attributes a broker's usage to its bundles by traffic share;
+* a resource whose fit explains less than 30 % of its variance across brokers (``MIN_R2``), or whose
+  coefficients all drop out, keeps the last good fit's shape (carried in the planner's memory), or
+  without one a fixed proxy (msg/s plus bytes/s / 1 KiB for CPU, the bytes for bandwidth): Pulsar's own
+  proportional attribution, never "nothing moves it" (a convex CPU fits badly across brokers, and a
+  model that gave up on it left a broker at 95 % in an independent review);
+* the coefficients are smoothed across cycles (an EMA giving each new good fit weight 0.2, carried in
+  the planner's memory): one cycle's fit is noisy (CPU noise, message rate and bytes moving together);
+* the **noise** of the reports: the robust spread (1.4826 x median absolute deviation) of the fit's
+  residuals across brokers, capacity-normalised; the planner widens its trigger and minimum gain by it,
+  so that it acts only where a move gains more than the reports can tell apart;
+* a bundle's contribution is ``scale_broker * coef . feature(bundle)``; the broker's *base* (what no
+  bundle explains: JVM, GC) stays with the broker when bundles move.
 
 A broker's capacity comes from its reported limits, so usage is capacity-normalised: the weighted
 max over resources of ``usage / limit`` (Pulsar's ``getMaxResourceUsageWithWeight``, weights from the
@@ -33,7 +43,21 @@ from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData, NamespaceBundleStats
 
 MIN_R2 = 0.3
-"""Below this share of explained variance a resource is treated as not driven by bundle traffic."""
+"""Below this share of explained variance a fit's shape is not trusted (the last good one, or the proxy, is used)."""
+SCALE_BOUNDS = (0.25, 4.0)
+"""A broker's usage per unit of fitted load stays within these multiples of the cluster's fit."""
+NOISE_BAND = 2.0
+"""A broker's own usage per unit of load replaces the fit's only when they differ by more than this many noise sigmas."""
+NOISE_FLOOR_BROKERS = 4
+"""With fewer brokers than this the residuals say nothing about noise (0 is used)."""
+PROXY: Mapping[str, tuple[float, float, float, float, float]] = {
+    # when no fit can be trusted: Pulsar-like attribution by traffic share (features as in features_of)
+    "cpu": (1.0, 0.0, 0.0, 1.0 / 1024.0, 0.0),
+    "memory": (1.0, 0.0, 0.0, 0.0, 0.0),
+    "directMemory": (0.0, 0.0, 0.0, 1.0, 0.0),
+    "bandwidthIn": (0.0, 1.0, 0.0, 0.0, 0.0),
+    "bandwidthOut": (0.0, 0.0, 1.0, 0.0, 0.0),
+}
 RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
 _FEATURES: Mapping[str, tuple[int, ...]] = {
     # feature indexes into Features: 0 msg/s, 1 bytes/s in, 2 bytes/s out, 3 bytes/s total, 4 topics
@@ -91,7 +115,20 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def fit_resource(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> tuple[float, list[float]]:
+@dataclass(frozen=True, slots=True)
+class Fit:
+    intercept: float
+    coefs: list[float]
+    r2: float
+    """Share of the variance across brokers the fit explains (1.0 when the usage does not vary)."""
+    residuals: list[float]
+
+    @property
+    def trusted(self) -> bool:
+        return self.r2 >= MIN_R2 and any(c > 0 for c in self.coefs)
+
+
+def _nonneg_fit(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> tuple[float, list[float]]:
     """``y = a + sum(c_k x_k)`` with ``a, c_k >= 0`` (features with a negative fit are dropped)."""
     n = len(ys)
     k = len(xs[0]) if xs else 0
@@ -119,31 +156,73 @@ def fit_resource(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> tuple[fl
         if neg:
             active = [j for j in active if j not in neg]
             continue
-        if a < 0:  # a negative base is not physical: refit through the origin
+        if a < 0:  # a negative base is not physical: refit through the origin, dropping negative features
             if intercept:
-                rows_o = [[v / scales[i] for i, v in enumerate(r)] for r in cols]
-                ata = [
-                    [sum(r[i] * r[j] for r in rows_o) + (1e-9 if i == j else 0.0) for j in range(len(active))]
-                    for i in range(len(active))
-                ]
-                aty = [sum(r[i] * y for r, y in zip(rows_o, ys)) for i in range(len(active))]
-                sol = _solve(ata, aty)
-                if sol is None or any(c < 0 for c in sol):
-                    return 0.0, [0.0] * k
-                coefs = [sol[i] / scales[i] for i in range(len(active))]
+                sub = _nonneg_fit_origin(ys, cols)
+                coefs = sub
             a = 0.0
         full = [0.0] * k
         for i, j in enumerate(active):
             full[j] = coefs[i]
-        # Load the bundles do not explain cannot be moved with them: with a poor fit (R^2 < MIN_R2 on
-        # a resource that varies across brokers) the resource is all base, and no move chases it.
-        mean = sum(ys) / n
-        ss_tot = sum((y - mean) ** 2 for y in ys)
-        if n >= 3 and ss_tot > 1e-12 * n * max(mean * mean, 1e-30):
-            ss_res = sum((y - a - sum(c * x[j] for j, c in enumerate(full))) ** 2 for y, x in zip(ys, xs))
-            if 1.0 - ss_res / ss_tot < MIN_R2:
-                return mean, [0.0] * k
         return a, full
+
+
+def _nonneg_fit_origin(ys: Sequence[float], cols: Sequence[Sequence[float]]) -> list[float]:
+    """Least squares through the origin with non-negative coefficients (a negative one is dropped, refit)."""
+    k = len(cols[0]) if cols else 0
+    active = list(range(k))
+    while active:
+        sub = [[r[j] for j in active] for r in cols]
+        scales = [max((abs(r[i]) for r in sub), default=0.0) or 1.0 for i in range(len(active))]
+        rows = [[v / scales[i] for i, v in enumerate(r)] for r in sub]
+        m = len(active)
+        ata = [[sum(r[i] * r[j] for r in rows) + (1e-9 if i == j else 0.0) for j in range(m)] for i in range(m)]
+        aty = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(m)]
+        sol = _solve(ata, aty)
+        if sol is None:
+            active = active[:1] if len(active) > 1 else []
+            continue
+        coefs = [sol[i] / scales[i] for i in range(m)]
+        if any(c < 0 for c in coefs):
+            active = [j for j, c in zip(active, coefs) if c >= 0]
+            continue
+        out = [0.0] * k
+        for i, j in enumerate(active):
+            out[j] = coefs[i]
+        return out
+    return [0.0] * k
+
+
+def fit_detail(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> Fit:
+    """The non-negative fit with its explained variance and residuals (see :func:`fit_resource`)."""
+    n = len(ys)
+    a, full = _nonneg_fit(ys, xs)
+    residuals = [y - a - sum(c * x[j] for j, c in enumerate(full)) for y, x in zip(ys, xs)]
+    mean = sum(ys) / n if n else 0.0
+    ss_tot = sum((y - mean) ** 2 for y in ys)
+    if n >= 3 and ss_tot > 1e-12 * n * max(mean * mean, 1e-30):
+        r2 = 1.0 - sum(r * r for r in residuals) / ss_tot
+    else:
+        r2 = 1.0
+    return Fit(a, full, r2, residuals)
+
+
+def fit_resource(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> tuple[float, list[float]]:
+    """``y = a + sum(c_k x_k)`` with ``a, c_k >= 0`` (features with a negative fit are dropped; a negative
+    intercept refits through the origin, again without negative coefficients)."""
+    f = fit_detail(ys, xs)
+    return f.intercept, f.coefs
+
+
+def robust_sigma(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: the spread of ``values`` that a few outliers do not move."""
+    if not values:
+        return 0.0
+    srt = sorted(values)
+    med = srt[len(srt) // 2] if len(srt) % 2 else (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2
+    dev = sorted(abs(v - med) for v in values)
+    mad = dev[len(dev) // 2] if len(dev) % 2 else (dev[len(dev) // 2 - 1] + dev[len(dev) // 2]) / 2
+    return 1.4826 * mad
 
 
 @dataclass(slots=True)
@@ -196,20 +275,66 @@ class ClusterView:
                 for i, v in enumerate(stats_features(s)):
                     f[i] += v
             broker_feat[b] = f
-        # fit each resource across brokers
+        # fit each resource across brokers: its shape (coefficients), intercept and noise
         self.coef: list[list[float]] = []
+        self.trusted: list[bool] = []
+        self.learned: dict[str, list[float]] = {}
+        """Per resource the coefficients to remember (only shapes from a trusted fit, smoothed)."""
+        intercepts: list[float] = []
+        noise: list[float] = []
         for ri, r in enumerate(RESOURCES):
             idx = _FEATURES[r]
             ys = [reported[b][ri] for b in self.brokers]
             xs = [[broker_feat[b][j] for j in idx] for b in self.brokers]
-            _, c = fit_resource(ys, xs) if self.brokers else (0.0, [0.0] * len(idx))
+            fit = fit_detail(ys, xs) if self.brokers else Fit(0.0, [0.0] * len(idx), 1.0, [])
             full = [0.0] * 5
-            for j, v in zip(idx, c):
+            for j, v in zip(idx, fit.coefs):
                 full[j] = v
             before = (prior or {}).get(r)
-            if before is not None:  # one cycle's fit is noisy: smoothed across cycles (EMA)
-                full = [(1.0 - smoothing) * b + smoothing * v for b, v in zip(before, full)]
+            if fit.trusted:
+                if before is not None and any(before):  # one cycle's fit is noisy: smoothed across cycles (EMA)
+                    full = [(1.0 - smoothing) * b + smoothing * v for b, v in zip(before, full)]
+                self.learned[r] = full
+            elif before is not None and any(before):
+                full = list(before)  # the last good shape; the per-broker scale below sets the magnitude
+                self.learned[r] = full
+            else:
+                full = list(PROXY[r])
             self.coef.append(full)
+            self.trusted.append(fit.trusted)
+            intercepts.append(0.0)  # set below, consistent with the coefficients used
+            lims = [self.limit[b][ri] for b in self.brokers]
+            normalised = [res / lim for res, lim in zip(fit.residuals, lims) if lim > 0]
+            noise.append(robust_sigma(normalised) if len(normalised) >= NOISE_FLOOR_BROKERS else 0.0)
+        self.noise = max((n * w for n, w in zip(noise, self.weights) if w > 0), default=0.0)
+        """Robust spread of the reports around the fit (usage fraction, weighted): what a move must beat."""
+        # the base that goes with the coefficients used (smoothed, remembered or proxy): the median over
+        # brokers of what they leave unexplained (never negative; 0 for a proxy, Pulsar's attribution)
+        for i in range(5):
+            if self.trusted[i] or (prior or {}).get(RESOURCES[i]):
+                left = sorted(
+                    reported[b][i] - sum(c * f for c, f in zip(self.coef[i], broker_feat[b])) for b in self.brokers
+                )
+                intercepts[i] = max(0.0, left[len(left) // 2]) if left else 0.0
+        # per broker and resource, its usage per unit of fitted load: 1 where the broker agrees with the fit
+        # within the noise, its own (bounded) where it clearly does not (a faster CPU, a queue near saturation)
+        self.scale: dict[str, list[float]] = {}
+        for b in self.brokers:
+            sc = [1.0] * 5
+            for i in range(5):
+                fitted = sum(c * f for c, f in zip(self.coef[i], broker_feat[b]))
+                explained = reported[b][i] - min(intercepts[i], reported[b][i])
+                if not self.trusted[i]:
+                    if fitted > 0:
+                        sc[i] = explained / fitted if explained > 0 else 0.0
+                    else:
+                        sc[i] = self._median_scale(i, reported, broker_feat, intercepts)
+                elif fitted > 0 and explained > 0:
+                    lim = self.limit[b][i]
+                    band = NOISE_BAND * noise[i] * lim if lim > 0 else 0.0
+                    if abs(explained - fitted) > band:
+                        sc[i] = min(max(explained / fitted, SCALE_BOUNDS[0]), SCALE_BOUNDS[1])
+            self.scale[b] = sc
         self._sparse = [
             (i, [(j, c) for j, c in enumerate(coefs) if c]) for i, coefs in enumerate(self.coef) if self.weights[i] > 0
         ]
@@ -223,12 +348,12 @@ class ClusterView:
         peaks = peaks or {}
         contribution = self.contribution
         for b, d in brokers.items():
-            cur = contribution(broker_feat[b])  # linear: the sum of the bundles' contributions
+            cur = contribution(broker_feat[b], b)  # the sum of the bundles' contributions (last samples)
             plan = [0.0] * 5
             owned = self.owned[b]
             for name, s in d.last_stats.items():
                 pf = planning_features(s, bundle_data.get(name), peaks.get(name))
-                pvec = contribution(pf)
+                pvec = contribution(pf, b)
                 for i in range(5):
                     plan[i] += pvec[i]
                 self.bundles[name] = BundleLoad(
@@ -238,18 +363,41 @@ class ClusterView:
             # base = what the bundles do not explain (never negative); planned usage = base + planned bundles
             self.used[b] = [max(0.0, reported[b][i] - cur[i]) + plan[i] for i in range(5)]
 
-    def coefficients(self) -> dict[str, list[float]]:
-        """Per resource the coefficients used (feature order of :func:`features_of`), for the next cycle's prior."""
-        return {r: list(c) for r, c in zip(RESOURCES, self.coef)}
+    def _median_scale(
+        self,
+        i: int,
+        reported: Mapping[str, Sequence[float]],
+        broker_feat: Mapping[str, Sequence[float]],
+        intercepts: Sequence[float],
+    ) -> float:
+        """For a broker with no traffic (nothing of its own to scale by), resource ``i``'s median usage
+        per unit of load over the brokers that have some: what a bundle moved there is expected to cost."""
+        vals = []
+        for b in self.brokers:
+            fitted = sum(c * f for c, f in zip(self.coef[i], broker_feat[b]))
+            explained = reported[b][i] - min(intercepts[i], reported[b][i])
+            if fitted > 0 and explained > 0:
+                vals.append(explained / fitted)
+        if not vals:
+            return 0.0
+        vals.sort()
+        return vals[len(vals) // 2]
 
-    def contribution(self, f: Sequence[float]) -> list[float]:
-        """A bundle's absolute contribution per resource (0 for resources with weight 0)."""
+    def coefficients(self) -> dict[str, list[float]]:
+        """Per resource the shape to remember for the next cycle (feature order of :func:`features_of`):
+        only shapes learned from a trusted fit (a proxy is never remembered)."""
+        return {r: list(c) for r, c in self.learned.items()}
+
+    def contribution(self, f: Sequence[float], broker: str | None = None) -> list[float]:
+        """A bundle's absolute contribution per resource (0 for resources with weight 0), at ``broker``'s
+        usage per unit of load (the cluster's fit when None)."""
         out = [0.0, 0.0, 0.0, 0.0, 0.0]
+        sc = self.scale.get(broker) if broker is not None else None
         for i, terms in self._sparse:
             v = 0.0
             for j, c in terms:
                 v += c * f[j]
-            out[i] = v
+            out[i] = v * sc[i] if sc is not None else v
         return out
 
     def usage_of(self, used: Sequence[float], limit: Sequence[float]) -> float:
@@ -311,4 +459,14 @@ class ClusterView:
                 self.used[c.broker][i] += v
 
 
-__all__ = ["RESOURCES", "BundleLoad", "ClusterView", "fit_resource", "planning_features", "stats_features"]
+__all__ = [
+    "RESOURCES",
+    "BundleLoad",
+    "ClusterView",
+    "Fit",
+    "fit_detail",
+    "fit_resource",
+    "planning_features",
+    "robust_sigma",
+    "stats_features",
+]

@@ -1,0 +1,349 @@
+"""Do no harm: the guard every plan passes before it is stored, whatever strategy made it (pure).
+
+A strategy decides from its own view of the cluster (Pulsar's shedders from their averages, the
+GlobalPlanner from its fitted load model). The guard re-checks the ordered actions against what
+Pulsar itself reports - each broker's load report, its per-resource usage and limits - with the same
+numbers as every plan's prediction (:class:`pulsar_rebalance.core.prediction.LoadState`: a bundle
+carries its rate/throughput share of its broker's usage). Moves are tried greedily in plan order,
+each on top of the moves kept before it; a move is kept only if, after it:
+
+* **worst broker** - no broker is predicted above the busiest broker's usage now (every prefix of
+  the kept plan, so a plan stopped halfway is not worse either);
+* **overload threshold** - its destination is not above Pulsar's
+  ``loadBalancerBrokerOverloadedThresholdPercentage`` (85 % by default);
+* **target band** - its destination is not above the brokers' current average usage plus
+  ``loadBalancerBrokerThresholdShedderPercentage`` (10 points by default): where Pulsar's default
+  shedder (ThresholdShedder) would call the destination overloaded and shed it again next cycle;
+* **free capacity** - its destination has taken, over the plan so far, at most
+  :data:`FREE_CAPACITY_SHARE` of its free capacity (overload threshold minus its usage now);
+* **prediction** - the move can be predicted at all: both brokers report and the bundle has a sample
+  (or is the child of a split of the same plan, whose load comes from the parent's topics).
+
+Splits change no broker's load (the children stay on the owner). A split that is there only so its
+children can move (a GlobalPlanner split: ``standalone=False``) is kept only if a kept move needs it;
+a split wanted for its own sake (Pulsar's bundle-split trigger) is always kept. A move of a split's
+child is predicted from the split's topics, so it stands or falls on its own numbers; one whose split
+is not in the plan has no sample and is dropped (it cannot stand alone: its bundle does not exist).
+
+**Re-placement.** A move that fails only because of where it lands (its destination would end above
+the band, the threshold or its share of free room, or would become the busiest broker) is tried on
+other destinations before it is cut: the :data:`REPLACE_CANDIDATES` least-used reporting brokers, the
+least used first; the first that passes every rule takes it. The verdict says
+so (``replaced``: the planned destination and why it was refused), the plan page shows it, and the
+action's reason names both. Pulsar's own placement picks one destination per lookup, and strategies
+that name a destination (ThresholdShedder's, the planner's) can send two moves to one light broker;
+re-placing keeps the move and drops only the pile-up.
+
+``cut=False`` keeps every action and only flags the failing ones (every move applied, in order, on its
+planned destination): for a rollback the operator asked for, which is reported rather than changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.load import NamespaceBundleStats
+from pulsar_rebalance.core.prediction import LoadState, Move
+
+FREE_CAPACITY_SHARE = 0.5
+"""Per plan, a destination takes at most this share of its free capacity (overload threshold minus its
+reported usage now). The prediction attributes a broker's usage to its bundles by traffic share, which
+can be wrong (CPU that is not message handling, a bundle whose cost per byte differs from its
+broker's average, a GlobalPlanner model fitted on stale samples): with half the room left unused, a
+prediction that is off by up to 100 % still leaves the destination at or below the threshold."""
+
+REPLACE_CANDIDATES = 8
+"""How many other destinations (the least used first) a move refused for where it lands is tried on."""
+
+DESTINATION_RULES = frozenset({"worst-broker", "overload-threshold", "target-band", "free-capacity"})
+"""Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
+
+TOLERANCE = 1e-9
+"""Float slack for the comparisons (usages are fractions)."""
+
+Rule = Literal["prediction", "worst-broker", "overload-threshold", "target-band", "free-capacity", "split-unneeded"]
+RULES: tuple[Rule, ...] = (
+    "prediction",
+    "worst-broker",
+    "overload-threshold",
+    "target-band",
+    "free-capacity",
+    "split-unneeded",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSplit:
+    """A split of the plan: ``bundle`` on ``broker`` into ``children`` (full names).
+
+    ``standalone``: the split is wanted for its own sake (Pulsar's split trigger found the bundle too
+    big); False when it is there only so that its children can move (a planner's split).
+    """
+
+    bundle: str
+    broker: str
+    children: tuple[str, ...]
+    standalone: bool = True
+
+
+GuardAction = Move | GuardSplit
+
+
+@dataclass(frozen=True, slots=True)
+class GuardLimits:
+    """The guard's thresholds, as usage fractions."""
+
+    overload: float
+    band: float
+    free_share: float = FREE_CAPACITY_SHARE
+
+    @classmethod
+    def from_config(cls, cfg: LoadBalancerConfig) -> GuardLimits:
+        return cls(overload=cfg.overload_threshold_fraction, band=cfg.threshold_shedder_fraction)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardVerdict:
+    """One action's verdict; ``index`` is its position in the guarded sequence (plan order)."""
+
+    index: int
+    kind: Literal["split", "unload"]
+    bundle: str
+    source: str
+    destination: str | None
+    passed: bool
+    rules: tuple[Rule, ...] = ()
+    reason: str = ""
+    planned_destination: str | None = None
+    """Set when the guard re-placed the move: the destination the strategy chose (``destination`` is the
+    guard's); ``rules``/``reason`` then say why the planned one was refused."""
+
+    @property
+    def replaced(self) -> bool:
+        return self.planned_destination is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "index": self.index,
+            "kind": self.kind,
+            "bundle": self.bundle,
+            "source": self.source,
+            "destination": self.destination,
+            "rules": list(self.rules),
+            "reason": self.reason,
+        }
+        if self.planned_destination is not None:
+            out["plannedDestination"] = self.planned_destination
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GuardResult:
+    verdicts: tuple[GuardVerdict, ...]
+    cut: bool
+    limits: GuardLimits
+    max_before: float
+    average_before: float
+    max_after: float
+    """The busiest broker's predicted usage after the kept actions (after all of them when not ``cut``)."""
+
+    @property
+    def target(self) -> float:
+        return self.average_before + self.limits.band
+
+    @property
+    def failed(self) -> tuple[GuardVerdict, ...]:
+        return tuple(v for v in self.verdicts if not v.passed)
+
+    @property
+    def replaced(self) -> tuple[GuardVerdict, ...]:
+        """Moves kept on another destination than planned."""
+        return tuple(v for v in self.verdicts if v.replaced)
+
+    def destination_of(self, index: int) -> str | None:
+        """The destination action ``index`` keeps (the guard's when it re-placed the move)."""
+        for v in self.verdicts:
+            if v.index == index:
+                return v.destination
+        return None
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """Indices of the actions the plan keeps (all of them when not ``cut``)."""
+        return tuple(v.index for v in self.verdicts if v.passed or not self.cut)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan summary's ``guard`` section."""
+        return {
+            "mode": "cut" if self.cut else "warn",
+            "kept": len(self.kept),
+            "dropped": len(self.verdicts) - len(self.kept),
+            "failed": [v.to_json() for v in self.failed],
+            "replaced": [v.to_json() for v in self.replaced],
+            "maxUsageBefore": round(self.max_before, 6),
+            "maxUsageAfter": round(self.max_after, 6),
+            "averageUsageBefore": round(self.average_before, 6),
+            "targetBand": round(self.target, 6),
+            "overloadThreshold": self.limits.overload,
+            "bandMargin": self.limits.band,
+            "freeCapacityShare": self.limits.free_share,
+        }
+
+
+def guard_plan(
+    reports: Mapping[str, Mapping[str, Any]],
+    actions: Sequence[GuardAction],
+    weights: tuple[float, float, float, float, float],
+    limits: GuardLimits,
+    *,
+    extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
+    cut: bool = True,
+    replace: bool = True,
+) -> GuardResult:
+    """Check ``actions`` (plan order) against the load reports; see the module docstring for the rules.
+
+    ``replace``: try a move refused for where it lands on other destinations before cutting it (only
+    when ``cut``)."""
+    load = LoadState(reports, weights, extra_stats)
+    before = load.usages()
+    max_before = max(before.values(), default=0.0)
+    average = sum(before.values()) / len(before) if before else 0.0
+    target = average + limits.band
+    verdicts: dict[int, GuardVerdict] = {}
+    kept_moves: list[Move] = []
+    for i, a in enumerate(actions):
+        if isinstance(a, GuardSplit):
+            continue
+        failures = _check_move(load, a, before, max_before, average, target, limits)
+        passed = not failures
+        planned: str | None = None
+        if not passed and cut and replace and all(r in DESTINATION_RULES for r, _ in failures):
+            other = _replace(load, a, before, max_before, average, target, limits)
+            if other is not None:
+                planned, a, passed = a.destination, other, True
+        if passed or not cut:  # kept (in warn mode every move is, and later moves see it)
+            load.apply(a)  # changes nothing for a move that cannot be predicted
+            kept_moves.append(a)
+        verdicts[i] = GuardVerdict(
+            index=i,
+            kind="unload",
+            bundle=a.bundle,
+            source=a.source,
+            destination=a.destination,
+            passed=passed,
+            rules=tuple(r for r, _ in failures),
+            reason="; ".join(why for _, why in failures),
+            planned_destination=planned,
+        )
+    for i, a in enumerate(actions):
+        if not isinstance(a, GuardSplit):
+            continue
+        needed = a.standalone or any(m.bundle in a.children for m in kept_moves)
+        verdicts[i] = GuardVerdict(
+            index=i,
+            kind="split",
+            bundle=a.bundle,
+            source=a.broker,
+            destination=None,
+            passed=needed,
+            rules=() if needed else ("split-unneeded",),
+            reason=""
+            if needed
+            else "planned only so that its children could move, and the guard dropped every such move",
+        )
+    after = load.usages()
+    return GuardResult(
+        verdicts=tuple(verdicts[i] for i in sorted(verdicts)),
+        cut=cut,
+        limits=limits,
+        max_before=max_before,
+        average_before=average,
+        max_after=max(after.values(), default=0.0),
+    )
+
+
+def _replace(
+    load: LoadState,
+    m: Move,
+    before: Mapping[str, float],
+    max_before: float,
+    average: float,
+    target: float,
+    limits: GuardLimits,
+) -> Move | None:
+    """The move on the least-used other destination that passes every rule (None: none does)."""
+    usages = load.usages()
+    others = sorted((b for b in usages if b not in (m.source, m.destination)), key=lambda b: (usages[b], b))
+    for d in others[:REPLACE_CANDIDATES]:
+        trial = Move(bundle=m.bundle, source=m.source, destination=d)
+        if not _check_move(load, trial, before, max_before, average, target, limits):
+            return trial
+    return None
+
+
+def _check_move(
+    load: LoadState,
+    m: Move,
+    before: Mapping[str, float],
+    max_before: float,
+    average: float,
+    target: float,
+    limits: GuardLimits,
+) -> list[tuple[Rule, str]]:
+    """The rules ``m`` breaks when applied on top of ``load`` (the kept moves so far): (rule, why)."""
+    if m.source not in before or m.destination not in before:
+        missing = m.source if m.source not in before else m.destination
+        return [("prediction", f"{missing} sent no load report: the move's effect cannot be predicted")]
+    if load.bundle_stats(m) is None:
+        return [
+            (
+                "prediction",
+                f"{m.bundle} has no load sample in {m.source}'s report (and is not a child of a split of this "
+                "plan): the move's effect cannot be predicted, and a child of a split that is not in the plan "
+                "cannot move on its own",
+            )
+        ]
+    trial = load.copy()
+    trial.apply(m)
+    usages = trial.usages()
+    dst, dst_before, dst_after = m.destination, before[m.destination], usages[m.destination]
+    out: list[tuple[Rule, str]] = []
+    worst = max(usages, key=lambda b: usages[b])
+    if usages[worst] > max_before + TOLERANCE:
+        out.append(
+            (
+                "worst-broker",
+                f"the busiest broker would be {worst} at {usages[worst]:.1%}, above the busiest now ({max_before:.1%})",
+            )
+        )
+    if dst_after > limits.overload + TOLERANCE:
+        out.append(
+            (
+                "overload-threshold",
+                f"{dst} would end at {dst_after:.1%}, above Pulsar's overload threshold {limits.overload:.0%} "
+                "(loadBalancerBrokerOverloadedThresholdPercentage)",
+            )
+        )
+    if dst_after > target + TOLERANCE:
+        out.append(
+            (
+                "target-band",
+                f"{dst} would end at {dst_after:.1%}, above the target band {target:.1%} (the brokers' average "
+                f"{average:.1%} + loadBalancerBrokerThresholdShedderPercentage {limits.band:.0%})",
+            )
+        )
+    free = max(0.0, limits.overload - dst_before)
+    taken = dst_after - dst_before
+    if taken > limits.free_share * free + TOLERANCE:
+        out.append(
+            (
+                "free-capacity",
+                f"{dst} would take {100 * taken:.1f} points over this plan, more than {limits.free_share:.0%} of its "
+                f"free capacity ({100 * free:.1f} points from {dst_before:.1%} to the overload threshold): the margin "
+                "kept for an error in the load model",
+            )
+        )
+    return out
