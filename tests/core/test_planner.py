@@ -233,12 +233,14 @@ def test_state_of_the_planner_is_validated() -> None:
     assert "globalPlanner" not in StrategyState().to_json()
 
 
-def test_bundle_topics_is_only_for_the_planner() -> None:
+def test_bundle_topics_is_read_only_by_the_planner_and_validated_for_every_strategy() -> None:
     model = _model("one-hot-broker")
     cycle = _cycle(model)
-    with pytest.raises(ScenarioError) as err:
-        decide_scenario({"shedding": "ThresholdShedder", "cycles": [cycle]})
-    assert err.value.field == "cycles[0].bundleTopics"
+    # every strategy may be given the same information; ThresholdShedder decides the same with or without it
+    without = {k: v for k, v in cycle.items() if k != "bundleTopics"}
+    a = decide_scenario({"shedding": "ThresholdShedder", "cycles": [copy.deepcopy(cycle)]})["cycles"][0]
+    b = decide_scenario({"shedding": "ThresholdShedder", "cycles": [without]})["cycles"][0]
+    assert a["unloads"] == b["unloads"] and a["splits"] == b["splits"]
     cycle["bundleTopics"] = {next(iter(cycle["bundleTopics"])): {"persistent://t/n/x": {"msgRateIn": -1}}}
     with pytest.raises(ScenarioError):
         _decide(cycle)

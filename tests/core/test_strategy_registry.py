@@ -178,3 +178,24 @@ def test_the_quickstart_offers_the_selectable_shedders():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     choices = next(a.choices for a in sub.choices["demo"]._actions if a.dest == "strategy")
     assert list(choices) == list(SELECTABLE_SHEDDERS)
+
+
+def test_capabilities_are_declared_in_the_registry_and_drive_dispatch():
+    from pulsar_rebalance.core.strategies import STRATEGIES, capabilities, plans_splits
+    from pulsar_rebalance.pipeline.detect import MODULAR_SHEDDERS_WITH_PLACEMENT, PLANNERS
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    shedders = [s for s in STRATEGIES if s.kind == "shedding"]
+    assert [s.name for s in shedders if plans_splits(s.implementation)] == ["GlobalPlanner"]
+    assert PLANNERS == ("GlobalPlanner",)
+    assert capabilities("GlobalPlanner").reads_topic_rates
+    # each bound placement is what the run really uses, whatever the placement param says
+    for s in shedders:
+        bound = s.capabilities.bound_placement
+        eff = RunParams.from_json(
+            {"shedding_strategy": s.base_name, "placement_strategy": "LeastLongTermMessageRate"}
+        ).effective_placement
+        assert eff == (bound or "LeastLongTermMessageRate"), s.name
+    assert "AvgShedder" not in MODULAR_SHEDDERS_WITH_PLACEMENT and "ThresholdShedder" in MODULAR_SHEDDERS_WITH_PLACEMENT
+    with pytest.raises(KeyError, match="unknown shedding strategy"):
+        capabilities("NoSuchShedder")

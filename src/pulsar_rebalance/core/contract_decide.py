@@ -335,8 +335,9 @@ def _check_cycle_shape(cycle: Cycle, scenario: Scenario) -> None:
                 raise ScenarioError(
                     field_path(field_path(path, "topBundlesLoadData"), broker), "unknown broker (not in brokerLoadData)"
                 )
-    if cycle.bundle_topics is not None and not getattr(SHEDDERS[scenario.shedding], "plans_splits", False):
-        raise ScenarioError(field_path(path, "bundleTopics"), "only used by GlobalPlanner")
+    # bundleTopics is accepted for every strategy (a benchmark gives every strategy the same information);
+    # only those that declare reads_topic_rates in the registry read it (Pulsar's split boundaries are
+    # computed by whoever applies the split, with defaultNamespaceBundleSplitAlgorithm on the same rates)
     if cycle.available_brokers is not None and not scenario.extensible:
         raise ScenarioError(
             field_path(path, "availableBrokers"), "only used by TransferShedder (modular: available brokers = brokers)"

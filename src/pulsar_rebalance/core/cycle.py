@@ -51,6 +51,7 @@ from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top
 from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
 from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
 from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.strategies import plans_splits
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +360,7 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
 
     # Splits first (updateAll -> checkNamespaceBundleSplit runs when load reports arrive). A planner
     # (GlobalPlanner) plans its own splits together with its moves: Pulsar's split trigger is not run.
-    planner = getattr(shedder, "plans_splits", False)
+    planner = plans_splits(shedder)
     splits: list[SplitDecision] = []
     split_notes: list[str] = []
     if config.load_balancer_auto_bundle_split_enabled and not planner:

@@ -62,6 +62,21 @@ class PlacementStrategy(Protocol):
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a shedding strategy does itself, declared here and read by the cycle, the contract and the
+    pipeline (instead of comparing names)."""
+
+    plans_splits: bool = False
+    """Plans its own splits, with boundaries, together with its moves: Pulsar's split trigger is not run,
+    and it is called through ``plan(PlannerInput, config, state)``."""
+    reads_topic_rates: bool = False
+    """Reads the per-topic rates of its split candidates (the ``decide`` cycle's ``bundleTopics``)."""
+    bound_placement: str | None = None
+    """The placement that always picks its destinations, whatever the run's placement param: its own
+    (GlobalPlanner, AvgShedder) or its load manager's (TransferShedder)."""
+
+
+@dataclass(frozen=True)
 class StrategySpec:
     name: str
     kind: Kind
@@ -73,6 +88,8 @@ class StrategySpec:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     variant_of: str | None = None
     """An opt-in variant (never a default, not operator-selectable): the Pulsar strategy it varies."""
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities())
+    """What the strategy does beyond choosing bundles to unload (dispatch reads this, not names)."""
 
     @property
     def selectable(self) -> bool:
@@ -96,9 +113,12 @@ def _spec(
     module: str,
     attr: str,
     variant_of: str | None = None,
+    capabilities: Capabilities | None = None,
     **kwargs: Any,
 ) -> StrategySpec:
-    return StrategySpec(name, kind, lm, classes, module, attr, MappingProxyType(kwargs), variant_of)
+    return StrategySpec(
+        name, kind, lm, classes, module, attr, MappingProxyType(kwargs), variant_of, capabilities or Capabilities()
+    )
 
 
 STRATEGIES: tuple[StrategySpec, ...] = (
@@ -127,7 +147,15 @@ STRATEGIES: tuple[StrategySpec, ...] = (
         _SHEDDERS_PKG + "uniform_load_shedder",
         "UniformLoadShedder",
     ),
-    _spec("AvgShedder", "shedding", "modular", (_IMPL + "AvgShedder",), _SHEDDERS_PKG + "avg_shedder", "AvgShedder"),
+    _spec(
+        "AvgShedder",
+        "shedding",
+        "modular",
+        (_IMPL + "AvgShedder",),
+        _SHEDDERS_PKG + "avg_shedder",
+        "AvgShedder",
+        capabilities=Capabilities(bound_placement="AvgShedder"),  # Pulsar pairs it only with its own placement
+    ),
     # ---- shedding, extensible load manager. Pulsar's ExtensibleLoadManagerImpl always uses it (it is
     # not read from loadBalancerLoadSheddingStrategy); the config key accepts it so one key selects the
     # shedder for both load managers.
@@ -138,6 +166,7 @@ STRATEGIES: tuple[StrategySpec, ...] = (
         (_EXT_SCHEDULER + "TransferShedder",),
         _SHEDDERS_PKG + "transfer_shedder",
         "TransferShedder",
+        capabilities=Capabilities(bound_placement="LeastResourceUsageWithWeight"),  # the extensible LM's placement
     ),
     # ---- opt-in shedding variants (see each module) ---------------------------------------------------
     _spec(
@@ -171,7 +200,15 @@ STRATEGIES: tuple[StrategySpec, ...] = (
         skip_zero_traffic=True,
     ),
     # ---- not a Pulsar class: the whole-cluster planner (core/planner); it plans its own splits -------
-    _spec("GlobalPlanner", "shedding", "modular", None, "pulsar_rebalance.core.planner", "GlobalPlanner"),
+    _spec(
+        "GlobalPlanner",
+        "shedding",
+        "modular",
+        None,
+        "pulsar_rebalance.core.planner",
+        "GlobalPlanner",
+        capabilities=Capabilities(plans_splits=True, reads_topic_rates=True, bound_placement="GlobalPlanner"),
+    ),
     # ---- placement -------------------------------------------------------------------------------------
     _spec(
         "LeastLongTermMessageRate",
@@ -230,6 +267,20 @@ AvgShedder since PR #26609, in core.config)."""
 
 DEFAULT_PLACEMENT = "AvgShedder"
 """The pipeline's default placement (Pulsar's ``loadBalancerLoadPlacementStrategy`` since PR #26609)."""
+
+
+def capabilities(shedding: str) -> Capabilities:
+    """The declared capabilities of the shedding strategy ``shedding`` (a variant has its base's)."""
+    for s in STRATEGIES:
+        if s.kind == "shedding" and s.name == shedding:
+            return s.capabilities
+    raise KeyError(f"unknown shedding strategy {shedding!r}")
+
+
+def plans_splits(shedder: Any) -> bool:
+    """Whether a shedder implementation plans its own splits (by its registry entry, found by its name)."""
+    name = getattr(shedder, "name", None)
+    return any(s.kind == "shedding" and s.name == name and s.capabilities.plans_splits for s in STRATEGIES)
 
 
 def specs(
@@ -293,12 +344,15 @@ _check_unique()
 __all__ = [
     "DEFAULT_PLACEMENT",
     "DEFAULT_SHEDDER",
+    "Capabilities",
     "STRATEGIES",
     "PlacementStrategy",
     "SheddingStrategy",
     "StrategySpec",
     "implementations",
+    "capabilities",
     "names",
+    "plans_splits",
     "pulsar_classes",
     "selectable_shedders",
     "specs",

@@ -16,13 +16,11 @@ from pulsar_rebalance.pipeline.params import RunParams
 MODULAR_SHEDDERS_WITH_PLACEMENT = tuple(
     s.name
     for s in specs("shedding", "modular", selectable=True)
-    if s.pulsar_classes
-    and not getattr(s.implementation, "plans_splits", False)
-    and s.name not in {p.name for p in specs("placement")}
+    if s.pulsar_classes and s.capabilities.bound_placement is None
 )
 """Pulsar's modular shedders that take the run's placement strategy (not AvgShedder, which is its own
 placement, nor the planner, which places its own moves)."""
-PLANNERS = tuple(s.name for s in specs("shedding") if getattr(s.implementation, "plans_splits", False))
+PLANNERS = tuple(s.name for s in specs("shedding") if s.capabilities.reads_topic_rates)
 """Strategies that plan splits themselves and read the topics of their split candidates."""
 
 

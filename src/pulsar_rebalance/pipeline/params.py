@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.strategies import DEFAULT_PLACEMENT, DEFAULT_SHEDDER, names, selectable_shedders
+from pulsar_rebalance.core.strategies import (
+    DEFAULT_PLACEMENT,
+    DEFAULT_SHEDDER,
+    capabilities,
+    names,
+    selectable_shedders,
+)
 from pulsar_rebalance.errors import ConfigError
 
 SHEDDERS = selectable_shedders()  # GlobalPlanner + Pulsar's five shedders (core.strategies is the one registry)
@@ -117,12 +123,9 @@ class RunParams:
     @property
     def effective_placement(self) -> str:
         """The placement that actually picks destinations with this shedder (what decide() uses)."""
-        if self.shedding_strategy == "GlobalPlanner":
-            return "GlobalPlanner"  # places its own moves, in the plan
-        if self.shedding_strategy == "AvgShedder":
-            return "AvgShedder"
-        if self.shedding_strategy == "TransferShedder":
-            return "LeastResourceUsageWithWeight"  # the extensible load manager's placement
+        bound = capabilities(self.shedding_strategy).bound_placement  # core.strategies declares it
+        if bound is not None:
+            return bound  # the planner's own, AvgShedder's own, or the extensible load manager's
         if self.placement_strategy == "AvgShedder":  # pairs only with the AvgShedder shedder
             return "LeastLongTermMessageRate"
         return self.placement_strategy
