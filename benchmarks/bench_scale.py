@@ -354,9 +354,9 @@ def clone_database(pg, template: str, name: str) -> str:
     return pg.url_for(name)
 
 
-RUN_PARAMS = {"shedding_strategy": "ThresholdShedder", "config": {"loadBalancerNamespaceMaximumBundles": 4096}}
-"""The run's DAG params: ThresholdShedder (it sheds on the first run, so placement runs over every broker), and
-namespaces allowed to grow past their 500 bundles, so the hottest bundles are split (plan_split reads their topics)."""
+RUN_PARAMS: dict[str, Any] = {"config": {"loadBalancerNamespaceMaximumBundles": 4096}}
+"""The run's DAG params: the DAG's defaults (its default shedding strategy unless ``--shedding``), and namespaces
+allowed to grow past their 500 bundles, so the hottest bundles can be split (plan_split reads their topics)."""
 
 
 def set_run_params(url: str, run_id: str, doc: dict[str, Any]) -> None:
@@ -417,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", default="2,1", help="comma-separated local[N] core counts")
     ap.add_argument("--driver-memory", default="1g")
     ap.add_argument(
+        "--shedding",
+        help="the run's shedding_strategy (default: the DAG's default, core.strategies.DEFAULT_SHEDDER)",
+    )
+    ap.add_argument(
         "--no-write", action="store_true", help=f"do not write {JSON.relative_to(ROOT)} and {DOC.relative_to(ROOT)}"
     )
     ap.add_argument(
@@ -426,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    from pulsar_rebalance.core.strategies import DEFAULT_SHEDDER
+
+    RUN_PARAMS["shedding_strategy"] = args.shedding or DEFAULT_SHEDDER
     if args.baseline_worker:
         a = json.loads(args.baseline_worker)
         print(

@@ -118,3 +118,15 @@ def test_topics_of_the_bundles_to_split_are_those_the_range_lookup_maps_there(sp
     assert len(got) == len(set(got)) and set(got) == expected
     assert {b for _, b in got} == {"0x00000000_0x00400000", "0xc0000000_0xffffffff", "0x40000000_0x80000000"}
     assert T.topics_in_bundles(df, [], boundaries).count() == 0
+
+
+def test_topics_of_thousands_of_bundles_in_one_pass_each_range_once(spark):
+    # 2,048 ranges asked for at once (the planner asks for 3 per broker: 3,000 at 1,000 brokers), one listed twice
+    bounds = [i * (0xFFFFFFFF // 2048) for i in range(2048)] + [0xFFFFFFFF]
+    topics = [f"persistent://t/big/topic-{i}" for i in range(20000)]
+    df = spark.createDataFrame(_topic_rows(topics, "t/big"), T.TOPICS_SCHEMA)
+    boundaries = {"t/big": bounds}
+    wanted = [f"t/big/0x{a:08x}_0x{b:08x}" for a, b in zip(bounds, bounds[1:])]
+    got = [(r.topic, r.bundle) for r in T.topics_in_bundles(df, [*wanted, wanted[7]], boundaries).collect()]
+    expected = {(r.topic, r.bundle) for r in T.with_live_bundle(df, boundaries).collect()}
+    assert len(got) == len(set(got)) == len(topics) and set(got) == expected
