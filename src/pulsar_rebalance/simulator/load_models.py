@@ -8,17 +8,24 @@ start is balanced under it, and the metrics (true usage, ideal, floor) are compu
 Registered by name (:data:`LOAD_MODELS`, :func:`get_load_model`):
 
 ======================== =====================================================================
-linear                   ``cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB`` (in+out): the default
+linear                   ``cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB`` (in+out): the default.
+                         On the scenarios' traffic (1 Gbit/s NICs, ~1.5 KB messages, fan-out ~1.5)
+                         NIC out is the binding resource (CPU at ~0.6x of it)
 in-out-fanout            a dispatched message (out) costs 3x a published one (in), plus bytes;
                          per-message costs scaled so that a typical broker (fan-out 1.6) costs as
-                         under ``linear``
+                         under ``linear``; NICs at 10 Gbit/s so that CPU binds
 convex-cpu               queueing-like: the reported CPU is ``u * (1 + k*(u/limit)^2)`` of the
                          linear ``u`` (k = 1): 25 % more at half load, twice the linear at 100 %
-                         (above 100 % when overloaded, like a real report)
-nic-bound                every NIC at 0.4x (400 Mbit/s for a 1 Gbit/s broker): bandwidth binds
+                         (above 100 % when overloaded, like a real report; the curve's input is
+                         capped at 3x the limit); NICs at 10 Gbit/s so that CPU binds
+nic-bound                every NIC at 0.4x (400 Mbit/s for a 1 Gbit/s broker): bandwidth binds by
+                         far, CPU is a small share (~0.25x of the NIC)
 heterogeneous-capacity   each broker's cores and NIC scaled by 0.5, 1 or 2 (4/8/16 cores for a
                          standard broker), chosen from the seed and the broker's id
 ======================== =====================================================================
+
+A model's NIC factor applies to every broker (and to the standard broker scenarios measure against);
+without the 10 Gbit/s NICs a CPU-side model would change nothing on these scenarios (NIC out binds).
 
 Every model is deterministic; noise is the cluster model's (CPU noise, rate noise), not the load model's.
 """
@@ -71,6 +78,10 @@ class LoadModel:
 
     name = "linear"
     description = "cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB (in+out), NIC = bytes/s"
+    NIC_FACTOR = 1.0
+    """Every broker's NIC (and the reference broker's) times this."""
+    affine = True
+    """Usage is affine in the traffic (no curve)."""
 
     def cpu(self, load: Load, base: float = CPU_BASE_PCT) -> float:
         """CPU % before the reporting curve (``base`` = the idle broker's part; 0 for a bundle's share)."""
@@ -85,12 +96,17 @@ class LoadModel:
 
     def configure(self, broker: Broker, seed: int) -> None:
         """Set a broker's limits as this model sees them (at construction and when a broker joins)."""
+        if self.NIC_FACTOR != 1.0:
+            broker.nic_mbps *= self.NIC_FACTOR
 
     def reference(self) -> Broker:
-        """The standard broker scenarios measure a bundle's load against (8 cores, 1 Gbit/s)."""
+        """The standard broker scenarios measure a bundle's load against (8 cores, 1 Gbit/s x NIC_FACTOR)."""
         from pulsar_rebalance.simulator.dynamics import Broker
 
-        return Broker("ref")
+        ref = Broker("ref")
+        if self.NIC_FACTOR != 1.0:
+            ref.nic_mbps *= self.NIC_FACTOR
+        return ref
 
     def usage(self, broker: Broker, load: Load) -> dict[str, dict[str, float]]:
         """What ``broker`` reports carrying ``load`` (noise-free): cpu, bandwidthIn, bandwidthOut."""
@@ -109,7 +125,8 @@ class LoadModel:
 
 class InOutFanoutModel(LoadModel):
     name = "in-out-fanout"
-    description = "a dispatched message costs 3x a published one, plus bytes"
+    description = "a dispatched message costs 3x a published one, plus bytes; 10 Gbit/s NICs (CPU binds)"
+    NIC_FACTOR = 10.0
     OUT_OVER_IN = 3.0
     PER_IN = CPU_PCT_PER_MSG * (1 + TYPICAL_FANOUT) / (1 + OUT_OVER_IN * TYPICAL_FANOUT)
     PER_OUT = OUT_OVER_IN * PER_IN
@@ -125,7 +142,9 @@ class InOutFanoutModel(LoadModel):
 
 class ConvexCpuModel(LoadModel):
     name = "convex-cpu"
-    description = "reported cpu = u * (1 + (u/limit)^2): queueing-like near saturation"
+    description = "reported cpu = u * (1 + (u/limit)^2): queueing-like near saturation; 10 Gbit/s NICs (CPU binds)"
+    NIC_FACTOR = 10.0
+    affine = False
     K = 1.0
     CAP = 3.0
     """The curve's input is capped at 3x the limit, so reports stay finite (at most 30x the limit)."""
@@ -140,16 +159,8 @@ class ConvexCpuModel(LoadModel):
 
 class NicBoundModel(LoadModel):
     name = "nic-bound"
-    description = "NICs at 0.4x: bandwidth is the binding resource"
+    description = "NICs at 0.4x: bandwidth is the binding resource by far"
     NIC_FACTOR = 0.4
-
-    def configure(self, broker: Broker, seed: int) -> None:
-        broker.nic_mbps *= self.NIC_FACTOR
-
-    def reference(self) -> Broker:
-        ref = super().reference()
-        self.configure(ref, 0)
-        return ref
 
 
 class HeterogeneousCapacityModel(LoadModel):
@@ -158,6 +169,7 @@ class HeterogeneousCapacityModel(LoadModel):
     FACTORS = (0.5, 1.0, 2.0)
 
     def configure(self, broker: Broker, seed: int) -> None:
+        super().configure(broker, seed)
         f = random.Random(f"{seed}:{broker.broker_id}").choice(self.FACTORS)
         broker.cores *= f
         broker.nic_mbps *= f
