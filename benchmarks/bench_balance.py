@@ -399,7 +399,7 @@ def done_when(scenario: str, by: dict[str, list[dict[str, Any]]]) -> list[dict[s
         add("jitter", CRITERIA[3][1], None, "n/a")
     closest = closest_pulsar(by)
     if closest is None:
-        add("moves", CRITERIA[4][1], None, "no Pulsar strategy run")
+        add("moves", CRITERIA[4][1], None, "no Pulsar strategy: not run")
     else:
         pf, cf = _mean(p, "final_max"), _mean(by[closest], "final_max")
         pm, cm = _mean(p, "moves"), _mean(by[closest], "moves")

@@ -92,6 +92,8 @@ class LoopResult:
     cadence: str = "minute"
     sim_minutes: int = 0
     skipped: int = 0
+    applied_ms: list[int] = field(default_factory=list)
+    """When each decision was applied (model time): the decision's time plus the approval delay at the dag cadence."""
     max_usage: list[float] = field(default_factory=list)
     min_usage: list[float] = field(default_factory=list)
     ideal: list[float] = field(default_factory=list)
@@ -227,7 +229,8 @@ def run_closed_loop(
             delay = approval_delay_min // cycle_min
             if delay:
                 model.advance(delay)
-            res = _execute(model, cyc, reported, drift_tolerance, max_unloads_per_run, result)
+            res = execute_plan(model, cyc, reported, drift_tolerance, max_unloads_per_run, result)
+        result.applied_ms.append(model.now_ms)
         result.rejected.extend(res.rejected)
         result.moves_per_cycle.append(res.unloads)
         result.splits += res.splits
@@ -242,7 +245,7 @@ def run_closed_loop(
     return result
 
 
-def _execute(
+def execute_plan(
     model: ClusterModel,
     cyc: Mapping[str, Any],
     planned: Mapping[str, Mapping[str, Any]],
@@ -251,7 +254,8 @@ def _execute(
     result: LoopResult,
 ) -> StepResult:
     """Apply a plan decided some minutes ago as the DAG's executor does (``pipeline/execute.py``):
-    splits, then unloads, each checked against the cluster as it is now."""
+    splits, then unloads, each checked against the cluster as it is now. ``planned``: the reported bundle
+    stats the plan was decided on (for the drift check); skipped actions are counted in ``result.skipped``."""
     live = set(model.live_brokers())
     splits = []
     for s in cyc.get("splits", []):
@@ -289,4 +293,4 @@ def _execute(
     return total
 
 
-__all__ = ["CADENCES", "NO_ACTION", "STRATEGIES", "LoopResult", "run_closed_loop"]
+__all__ = ["CADENCES", "NO_ACTION", "STRATEGIES", "LoopResult", "execute_plan", "run_closed_loop"]
