@@ -167,7 +167,8 @@ def run_closed_loop(
     spec = STRATEGIES[strategy]
     shedding = spec["shedding"]
     model = run.model
-    model.config = LoadBalancerConfig.from_mapping(spec.get("config") or {})
+    if "config" in spec:  # the model (the brokers) runs with the strategy's config: its split algorithm, ...
+        model.config = LoadBalancerConfig.from_mapping(spec["config"])
     cycle_min = model.interval_ms // 60_000 or 1
     result = LoopResult(
         run.scenario if hasattr(run, "scenario") else run.name,
