@@ -350,3 +350,20 @@ def test_the_verdict_flags_each_broken_criterion() -> None:
     assert any(line.startswith("worst case: b / linear / minute") for line in lines)
     assert any(line.startswith("best case:  a / linear / minute") for line in lines)
     assert sum(line.startswith("FAIL") for line in lines) == 2
+
+
+def test_quick_mode_prints_one_line_per_run_and_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _bench()
+    argv = ["--quick", "--scenarios", "steady-with-noise", "--models", "nic-bound", "--cadences", "dag"]
+    assert bench.main([*argv, "--strategies", "GlobalPlanner", "no-action", "--rate-noise", "0.02"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [line for line in out if line.startswith("steady-with-noise")]
+    assert [r.split()[3] for r in rows] == ["GlobalPlanner", "no-action"]
+    assert all(r.split()[1:3] == ["nic-bound", "dag"] for r in rows)
+    verdicts = [line for line in out if line.startswith(("PASS", "FAIL"))]
+    assert len(verdicts) == 1 and "steady-with-noise / nic-bound / dag" in verdicts[0]
+    assert any(line.startswith("worst case:") for line in out)
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--models", "quadratic"])
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--noise", "0.5"])
