@@ -263,7 +263,7 @@ class ClusterModel:
                     tin += t.rate_in * t.msg_size
                     tout += t.rate_out * t.msg_size
                     prod += t.producers
-                    cons += t.clients - t.producers
+                    cons += max(1, int(round(t.fanout + t.toggle_fanout)))  # t.clients - t.producers, inlined
                 out[bundle_full_name(ns, r.name)] = {
                     "msgRateIn": rin,
                     "msgRateOut": rout,
