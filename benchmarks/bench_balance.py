@@ -139,16 +139,18 @@ def plot(title: str, panels: dict[str, tuple[dict[str, list[float]], list[float]
     plt.close(fig)
 
 
-Task = tuple[str, str, str, str, int, "float | None", float, int]
+Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", "int | None"]
 
 
 def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float], float]:
     """One closed-loop run (a process pool's unit of work): summary, worst-broker and ideal series, seconds."""
-    scenario, model, cadence, strategy, seed, noise, rate_noise, delay = task
+    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
     run = build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise)
-    r = run_closed_loop(run, strategy, cadence=cadence, approval_delay_min=delay)
+    r = run_closed_loop(
+        run, strategy, cadence=cadence, approval_delay_min=delay, drift_tolerance=drift, max_unloads_per_run=per_run
+    )
     summary = r.summary()
     summary["noise"] = run.model.noise
     summary["rate_noise"] = run.model.rate_noise
@@ -171,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-noise", type=float, default=0.0, help="noise on reported bundle/topic rates, 0-0.1")
     parser.add_argument(
         "--approval-delay-min", type=int, default=15, help="dag cadence: minutes from decision to apply"
+    )
+    parser.add_argument(
+        "--drift-tolerance", type=float, default=0.5, help="dag cadence: the executor's drift_tolerance (<0: no check)"
+    )
+    parser.add_argument(
+        "--max-unloads-per-run", type=int, default=None, help="dag cadence: the executor's cap (default: none)"
     )
     parser.add_argument(
         "--jobs", type=int, default=1, help=f"worker processes (this machine has {os.cpu_count() or 1} cores)"
@@ -200,7 +208,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
 
     tasks: list[Task] = [
-        (sc, model, cadence, strategy, seed, args.noise, args.rate_noise, args.approval_delay_min)
+        (
+            sc,
+            model,
+            cadence,
+            strategy,
+            seed,
+            args.noise,
+            args.rate_noise,
+            args.approval_delay_min,
+            None if args.drift_tolerance < 0 else args.drift_tolerance,
+            args.max_unloads_per_run,
+        )
         for sc in scenarios
         for model in args.models
         for cadence in args.cadences
@@ -284,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         "noise": args.noise,
         "rate_noise": args.rate_noise,
         "approval_delay_min": args.approval_delay_min,
+        "drift_tolerance": args.drift_tolerance,
+        "max_unloads_per_run": args.max_unloads_per_run,
         "elapsed_s": round(elapsed),
         "results": results,
     }
@@ -534,14 +555,15 @@ def render_report_v2(doc: dict[str, Any]) -> str:
     noise = "each scenario's own (2-3 %)" if doc.get("noise") is None else f"{doc['noise']:.0%}"
     lines = [
         f"Seeds {doc['seeds']}; large-zipf seeds {doc['large_seeds']}; CPU noise {noise}, rate noise "
-        f"{doc.get('rate_noise', 0.0):.0%}; dag cadence: approval delay {doc['approval_delay_min']} min; "
+        f"{doc.get('rate_noise', 0.0):.0%}; dag cadence: approval delay {doc['approval_delay_min']} min, "
+        f"drift_tolerance {doc.get('drift_tolerance', 0.5)}, max_unloads_per_run {doc.get('max_unloads_per_run')}; "
         f"{doc['elapsed_s']:.0f} s in all (the results do not depend on the machine's load, only the time does).",
         "",
         "Each strategy runs in a closed loop on the deterministic cluster model under each load model",
         "(`simulator/load_models.py`: " + ", ".join(f"*{m}*" for m in LOAD_MODELS) + ") and at two cadences:",
         "*minute* (decide every simulated minute, apply at once: Pulsar's shedding interval) and *dag* (decide every",
         "simulated hour as the DAG's schedule does, apply after the approval delay with the executor's checks:",
-        "ownership, live destination, `drift_tolerance` 0.5). *no-action* decides nothing: the baseline.",
+        "ownership, live destination, `drift_tolerance`). *no-action* decides nothing: the baseline.",
         "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
         "NIC out as usage/limit); *ideal* is every broker carrying the same share (through the load model's curve).",
         "*final max* is the worst broker's highest usage over the last 5 decisions, *worst max* over the run after the",
