@@ -130,11 +130,9 @@ def plot(title: str, panels: dict[str, tuple[dict[str, list[float]], list[float]
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.supxlabel(xlabel, fontsize=8)
-    fig.supylabel("worst broker usage (capacity-normalised)", fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(f"{title}; y: worst broker usage (capacity-normalised), x: {xlabel}", fontsize=9)
     fig.legend(list(handles.values()), list(handles), fontsize=7, ncol=min(6, len(handles)), loc="lower center")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(handles) + 5) // 6), 1, 1))  # room for the legend's rows
     fig.savefig(out)
     plt.close(fig)
 
