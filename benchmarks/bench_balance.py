@@ -456,10 +456,28 @@ def cases(results: Results2) -> list[dict[str, Any]]:
             for sc, by in by_sc.items():
                 if PLANNER in by and NO_ACTION in by:
                     pf, nf = _mean(by[PLANNER], "final_max"), _mean(by[NO_ACTION], "final_max")
+                    pw, nw = _mean(by[PLANNER], "worst_max"), _mean(by[NO_ACTION], "worst_max")
                     out.append(
-                        {"model": m, "cadence": c, "scenario": sc, "planner": pf, "no_action": nf, "delta": pf - nf}
+                        {
+                            "model": m,
+                            "cadence": c,
+                            "scenario": sc,
+                            "planner": pf,
+                            "no_action": nf,
+                            "delta": pf - nf,
+                            "planner_worst": pw,
+                            "no_action_worst": nw,
+                            "delta_worst": pw - nw,
+                        }
                     )
     return out
+
+
+def _transient_text(k: dict[str, Any]) -> str:
+    return (
+        f"{k['scenario']} / {k['model']} / {k['cadence']}: worst max planner {k['planner_worst']:.3f} vs no-action "
+        f"{k['no_action_worst']:.3f} ({k['delta_worst']:+.3f})"
+    )
 
 
 def _case_text(k: dict[str, Any]) -> str:
@@ -508,6 +526,7 @@ def verdict_lines(results: Results2) -> list[str]:
         best = min(ks, key=lambda k: k["delta"])
         lines.append(f"worst case: {_case_text(worst)}")
         lines.append(f"best case:  {_case_text(best)}")
+        lines.append(f"worst transient: {_transient_text(max(ks, key=lambda k: k['delta_worst']))}")
     return lines
 
 
@@ -520,7 +539,8 @@ def headline_v2(doc: dict[str, Any]) -> str:
         best = min(ks, key=lambda k: k["delta"])
         lines += [
             f"**Worst case** for the planner: {_case_text(worst)}. **Best case**: {_case_text(best)} "
-            "(final max, means over seeds; scenario / load model / cadence).",
+            "(final max, means over seeds; scenario / load model / cadence). **Worst transient**: "
+            f"{_transient_text(max(ks, key=lambda k: k['delta_worst']))}.",
             "",
         ]
     lines += [

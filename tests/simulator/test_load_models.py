@@ -349,6 +349,7 @@ def test_the_verdict_flags_each_broken_criterion() -> None:
     lines = bench.verdict_lines(results)
     assert any(line.startswith("worst case: b / linear / minute") for line in lines)
     assert any(line.startswith("best case:  a / linear / minute") for line in lines)
+    assert any(line.startswith("worst transient: b / linear / minute") for line in lines)
     assert sum(line.startswith("FAIL") for line in lines) == 2
 
 
@@ -367,3 +368,28 @@ def test_quick_mode_prints_one_line_per_run_and_the_verdicts(capsys: pytest.Capt
         bench.main(["--quick", "--models", "quadratic"])
     with pytest.raises(SystemExit):
         bench.main(["--quick", "--noise", "0.5"])
+
+
+def test_the_report_and_headline_render_a_format_2_document() -> None:
+    bench = _bench()
+    good = {
+        "GlobalPlanner": [_row(1, 0.55, moves=2)],
+        "no-action": [_row(1, 0.70)],
+        "ThresholdShedder": [_row(1, 0.6, moves=2)],
+    }
+    doc = {
+        "format": 2,
+        "meta": {},
+        "seeds": [1],
+        "large_seeds": [1],
+        "noise": None,
+        "rate_noise": 0.0,
+        "approval_delay_min": 15,
+        "elapsed_s": 1,
+        "results": {"nic-bound": {"dag": {"one-hot-broker": good, "steady-with-noise": good}}},
+    }
+    head = bench.BLOCKS["balance-headline"](doc)
+    assert "**Worst case**" in head and "**Best case**" in head and "| nic-bound | dag | 1 of 2 |" in head
+    report = bench.BLOCKS["balance-report"](doc)
+    assert "## nic-bound, dag cadence" in report and "balance/nic-bound-dag.png" in report
+    assert "* steady-with-noise: steady: seed 1: 2 moves" in report
