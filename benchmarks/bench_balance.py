@@ -1,27 +1,36 @@
-"""Closed-loop balance benchmark: every Pulsar shedding strategy and the GlobalPlanner on named scenarios.
+"""Closed-loop balance benchmark: every Pulsar shedding strategy, the GlobalPlanner and doing nothing, on named
+scenarios, across load models and at two cadences.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_balance.py            # all scenarios, writes docs/benchmarks/balance.md + .json + PNGs
-                                                            # and the headline table in README.md
-    .venv/bin/python benchmarks/bench_balance.py --scenarios scale-up one-hot-broker --seeds 1 --no-write
+    .venv/bin/python benchmarks/bench_balance.py --jobs 2   # everything: writes docs/benchmarks/balance.md + .json,
+                                                            # PNGs and the headline table in README.md
+    # quick mode (a developer tuning the planner; one seed, no files written, a verdict table at the end):
+    .venv/bin/python benchmarks/bench_balance.py --quick --scenarios steady-with-noise heterogeneous \
+        --models convex-cpu --cadences minute --strategies GlobalPlanner no-action ThresholdShedder
 
-For each scenario and seed, each strategy runs in a closed loop on the deterministic cluster model
-(``pulsar_rebalance.simulator.dynamics``, scenarios in ``simulator/scenarios.py``): every cycle
-(1 simulated minute) the model's load reports go through the decision core's ``decide`` contract
-with ``assignDestinations`` (as the DAG runs it), the decided splits and unloads are applied, and the
-clock moves on. Metrics are defined in ``simulator/closed_loop.py``. Pulsar's strategies run with
-Pulsar's defaults (ThresholdShedder also with ``lowerBoundarySheddingEnabled``); the planner with its
-defaults. Not a timed test: results are committed under ``docs/benchmarks/``.
+For each scenario, load model (``simulator/load_models.py``), cadence and seed, each strategy runs in a
+closed loop on the deterministic cluster model (``simulator/dynamics.py``, scenarios in
+``simulator/scenarios.py``, the loop in ``simulator/closed_loop.py``): at the ``minute`` cadence one
+decision per simulated minute applied at once; at the ``dag`` cadence one decision per simulated hour
+(the DAG's schedule) applied after the approval delay with the executor's checks. ``no-action`` is the
+baseline. Metrics are defined in ``simulator/closed_loop.py``. Pulsar's strategies run with Pulsar's
+defaults (ThresholdShedder also with ``lowerBoundarySheddingEnabled``; ThresholdShedder and
+UniformLoadShedder also with ``defaultNamespaceBundleSplitAlgorithm: flow_or_qps_equally_divide``); the
+planner with its defaults. The planner's "Done when" criteria (:func:`done_when`) are checked per
+scenario x load model x cadence. Not a timed test: results are committed under ``docs/benchmarks/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import statistics
 import sys
 import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +39,24 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
 
-from pulsar_rebalance.simulator.closed_loop import STRATEGIES, run_closed_loop  # noqa: E402
+from pulsar_rebalance.simulator.closed_loop import CADENCES, NO_ACTION, STRATEGIES, run_closed_loop  # noqa: E402
+from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
 PLANNER = "GlobalPlanner"
-PULSAR = [s for s in STRATEGIES if s != PLANNER]
+PULSAR = [s for s in STRATEGIES if s not in (PLANNER, NO_ACTION)]
 LARGE = {"large-zipf"}
+QUICK_STRATEGIES = [PLANNER, NO_ACTION, "ThresholdShedder"]
+FORMAT = 2
+"""balance.json's format: 1 (no ``format`` key) = one load model, minute cadence; 2 = models x cadences."""
+
+# the planner's "Done when" criteria (per scenario x load model x cadence)
+TIE = 0.005
+"""final max may exceed no-action's by this much (ties within half a point)."""
+HOT = 0.85
+STEADY_NOISE_MAX = 0.05
+JITTER_MOVES_PER_DAY = 2.0
+MOVES_FACTOR = 1.5
 
 
 def _mean(rows: list[dict[str, Any]], key: str) -> float:
@@ -79,92 +100,551 @@ def verdict(by_strategy: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
-def plot(name: str, series: dict[str, list[float]], ideal: list[float], out: Path) -> None:
+def plot(title: str, panels: dict[str, tuple[dict[str, list[float]], list[float]]], out: Path, xlabel: str) -> None:
+    """One figure: a panel per scenario (worst broker usage per strategy, first seed; the ideal dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.2), dpi=100)
-    for strategy, ys in series.items():
-        ax.plot(
-            range(len(ys)),
-            ys,
-            label=strategy,
-            linewidth=2.4 if strategy == PLANNER else 1.2,
-            color="black" if strategy == PLANNER else None,
-        )
-    ax.plot(range(len(ideal)), ideal, "--", color="grey", label="ideal (load / capacity)")
-    ax.set_xlabel("cycle (minutes)")
-    ax.set_ylabel("worst broker usage (capacity-normalised)")
-    ax.set_title(name)
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+    n = len(panels)
+    cols = min(5, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows + 0.8), dpi=90, squeeze=False)
+    handles: dict[str, Any] = {}
+    for ax, (scenario, (series, ideal)) in zip(axes.flat, panels.items()):
+        for strategy, ys in series.items():
+            (line,) = ax.plot(
+                range(len(ys)),
+                ys,
+                label=strategy,
+                linewidth=2.2 if strategy == PLANNER else 1.0,
+                color="black" if strategy == PLANNER else None,
+                linestyle=":" if strategy == NO_ACTION else "-",
+            )
+            handles.setdefault(strategy, line)
+        (line,) = ax.plot(range(len(ideal)), ideal, "--", color="grey", label="ideal (load / capacity)")
+        handles.setdefault("ideal (load / capacity)", line)
+        ax.set_title(scenario, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(f"{title}; y: worst broker usage (capacity-normalised), x: {xlabel}", fontsize=9)
+    fig.legend(list(handles.values()), list(handles), fontsize=7, ncol=min(6, len(handles)), loc="lower center")
+    fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(handles) + 5) // 6), 1, 1))  # room for the legend's rows
     fig.savefig(out)
     plt.close(fig)
 
 
+Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", "int | None"]
+
+
+def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float], float]:
+    """One closed-loop run (a process pool's unit of work): summary, worst-broker and ideal series, seconds."""
+    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run = task
+    logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
+    t0 = time.perf_counter()
+    run = build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise)
+    r = run_closed_loop(
+        run, strategy, cadence=cadence, approval_delay_min=delay, drift_tolerance=drift, max_unloads_per_run=per_run
+    )
+    summary = r.summary()
+    summary["noise"] = run.model.noise
+    summary["rate_noise"] = run.model.rate_noise
+    return task, summary, r.max_usage, r.ideal, time.perf_counter() - t0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
-    parser.add_argument("--seeds", nargs="*", type=int, default=[1, 2, 3])
-    parser.add_argument("--large-seeds", nargs="*", type=int, default=[1, 2, 3], help="seeds for large-zipf (slower)")
-    parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
+    parser.add_argument("--scenarios", nargs="*", default=None, help="default: all (quick mode: all but large-zipf)")
+    parser.add_argument("--models", nargs="*", default=list(LOAD_MODELS), help="load models (default: all)")
+    parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
+    parser.add_argument(
+        "--strategies", nargs="*", default=None, help="default: all (quick mode: " + " ".join(QUICK_STRATEGIES) + ")"
+    )
+    parser.add_argument("--seeds", nargs="*", type=int, default=None, help="default 1 2 3 (quick mode: 1)")
+    parser.add_argument(
+        "--large-seeds", nargs="*", type=int, default=[1], help="seeds for large-zipf (slower; default 1)"
+    )
+    parser.add_argument("--noise", type=float, default=None, help="CPU noise, 0-0.1 (default: each scenario's, 2-3 %%)")
+    parser.add_argument("--rate-noise", type=float, default=0.0, help="noise on reported bundle/topic rates, 0-0.1")
+    parser.add_argument(
+        "--approval-delay-min", type=int, default=15, help="dag cadence: minutes from decision to apply"
+    )
+    parser.add_argument(
+        "--drift-tolerance", type=float, default=0.5, help="dag cadence: the executor's drift_tolerance (<0: no check)"
+    )
+    parser.add_argument(
+        "--max-unloads-per-run", type=int, default=None, help="dag cadence: the executor's cap (default: none)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help=f"worker processes (this machine has {os.cpu_count() or 1} cores)"
+    )
+    parser.add_argument("--quick", action="store_true", help="one seed, small scenarios, 3 strategies, --no-write")
+    parser.add_argument("--verbose", action="store_true", help="one line per run (per seed) as it finishes")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.no_write = True
+    scenarios = args.scenarios or ([s for s in SCENARIOS if s not in LARGE] if args.quick else list(SCENARIOS))
+    strategies = args.strategies or (QUICK_STRATEGIES if args.quick else list(STRATEGIES))
+    seeds = args.seeds or ([1] if args.quick else [1, 2, 3])
+    for name, given, known in (
+        ("scenario", scenarios, SCENARIOS),
+        ("load model", args.models, LOAD_MODELS),
+        ("cadence", args.cadences, CADENCES),
+        ("strategy", strategies, STRATEGIES),
+    ):
+        unknown = [g for g in given if g not in known]
+        if unknown:
+            parser.error(f"unknown {name} {', '.join(unknown)}; known: {', '.join(known)}")
+    for flag, value in (("--noise", args.noise), ("--rate-noise", args.rate_noise)):
+        if value is not None and not 0.0 <= value <= 0.1:
+            parser.error(f"{flag} must be in [0, 0.1], got {value}")
     # Pulsar's split trigger logs every refused split (namespace at its bundle limit): not news here
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
 
-    out_dir = ROOT / "docs" / "benchmarks"
-    img_dir = out_dir / "balance"
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    tasks: list[Task] = [
+        (
+            sc,
+            model,
+            cadence,
+            strategy,
+            seed,
+            args.noise,
+            args.rate_noise,
+            args.approval_delay_min,
+            None if args.drift_tolerance < 0 else args.drift_tolerance,
+            args.max_unloads_per_run,
+        )
+        for sc in scenarios
+        for model in args.models
+        for cadence in args.cadences
+        for seed in (args.large_seeds if sc in LARGE else seeds)
+        for strategy in strategies
+    ]
+    tasks.sort(key=lambda t: t[0] not in LARGE)  # the long ones first: the pool ends together
+    results: dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]] = {}
+    series: dict[tuple[str, str, str], tuple[dict[str, list[float]], list[float]]] = {}
     load = figures.LoadSampler()
     load.__enter__()
     started = time.perf_counter()
-    for scenario in args.scenarios:
-        seeds = args.large_seeds if scenario in LARGE else args.seeds
-        results[scenario] = {s: [] for s in args.strategies}
-        series: dict[str, list[float]] = {}
-        ideal: list[float] = []
-        for seed in seeds:
-            for strategy in args.strategies:
-                t0 = time.perf_counter()
-                r = run_closed_loop(build(scenario, seed), strategy)
-                summary = r.summary()
-                results[scenario][strategy].append(summary)
-                if seed == seeds[0]:
-                    series[strategy] = r.max_usage
-                    ideal = r.ideal
-                print(
-                    f"{scenario:30s} seed {seed} {strategy:31s} final {summary['final_max']:.3f} worst {summary['worst_max']:.3f} "
-                    f"ideal {summary['ideal']:.3f} moves {summary['moves']:4d} splits {summary['splits']:3d} churn {summary['churn']:3d} "
-                    f"pp {summary['ping_pong']:3d} warn {summary['warnings']:3d} ({time.perf_counter() - t0:.1f} s)",
-                    flush=True,
-                )
-        if not args.no_write:
-            img_dir.mkdir(parents=True, exist_ok=True)
-            plot(f"{scenario} (seed {seeds[0]})", series, ideal, img_dir / f"{scenario}.png")
+    done: list[tuple[Task, dict[str, Any], list[float], list[float], float]] = []
+    if args.jobs > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            for item in pool.map(run_one, tasks):
+                done.append(item)
+                _progress(item, args.verbose)
+    else:
+        for task in tasks:
+            done.append(run_one(task))
+            _progress(done[-1], args.verbose)
     elapsed = time.perf_counter() - started
     load.__exit__(None, None, None)
+    if not args.verbose:
+        print(file=sys.stderr)
+    order = {t: i for i, t in enumerate(sorted(tasks, key=lambda t: (t[1], t[2], scenarios.index(t[0]), t[4])))}
+    for task, summary, max_usage, ideal, _ in sorted(done, key=lambda d: order[d[0]]):
+        sc, model, cadence, strategy, seed = task[:5]
+        results.setdefault(model, {}).setdefault(cadence, {}).setdefault(sc, {}).setdefault(strategy, []).append(
+            summary
+        )
+        first = args.large_seeds[0] if sc in LARGE else seeds[0]
+        if seed == first:
+            panel = series.setdefault((model, cadence, sc), ({}, ideal))
+            panel[0][strategy] = max_usage
+    results = ordered_v2(results)
+    print(
+        f"\n{len(tasks)} runs in {elapsed:.0f} s (means over seeds {seeds}"
+        + (f", large-zipf {args.large_seeds}" if any(s in LARGE for s in scenarios) else "")
+        + ")"
+    )
+    for line in summary_lines(results):
+        print(line)
+    print()
+    for line in verdict_lines(results):
+        print(line)
     if args.no_write:
         return 0
+    full = (
+        set(scenarios) == set(SCENARIOS)
+        and set(args.models) == set(LOAD_MODELS)
+        and set(args.cadences) == set(CADENCES)
+        and {PLANNER, NO_ACTION} <= set(strategies)
+    )
+    if not full:
+        print(
+            "partial run (not every scenario, load model and cadence, or no planner / no-action): nothing written; "
+            "the docs are written by a full run only",
+            file=sys.stderr,
+        )
+        return 0
+    out_dir = ROOT / "docs" / "benchmarks"
+    img_dir = out_dir / "balance"
+    img_dir.mkdir(parents=True, exist_ok=True)
+    for model in args.models:
+        for cadence in args.cadences:
+            panels = {sc: series[(model, cadence, sc)] for sc in scenarios if (model, cadence, sc) in series}
+            xlabel = "decision (1 per simulated minute)" if cadence == "minute" else "decision (1 per simulated hour)"
+            plot(
+                f"load model {model}, cadence {cadence} (first seed)",
+                panels,
+                img_dir / f"{model}-{cadence}.png",
+                xlabel,
+            )
     doc = {
+        "format": FORMAT,
         "meta": figures.meta(load),
-        "seeds": args.seeds,
+        "seeds": seeds,
         "large_seeds": args.large_seeds,
+        "noise": args.noise,
+        "rate_noise": args.rate_noise,
+        "approval_delay_min": args.approval_delay_min,
+        "drift_tolerance": args.drift_tolerance,
+        "max_unloads_per_run": args.max_unloads_per_run,
         "elapsed_s": round(elapsed),
         "results": results,
     }
     figures.write_json(JSON, doc)
-    if PLANNER in args.strategies and set(results) == set(SCENARIOS):
-        figures.update(
-            SCRIPT,
-            str(JSON.relative_to(ROOT)),
-            doc,
-            {"balance-report": [out_dir / "balance.md"], "balance-headline": [ROOT / "README.md"]},
-        )
+    figures.update(
+        SCRIPT,
+        str(JSON.relative_to(ROOT)),
+        doc,
+        {"balance-report": [out_dir / "balance.md"], "balance-headline": [ROOT / "README.md"]},
+    )
     return 0
+
+
+def _progress(item: tuple[Task, dict[str, Any], list[float], list[float], float], verbose: bool) -> None:
+    task, s, _, _, seconds = item
+    if verbose:
+        print(
+            f"{task[0]:29s} {task[1]:22s} {task[2]:6s} seed {task[4]} {task[3]:28s} final {s['final_max']:.3f} "
+            f"worst {s['worst_max']:.3f} moves {s['moves']:4d} ideal {s['ideal']:.3f} ({seconds:.1f} s)",
+            flush=True,
+        )
+    else:
+        print(".", end="", flush=True, file=sys.stderr)
+
+
+# ---------------------------------------------------------------- format 2: load models x cadences
+
+Results2 = dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]]
+"""load model -> cadence -> scenario -> strategy -> one summary per seed."""
+
+
+def ordered_v2(results: Results2) -> Results2:
+    """Models, cadences, scenarios and strategies in their defined order (the JSON stores them sorted)."""
+
+    def by_order(keys: Sequence[str], order: Sequence[str]) -> list[str]:
+        return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
+
+    return {
+        m: {
+            c: {
+                sc: {st: results[m][c][sc][st] for st in by_order(list(results[m][c][sc]), list(STRATEGIES))}
+                for sc in by_order(list(results[m][c]), list(SCENARIOS))
+            }
+            for c in by_order(list(results[m]), list(CADENCES))
+        }
+        for m in by_order(list(results), list(LOAD_MODELS))
+    }
+
+
+def closest_pulsar(by: dict[str, list[dict[str, Any]]]) -> str | None:
+    """The Pulsar strategy ending closest to the ideal (lowest mean final max; fewer moves on ties)."""
+    pulsar = [s for s in by if s not in (PLANNER, NO_ACTION)]
+    if not pulsar:
+        return None
+    return min(pulsar, key=lambda s: (round(_mean(by[s], "final_max"), 9), _mean(by[s], "moves"), s))
+
+
+def done_when(scenario: str, by: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The planner's "Done when" criteria on one scenario x load model x cadence (seeds paired by seed).
+
+    Each criterion: ``{"key", "name", "ok": True | False | None (not applicable / not measured), "detail"}``."""
+    out: list[dict[str, Any]] = []
+
+    def add(key: str, name: str, ok: bool | None, detail: str) -> None:
+        out.append({"key": key, "name": name, "ok": ok, "detail": detail})
+
+    p = by.get(PLANNER)
+    if not p:
+        return [{"key": k, "name": n, "ok": None, "detail": "planner not run"} for k, n in CRITERIA]
+    na = {r["seed"]: r for r in by.get(NO_ACTION, [])}
+    pairs = [(r, na[r["seed"]]) for r in p if r["seed"] in na]
+    if pairs:
+        worse = [(r, n) for r, n in pairs if r["final_max"] > n["final_max"] + TIE]
+        add(
+            "not_worse",
+            CRITERIA[0][1],
+            not worse,
+            "; ".join(f"seed {r['seed']}: {r['final_max']:.3f} > {n['final_max']:.3f} + {TIE}" for r, n in worse)
+            or f"{_mean(p, 'final_max'):.3f} vs no-action {_mean([n for _, n in pairs], 'final_max'):.3f}",
+        )
+        hot = [(r, n) for r, n in pairs if r["worst_max"] > HOT and n["worst_max"] <= HOT]
+        add(
+            "no_hot",
+            CRITERIA[1][1],
+            not hot,
+            "; ".join(f"seed {r['seed']}: worst {r['worst_max']:.3f} (no-action {n['worst_max']:.3f})" for r, n in hot)
+            or f"worst {max(r['worst_max'] for r in p):.3f}",
+        )
+    else:
+        add("not_worse", CRITERIA[0][1], None, "no-action not run")
+        add("no_hot", CRITERIA[1][1], None, "no-action not run")
+    quiet = all(r.get("noise", 0.0) <= STEADY_NOISE_MAX and r.get("rate_noise", 0.0) <= STEADY_NOISE_MAX for r in p)
+    if scenario == "steady-with-noise" and quiet:
+        moved = [r for r in p if r["moves"]]
+        add(
+            "steady",
+            CRITERIA[2][1],
+            not moved,
+            "; ".join(f"seed {r['seed']}: {r['moves']} moves" for r in moved) or "0 moves",
+        )
+    else:
+        add("steady", CRITERIA[2][1], None, "n/a")
+    if scenario == "periodic-jitter":
+        busy = [r for r in p if r["moves_per_day"] > JITTER_MOVES_PER_DAY]
+        add(
+            "jitter",
+            CRITERIA[3][1],
+            not busy,
+            "; ".join(f"seed {r['seed']}: {r['moves']} moves = {r['moves_per_day']:.1f}/day" for r in busy)
+            or f"{_mean(p, 'moves_per_day'):.1f}/day",
+        )
+    else:
+        add("jitter", CRITERIA[3][1], None, "n/a")
+    closest = closest_pulsar(by)
+    if closest is None:
+        add("moves", CRITERIA[4][1], None, "no Pulsar strategy: not run")
+    else:
+        pf, cf = _mean(p, "final_max"), _mean(by[closest], "final_max")
+        pm, cm = _mean(p, "moves"), _mean(by[closest], "moves")
+        if pf < cf - 1e-9:
+            add(
+                "moves",
+                CRITERIA[4][1],
+                pm <= MOVES_FACTOR * cm + 1e-9,
+                f"{pm:.1f} moves vs {closest} {cm:.1f} (final {pf:.3f} < {cf:.3f})",
+            )
+        else:
+            add("moves", CRITERIA[4][1], None, f"not lower than {closest} ({pf:.3f} vs {cf:.3f})")
+    return out
+
+
+CRITERIA = [
+    ("not_worse", f"final max <= no-action's + {TIE}"),
+    ("no_hot", f"no broker above {HOT:.0%} where no-action stays below"),
+    ("steady", f"0 moves at steady state (noise <= {STEADY_NOISE_MAX:.0%})"),
+    ("jitter", f"<= {JITTER_MOVES_PER_DAY:g} moves per simulated day under periodic jitter"),
+    ("moves", f"<= {MOVES_FACTOR:g}x the moves of the closest Pulsar strategy where lower"),
+]
+
+
+def _cell(c: dict[str, Any]) -> str:
+    return {True: "ok", False: "**FAIL**", None: "-"}[c["ok"]]
+
+
+def cases(results: Results2) -> list[dict[str, Any]]:
+    """Per scenario x load model x cadence where the planner and no-action both ran: the planner's mean final
+    max minus no-action's (positive: the planner ends worse than doing nothing)."""
+    out = []
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            for sc, by in by_sc.items():
+                if PLANNER in by and NO_ACTION in by:
+                    pf, nf = _mean(by[PLANNER], "final_max"), _mean(by[NO_ACTION], "final_max")
+                    pw, nw = _mean(by[PLANNER], "worst_max"), _mean(by[NO_ACTION], "worst_max")
+                    out.append(
+                        {
+                            "model": m,
+                            "cadence": c,
+                            "scenario": sc,
+                            "planner": pf,
+                            "no_action": nf,
+                            "delta": pf - nf,
+                            "planner_worst": pw,
+                            "no_action_worst": nw,
+                            "delta_worst": pw - nw,
+                        }
+                    )
+    return out
+
+
+def _transient_text(k: dict[str, Any]) -> str:
+    return (
+        f"{k['scenario']} / {k['model']} / {k['cadence']}: worst max planner {k['planner_worst']:.3f} vs no-action "
+        f"{k['no_action_worst']:.3f} ({k['delta_worst']:+.3f})"
+    )
+
+
+def _case_text(k: dict[str, Any]) -> str:
+    return (
+        f"{k['scenario']} / {k['model']} / {k['cadence']}: planner {k['planner']:.3f} vs no-action "
+        f"{k['no_action']:.3f} ({k['delta']:+.3f})"
+    )
+
+
+def summary_lines(results: Results2) -> list[str]:
+    """Quick mode's table: one line per scenario x model x cadence x strategy (means over seeds)."""
+    lines = [
+        f"{'scenario':29s} {'load model':22s} {'cadence':7s} {'strategy':28s} {'final':>6s} {'worst':>6s} "
+        f"{'moves':>6s} {'ideal':>6s}"
+    ]
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            for sc, by in by_sc.items():
+                for st, rows in by.items():
+                    lines.append(
+                        f"{sc:29s} {m:22s} {c:7s} {st:28s} {_mean(rows, 'final_max'):6.3f} "
+                        f"{_mean(rows, 'worst_max'):6.3f} {_mean(rows, 'moves'):6.1f} {_mean(rows, 'ideal'):6.3f}"
+                    )
+    return lines
+
+
+def verdict_lines(results: Results2) -> list[str]:
+    """One line per scenario x model x cadence: PASS, or FAIL with the failed criteria; then worst/best case."""
+    lines = ["verdict (GlobalPlanner; criteria: " + "; ".join(f"{k} = {n}" for k, n in CRITERIA) + ")"]
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            for sc, by in by_sc.items():
+                crit = done_when(sc, by)
+                failed = [x for x in crit if x["ok"] is False]
+                unknown = [x["key"] for x in crit if x["ok"] is None and "not run" in x["detail"]]
+                head = f"{'FAIL' if failed else 'PASS'} {sc} / {m} / {c}"
+                parts = [f"{x['key']}: {x['detail']}" for x in failed]
+                if not failed:
+                    parts = [f"{x['key']} {x['detail']}" for x in crit if x["ok"] is True]
+                if unknown:
+                    parts.append("not checked: " + ", ".join(unknown))
+                lines.append(head + (" - " + "; ".join(parts) if parts else ""))
+    ks = cases(results)
+    if ks:
+        worst = max(ks, key=lambda k: k["delta"])
+        best = min(ks, key=lambda k: k["delta"])
+        lines.append(f"worst case: {_case_text(worst)}")
+        lines.append(f"best case:  {_case_text(best)}")
+        lines.append(f"worst transient: {_transient_text(max(ks, key=lambda k: k['delta_worst']))}")
+    return lines
+
+
+def headline_v2(doc: dict[str, Any]) -> str:
+    results = ordered_v2(doc["results"])
+    ks = cases(results)
+    lines = []
+    if ks:
+        worst = max(ks, key=lambda k: k["delta"])
+        best = min(ks, key=lambda k: k["delta"])
+        lines += [
+            f"**Worst case** for the planner: {_case_text(worst)}. **Best case**: {_case_text(best)} "
+            "(final max, means over seeds; scenario / load model / cadence). **Worst transient**: "
+            f"{_transient_text(max(ks, key=lambda k: k['delta_worst']))}.",
+            "",
+        ]
+    lines += [
+        "| load model | cadence | scenarios meeting every criterion | failed criteria | worst case vs no-action | best case vs no-action |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            verdicts = {sc: done_when(sc, by) for sc, by in by_sc.items()}
+            passing = sum(all(x["ok"] is not False for x in v) for v in verdicts.values())
+            failed = [
+                f"{sc}: {', '.join(x['key'] for x in v if x['ok'] is False)}"
+                for sc, v in verdicts.items()
+                if any(x["ok"] is False for x in v)
+            ]
+            mine = [k for k in ks if k["model"] == m and k["cadence"] == c]
+            w = max(mine, key=lambda k: k["delta"]) if mine else None
+            b = min(mine, key=lambda k: k["delta"]) if mine else None
+            lines.append(
+                f"| {m} | {c} | {passing} of {len(verdicts)} | {'; '.join(failed) or '-'} | "
+                + (f"{w['scenario']}: {w['planner']:.3f} vs {w['no_action']:.3f} | " if w else "- | ")
+                + (f"{b['scenario']}: {b['planner']:.3f} vs {b['no_action']:.3f} |" if b else "- |")
+            )
+    lines += ["", "Criteria: " + "; ".join(f"*{k}*: {n}" for k, n in CRITERIA) + "."]
+    return "\n".join(lines)
+
+
+def render_report_v2(doc: dict[str, Any]) -> str:
+    results = ordered_v2(doc["results"])
+    noise = "each scenario's own (2-3 %)" if doc.get("noise") is None else f"{doc['noise']:.0%}"
+    lines = [
+        f"Seeds {doc['seeds']}; large-zipf seeds {doc['large_seeds']}; CPU noise {noise}, rate noise "
+        f"{doc.get('rate_noise', 0.0):.0%}; dag cadence: approval delay {doc['approval_delay_min']} min, "
+        f"drift_tolerance {doc.get('drift_tolerance', 0.5)}, max_unloads_per_run {doc.get('max_unloads_per_run')}; "
+        f"{doc['elapsed_s']:.0f} s in all (the results do not depend on the machine's load, only the time does).",
+        "",
+        "Each strategy runs in a closed loop on the deterministic cluster model under each load model",
+        "(`simulator/load_models.py`: " + ", ".join(f"*{m}*" for m in LOAD_MODELS) + ") and at two cadences:",
+        "*minute* (decide every simulated minute, apply at once: Pulsar's shedding interval) and *dag* (decide every",
+        "simulated hour as the DAG's schedule does, apply after the approval delay with the executor's checks:",
+        "ownership, live destination, `drift_tolerance`). *no-action* decides nothing: the baseline.",
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit); *ideal* is every broker carrying the same share (through the load model's curve).",
+        "*final max* is the worst broker's highest usage over the last 5 decisions, *worst max* over the run after the",
+        "first decision. Means over seeds.",
+        "",
+        "## Headline",
+        "",
+        headline_v2(doc),
+        "",
+    ]
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            lines += [
+                f"## {m}, {c} cadence",
+                "",
+                f"![worst broker usage per scenario: {m}, {c}](balance/{m}-{c}.png)",
+                "",
+                "| scenario | ideal | no-action | GlobalPlanner (moves) | closest Pulsar strategy (moves) | "
+                + " | ".join(k for k, _ in CRITERIA)
+                + " |",
+                "|---" * (5 + len(CRITERIA)) + "|",
+            ]
+            notes_: list[str] = []
+            for sc, by in by_sc.items():
+                crit = done_when(sc, by)
+                closest = closest_pulsar(by)
+                p = by.get(PLANNER)
+                cells = [
+                    sc,
+                    f"{_mean(next(iter(by.values())), 'ideal'):.3f}",
+                    f"{_mean(by[NO_ACTION], 'final_max'):.3f}" if NO_ACTION in by else "-",
+                    f"{_mean(p, 'final_max'):.3f} ({_mean(p, 'moves'):.1f})" if p else "-",
+                    f"{closest}: {_mean(by[closest], 'final_max'):.3f} ({_mean(by[closest], 'moves'):.1f})"
+                    if closest
+                    else "-",
+                    *(_cell(x) for x in crit),
+                ]
+                lines.append("| " + " | ".join(cells) + " |")
+                notes_ += [f"* {sc}: {x['key']}: {x['detail']}" for x in crit if x["ok"] is False]
+            lines.append("")
+            if notes_:
+                lines += ["Failed criteria:", "", *notes_, ""]
+            strategies = list(next(iter(by_sc.values())))
+            lines += [
+                "final max (moves) per strategy:",
+                "",
+                "| scenario | " + " | ".join(strategies) + " |",
+                "|---" * (len(strategies) + 1) + "|",
+            ]
+            for sc, by in by_sc.items():
+                lines.append(
+                    f"| {sc} | "
+                    + " | ".join(
+                        f"{_mean(by[s], 'final_max'):.3f} ({_mean(by[s], 'moves'):.1f})" if s in by else "-"
+                        for s in strategies
+                    )
+                    + " |"
+                )
+            lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- format 1 (balance.json before load models)
 
 
 COLUMNS = [
@@ -332,8 +812,8 @@ def render_report(doc: dict[str, Any]) -> str:
 
 # blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
 BLOCKS = {
-    "balance-headline": lambda doc: "\n".join(headline(doc["results"])),
-    "balance-report": render_report,
+    "balance-headline": lambda doc: headline_v2(doc) if doc.get("format") == 2 else "\n".join(headline(doc["results"])),
+    "balance-report": lambda doc: render_report_v2(doc) if doc.get("format") == 2 else render_report(doc),
 }
 SCRIPT = "benchmarks/bench_balance.py"
 JSON = ROOT / "docs" / "benchmarks" / "balance.json"

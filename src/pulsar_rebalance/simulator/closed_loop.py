@@ -1,9 +1,28 @@
 """Run a strategy in a closed loop on a scenario: decide -> apply -> advance the clock, and measure.
 
-Each cycle the model's load reports go through the decision core's ``decide`` contract (exactly as
+Each decision the model's load reports go through the decision core's ``decide`` contract (exactly as
 the DAG's ``detect_overload`` calls it: ``assignDestinations``, the strategy state carried from the
-previous cycle, Pulsar's ``BundleData`` kept across cycles like the leader keeps it), the output is
-applied to the model (splits first, then unloads) and the clock moves one cycle.
+previous decision, Pulsar's ``BundleData`` kept across decisions like the leader keeps it), the output
+is applied to the model (splits first, then unloads) and the clock moves on. Two cadences:
+
+* ``minute`` (:data:`CADENCES`): one decision per 1-minute cycle (Pulsar's
+  ``loadBalancerSheddingIntervalMinutes``), applied at once; ``run.cycles`` decisions.
+* ``dag``: the DAG's ``@hourly`` schedule: one decision per 60 simulated minutes
+  (``run.dag_decisions`` of them, 48 = 2 days), the plan applied ``approval_delay_min`` minutes later
+  (the approval gate: traffic and membership move on in between) the way the DAG's executor applies
+  it: a split or unload is skipped when its broker no longer owns the bundle (or left), an unload
+  when its destination is not live or when the bundle's reported ``msgRateIn + msgRateOut`` moved
+  more than ``drift_tolerance`` (0.5: ``RunParams.drift_tolerance``) relative to what the plan saw
+  (``|now - planned| / max(planned, 1)``), and at most ``max_unloads_per_run`` unloads (``None``: all).
+  The model moves in two steps per decision (``delay``, then ``60 - delay`` minutes), events
+  happen at their own minute inside a step.
+
+Every strategy gets the same information: the reported stats (with the model's rate noise), Pulsar's
+``BundleData``, and per-topic rates of the split candidates (``bundleTopics``) to every strategy whose
+``decide`` contract takes them (the planner's; Pulsar's strategies split where Pulsar splits, on the
+broker: the model computes the boundaries with the ``defaultNamespaceBundleSplitAlgorithm`` of the
+strategy's config, from the same per-topic rates). ``no-action`` decides nothing (brokers leaving are
+still re-placed by lookup, as the model always does): the baseline every strategy must beat.
 
 Metrics (all usages are noise-free and capacity-normalised: per broker, the max over CPU, NIC in and
 NIC out of usage / limit; "ideal" is total load / total capacity on the binding resource):
@@ -12,7 +31,10 @@ at their peak), ``worst_max`` (after the first decision), ``final_spread`` (fina
 over the same window), ``ideal`` (highest over the window), ``gap`` (final max - ideal), ``floor``
 (the ideal, or the hottest topic alone on a broker if higher: no plan can go below it), ``moves``, ``splits``, ``moves_to_steady`` (moves made until the worst-broker usage
 stays within 0.02 of its final value), ``churn`` (moves in the last third), ``ping_pong`` (a bundle
-moved again within 30 minutes of its previous move), ``clients_disconnected``, ``warnings``.
+moved again within 30 minutes of its previous move), ``clients_disconnected``, ``warnings``,
+``skipped`` (dag cadence: planned moves the executor skipped), ``sim_minutes`` and ``moves_per_day``.
+Usages are sampled once per decision, just before it (at the dag cadence: hourly, so ``final_max``
+spans the last 5 hours). All of it under the run's load model.
 """
 
 from __future__ import annotations
@@ -21,14 +43,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
 from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.core.shedders import SHEDDERS
+from pulsar_rebalance.simulator.dynamics import ClusterModel, StepResult
 from pulsar_rebalance.simulator.scenarios import ScenarioRun
 
 PING_PONG_MS = 30 * 60_000
 STEADY_BAND = 0.02
 FINAL_WINDOW = 5
+DAY_MIN = 24 * 60
+NO_ACTION = "no-action"
+CADENCES = ("minute", "dag")
+DAG_PERIOD_MIN = 60
+"""The DAG's ``@hourly`` schedule."""
+APPROVAL_DELAY_MIN = 15
+DRIFT_TOLERANCE = 0.5
+"""The DAG's ``RunParams.drift_tolerance`` default."""
+FLOW_OR_QPS = {"defaultNamespaceBundleSplitAlgorithm": "flow_or_qps_equally_divide"}
 
 STRATEGIES: Mapping[str, dict[str, Any]] = {
     "OverloadShedder": {"shedding": "OverloadShedder"},
@@ -40,9 +74,13 @@ STRATEGIES: Mapping[str, dict[str, Any]] = {
     "UniformLoadShedder": {"shedding": "UniformLoadShedder"},
     "AvgShedder": {"shedding": "AvgShedder"},
     "TransferShedder": {"shedding": "TransferShedder"},
+    "ThresholdShedder+flowOrQps": {"shedding": "ThresholdShedder", "config": dict(FLOW_OR_QPS)},
+    "UniformLoadShedder+flowOrQps": {"shedding": "UniformLoadShedder", "config": dict(FLOW_OR_QPS)},
     "GlobalPlanner": {"shedding": "GlobalPlanner"},
+    NO_ACTION: {"shedding": None},
 }
-"""Benchmark name -> the ``decide`` document's strategy part (shedding, config)."""
+"""Benchmark name -> the ``decide`` document's strategy part (shedding, config); ``no-action`` decides nothing.
+The config is also the model's (``ClusterModel.config``): it splits with the algorithm the config names."""
 
 
 @dataclass(slots=True)
@@ -50,6 +88,12 @@ class LoopResult:
     scenario: str
     seed: int
     strategy: str
+    load_model: str = "linear"
+    cadence: str = "minute"
+    sim_minutes: int = 0
+    skipped: int = 0
+    applied_ms: list[int] = field(default_factory=list)
+    """When each decision was applied (model time): the decision's time plus the approval delay at the dag cadence."""
     max_usage: list[float] = field(default_factory=list)
     min_usage: list[float] = field(default_factory=list)
     ideal: list[float] = field(default_factory=list)
@@ -92,56 +136,102 @@ class LoopResult:
             "clients_disconnected": self.clients_disconnected,
             "warnings": len(self.warnings),
             "rejected": len(self.rejected),
+            "load_model": self.load_model,
+            "cadence": self.cadence,
+            "sim_minutes": self.sim_minutes,
+            "moves_per_day": self.moves * DAY_MIN / max(self.sim_minutes, 1),
+            "skipped": self.skipped,
         }
 
 
-def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str, Any] | None = None) -> LoopResult:
-    """Run ``strategy`` (a key of :data:`STRATEGIES`) on ``run.model`` for ``run.cycles`` cycles (mutates the model)."""
+def run_closed_loop(
+    run: ScenarioRun,
+    strategy: str,
+    *,
+    extra_cycle: Mapping[str, Any] | None = None,
+    cadence: str = "minute",
+    approval_delay_min: int = APPROVAL_DELAY_MIN,
+    drift_tolerance: float | None = DRIFT_TOLERANCE,
+    max_unloads_per_run: int | None = None,
+    decisions: int | None = None,
+) -> LoopResult:
+    """Run ``strategy`` (a key of :data:`STRATEGIES`) on ``run.model`` (mutates the model).
+
+    ``cadence`` ``minute``: ``run.cycles`` decisions, one per cycle, applied at once; ``dag``:
+    ``run.dag_decisions`` hourly decisions, each applied ``approval_delay_min`` minutes later with the
+    executor's checks (``drift_tolerance``, ``max_unloads_per_run``). ``decisions`` overrides the count."""
+    if cadence not in CADENCES:
+        raise ValueError(f"unknown cadence {cadence!r}; known: {', '.join(CADENCES)}")
+    if cadence == "dag" and not 0 <= approval_delay_min < DAG_PERIOD_MIN:
+        raise ValueError(f"approval_delay_min must be in [0, {DAG_PERIOD_MIN}), got {approval_delay_min}")
     spec = STRATEGIES[strategy]
+    shedding = spec["shedding"]
     model = run.model
-    result = LoopResult(run.scenario if hasattr(run, "scenario") else run.name, run.seed, strategy)
+    if "config" in spec:  # the model (the brokers) runs with the strategy's config: its split algorithm, ...
+        model.config = LoadBalancerConfig.from_mapping(spec["config"])
+    cycle_min = model.interval_ms // 60_000 or 1
+    result = LoopResult(
+        run.scenario if hasattr(run, "scenario") else run.name,
+        run.seed,
+        strategy,
+        load_model=model.load_model.name,
+        cadence=cadence,
+    )
+    n = decisions if decisions is not None else (run.cycles if cadence == "minute" else run.dag_decisions)
+    takes_topics = shedding is not None and getattr(SHEDDERS[shedding], "plans_splits", False)
     bundle_data: dict[str, BundleData] = {}
     state: dict[str, Any] | None = None
     last_moved: dict[str, int] = {}
-    for _ in range(run.cycles):
+    start_ms = model.now_ms
+    for _ in range(n):
         stats = model.bundle_stats()
         usage = model.true_usage(stats)
         result.max_usage.append(max(usage.values()))
         result.min_usage.append(min(usage.values()))
         result.ideal.append(model.ideal_usage(stats))
         result.floor.append(model.floor_usage(stats))
-        reports = model.load_reports(stats)
-        for bundle, s in stats.items():
+        reported = model.reported_stats(stats)
+        reports = model.load_reports(stats, reported)
+        for bundle, s in reported.items():
             bd = bundle_data.get(bundle) or BundleData.new_default()
             bd.update(NamespaceBundleStats.from_json(s, bundle))
             bundle_data[bundle] = bd
         for gone in set(bundle_data) - set(stats):
             del bundle_data[gone]
-        cycle: dict[str, Any] = {
-            "brokers": reports,
-            "bundleData": {b: d.to_json() for b, d in bundle_data.items()},
-            "nowMs": model.now_ms,
-            "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()},
-        }
-        if strategy == "GlobalPlanner":
-            cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
-        if extra_cycle:
-            cycle.update(extra_cycle)
-        doc: dict[str, Any] = {
-            "shedding": spec["shedding"],
-            "seed": run.seed,
-            "assignDestinations": True,
-            "cycles": [cycle],
-        }
-        if "config" in spec:
-            doc["config"] = dict(spec["config"])
-        if state is not None:
-            doc["state"] = state
-        out = decide_scenario(doc)
-        state = out["state"]
-        cyc = out["cycles"][0]
-        result.warnings.extend(cyc["stats"].get("warnings", []))
-        res = model.apply(cyc)
+        cyc: dict[str, Any] = {"splits": [], "unloads": []}
+        if shedding is not None:
+            cycle: dict[str, Any] = {
+                "brokers": reports,
+                "bundleData": {b: d.to_json() for b, d in bundle_data.items()},
+                "nowMs": model.now_ms,
+                "namespaceBundleCounts": {ns: len(nb) for ns, nb in model.namespaces.items()},
+            }
+            if takes_topics:
+                cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
+            if extra_cycle:
+                cycle.update(extra_cycle)
+            doc: dict[str, Any] = {
+                "shedding": shedding,
+                "seed": run.seed,
+                "assignDestinations": True,
+                "cycles": [cycle],
+            }
+            if "config" in spec:
+                doc["config"] = dict(spec["config"])
+            if state is not None:
+                doc["state"] = state
+            out = decide_scenario(doc)
+            state = out["state"]
+            cyc = out["cycles"][0]
+            result.warnings.extend(cyc["stats"].get("warnings", []))
+        if cadence == "minute":
+            res = model.apply(cyc)
+        else:
+            delay = approval_delay_min // cycle_min
+            if delay:
+                model.advance(delay)
+            res = execute_plan(model, cyc, reported, drift_tolerance, max_unloads_per_run, result)
+        result.applied_ms.append(model.now_ms)
         result.rejected.extend(res.rejected)
         result.moves_per_cycle.append(res.unloads)
         result.splits += res.splits
@@ -151,8 +241,57 @@ def run_closed_loop(run: ScenarioRun, strategy: str, *, extra_cycle: Mapping[str
             if prev is not None and model.now_ms - prev < PING_PONG_MS:
                 result.ping_pong += 1
             last_moved[bundle] = model.now_ms
-        model.advance()
+        model.advance(1 if cadence == "minute" else (DAG_PERIOD_MIN - approval_delay_min) // cycle_min)
+    result.sim_minutes = (model.now_ms - start_ms) // 60_000
     return result
 
 
-__all__ = ["STRATEGIES", "LoopResult", "run_closed_loop"]
+def execute_plan(
+    model: ClusterModel,
+    cyc: Mapping[str, Any],
+    planned: Mapping[str, Mapping[str, Any]],
+    drift_tolerance: float | None,
+    max_unloads_per_run: int | None,
+    result: LoopResult,
+) -> StepResult:
+    """Apply a plan decided some minutes ago as the DAG's executor does (``pipeline/execute.py``):
+    splits, then unloads, each checked against the cluster as it is now. ``planned``: the reported bundle
+    stats the plan was decided on (for the drift check); skipped actions are counted in ``result.skipped``."""
+    live = set(model.live_brokers())
+    splits = []
+    for s in cyc.get("splits", []):
+        broker = s.get("broker")
+        if broker is not None and (broker not in live or model.owners.get(s["bundle"]) != broker):
+            result.skipped += 1
+            continue
+        splits.append(s)
+    total = model.apply({"splits": splits, "unloads": []})
+    executed = cyc.get("executed")
+    unloads = executed["unloads"] if executed is not None else cyc.get("unloads", [])
+    now = model.reported_stats() if drift_tolerance is not None else {}
+    kept: list[Mapping[str, Any]] = []
+    for u in unloads:
+        bundle, source, dest = u["bundle"], u["broker"], u.get("destination")
+        if source not in live or model.owners.get(bundle) != source or (dest is not None and dest not in live):
+            result.skipped += 1
+            continue
+        was, cur = planned.get(bundle), now.get(bundle)
+        if drift_tolerance is not None and was is not None and cur is not None:
+            before = was["msgRateIn"] + was["msgRateOut"]
+            after = cur["msgRateIn"] + cur["msgRateOut"]
+            if abs(after - before) / max(before, 1.0) > drift_tolerance:
+                result.skipped += 1
+                continue
+        if max_unloads_per_run is not None and len(kept) >= max_unloads_per_run:
+            result.skipped += 1
+            continue
+        kept.append(u)
+    res = model.apply({"splits": [], "unloads": kept})
+    total.unloads += res.unloads
+    total.clients_disconnected += res.clients_disconnected
+    total.moved += res.moved
+    total.rejected += res.rejected
+    return total
+
+
+__all__ = ["CADENCES", "NO_ACTION", "STRATEGIES", "LoopResult", "execute_plan", "run_closed_loop"]

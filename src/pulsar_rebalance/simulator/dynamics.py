@@ -22,7 +22,12 @@ Model (units as Pulsar reports them):
   a topic belongs to the bundle containing ``crc32(full name)`` (the core's ``topic_hash``).
 * **Brokers**: ``cores`` and ``nic_mbps`` give the limits Pulsar reports (``cpu.limit = cores*100``,
   ``bandwidthIn/Out.limit = Mbit/s * 1024``). Usage: ``cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB``
-  (the HTTP simulator's model) times ``1 + N(0, noise)``; bandwidth in/out = bytes/s * 8 / 1024 (Kbit/s).
+  (the HTTP simulator's model; other load models in :mod:`pulsar_rebalance.simulator.load_models`)
+  times ``1 + N(0, noise)``; bandwidth in/out = bytes/s * 8 / 1024 (Kbit/s). The load model also sets
+  the brokers' limits (at construction and when one joins) and the metrics (true usage, ideal, floor).
+* **Measurement noise**: ``noise`` on the reported CPU; ``rate_noise`` on the reported bundle (and
+  topic) rates and throughputs (each multiplied by ``1 + N(0, rate_noise)``, from their own random
+  stream); usage and the metrics always come from the noise-free rates.
   ``memory``/``directMemory`` are not reported (Pulsar's parser defaults them to 0 %).
 * **Membership**: brokers join (empty), leave (their bundles are re-placed by lookup), restart
   (leave, come back empty after a delay) or fail (like leave, counted as failed).
@@ -59,11 +64,16 @@ from pulsar_rebalance.core.bundles import (
 )
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
+from pulsar_rebalance.simulator.load_models import (
+    CPU_BASE_PCT,
+    CPU_PCT_PER_BYTE,
+    CPU_PCT_PER_MSG,
+    MIB,
+    Load,
+    LoadModel,
+    get_load_model,
+)
 
-MIB = 1024 * 1024
-CPU_BASE_PCT = 10.0
-CPU_PCT_PER_MSG = 100.0 / 40000.0
-CPU_PCT_PER_BYTE = 100.0 / (200.0 * MIB)
 DAY_MS = 24 * 3600 * 1000
 
 
@@ -149,7 +159,13 @@ class ClusterModel:
         daily_amplitude: float = 0.0,
         events: Sequence[Event] = (),
         config: LoadBalancerConfig | None = None,
+        load_model: str | LoadModel | None = None,
+        rate_noise: float = 0.0,
     ) -> None:
+        self.seed = seed
+        self.load_model = get_load_model(load_model)
+        for spec in brokers:
+            self.load_model.configure(spec, seed)
         self.brokers: dict[str, Broker] = {b.broker_id: b for b in brokers}
         self.namespaces: dict[str, NamespaceBundles] = dict(namespaces)
         self.topics: list[Topic] = list(topics)
@@ -160,6 +176,8 @@ class ClusterModel:
         self.now_ms = start_ms
         self.cycle = 0
         self.noise = noise
+        self.rate_noise = rate_noise
+        self.rate_rng = random.Random(f"{seed}:rate-noise")
         self.drift_sigma = drift_sigma
         self.daily_amplitude = daily_amplitude
         self.events = sorted(events, key=lambda e: e.cycle)
@@ -201,14 +219,18 @@ class ClusterModel:
         return bundle_full_name(t.namespace, self.namespaces[t.namespace].find(t.hash).name)
 
     # ------------------------------------------------------------------ traffic
-    def _step_drift(self) -> None:
-        """One step of every topic's mean-reverting log random walk."""
+    def _step_drift(self, steps: int = 1) -> None:
+        """``steps`` steps of every topic's mean-reverting log random walk (``x' = 0.9 x + N(0, sigma)``),
+        in one draw: ``x_n = 0.9^n x + N(0, sigma * sqrt((1 - 0.81^n) / 0.19))``."""
         sigma = self.drift_sigma
         if not sigma:
             return
         gauss = self.rng.gauss
+        keep = 0.9**steps
+        if steps != 1:
+            sigma *= math.sqrt((1 - 0.81**steps) / (1 - 0.81))
         for t in self.topics:
-            t.drift = math.exp(0.9 * math.log(t.drift) + gauss(0.0, sigma))
+            t.drift = math.exp(keep * math.log(t.drift) + gauss(0.0, sigma))
 
     def _update_rates(self) -> None:
         """Current rates from base, daily cycle, drift, burst and the on/off consumers (no randomness)."""
@@ -241,7 +263,7 @@ class ClusterModel:
                     tin += t.rate_in * t.msg_size
                     tout += t.rate_out * t.msg_size
                     prod += t.producers
-                    cons += t.clients - t.producers
+                    cons += max(1, int(round(t.fanout + t.toggle_fanout)))  # t.clients - t.producers, inlined
                 out[bundle_full_name(ns, r.name)] = {
                     "msgRateIn": rin,
                     "msgRateOut": rout,
@@ -254,9 +276,10 @@ class ClusterModel:
                 }
         return out
 
-    def topic_rates(self, bundle: str) -> dict[str, dict[str, float]]:
-        """Per-topic rates of ``bundle`` (what ``broker-stats/topics`` reports), keyed by full topic name."""
-        return {
+    def topic_rates(self, bundle: str, *, reported: bool = True) -> dict[str, dict[str, float]]:
+        """Per-topic rates of ``bundle`` (what ``broker-stats/topics`` reports), keyed by full topic name;
+        with ``rate_noise`` as measured (``reported``, the default) or noise-free."""
+        out = {
             t.name: {
                 "msgRateIn": t.rate_in,
                 "msgRateOut": t.rate_out,
@@ -265,26 +288,44 @@ class ClusterModel:
             }
             for t in self.topics_of(bundle)
         }
+        return self._noisy(out) if reported and self.rate_noise else out
+
+    _RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
+
+    def _noisy(self, stats: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        gauss, sigma = self.rate_rng.gauss, self.rate_noise
+        out: dict[str, dict[str, Any]] = {}
+        for key, s in stats.items():
+            copy = dict(s)
+            for f in self._RATE_FIELDS:
+                copy[f] = s[f] * max(0.0, 1.0 + gauss(0.0, sigma))
+            out[key] = copy
+        return out
+
+    def reported_stats(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> Mapping[str, Mapping[str, Any]]:
+        """The bundle stats as brokers report them: each bundle's rates and throughputs times
+        ``1 + N(0, rate_noise)`` (a fresh draw per call); ``stats`` itself without rate noise."""
+        stats = self.bundle_stats() if stats is None else stats
+        return self._noisy(stats) if self.rate_noise else stats
 
     # ------------------------------------------------------------------ reports
     def _usage(self, broker: Broker, stats: Iterable[Mapping[str, Any]], noisy: bool) -> dict[str, dict[str, float]]:
-        rate = thr_in = thr_out = 0.0
-        for s in stats:
-            rate += s["msgRateIn"] + s["msgRateOut"]
-            thr_in += s["msgThroughputIn"]
-            thr_out += s["msgThroughputOut"]
-        cpu = CPU_BASE_PCT + CPU_PCT_PER_MSG * rate + CPU_PCT_PER_BYTE * (thr_in + thr_out)
+        usage = self.load_model.usage(broker, Load.of(stats))
         if noisy and self.noise:
-            cpu *= max(0.0, 1.0 + self.rng.gauss(0.0, self.noise))
-        return {
-            "cpu": {"usage": cpu, "limit": broker.cpu_limit},
-            "bandwidthIn": {"usage": thr_in * 8 / 1024, "limit": broker.nic_limit_kbps},
-            "bandwidthOut": {"usage": thr_out * 8 / 1024, "limit": broker.nic_limit_kbps},
-        }
+            usage["cpu"]["usage"] *= max(0.0, 1.0 + self.rng.gauss(0.0, self.noise))
+        return usage
 
-    def load_reports(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-        """``LocalBrokerData`` JSON of every live broker (the ``decide`` cycle's ``brokers``)."""
+    def load_reports(
+        self,
+        stats: Mapping[str, Mapping[str, Any]] | None = None,
+        reported: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """``LocalBrokerData`` JSON of every live broker (the ``decide`` cycle's ``brokers``).
+
+        Usage (CPU, NIC) comes from the true ``stats``; ``lastStats`` are the ``reported`` ones
+        (:meth:`reported_stats` of ``stats`` when not given: with rate noise, a fresh draw)."""
         stats = self.bundle_stats() if stats is None else stats
+        reported = self.reported_stats(stats) if reported is None else reported
         per: dict[str, dict[str, Any]] = {b: {} for b in self.live_brokers()}
         for bundle, s in stats.items():
             owner = self.owners[bundle]
@@ -292,10 +333,11 @@ class ClusterModel:
                 per[owner][bundle] = s
         reports: dict[str, dict[str, Any]] = {}
         for b, owned in per.items():
+            shown = owned if reported is stats else {bundle: reported[bundle] for bundle in owned}
             reports[b] = {
                 **self._usage(self.brokers[b], owned.values(), noisy=True),
                 "lastUpdate": self.now_ms,
-                "lastStats": owned,
+                "lastStats": shown,
                 "bundles": list(owned),
             }
         return reports
@@ -314,14 +356,21 @@ class ClusterModel:
         return out
 
     def ideal_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
-        """Total load / total capacity on the binding resource: the best any placement could reach."""
+        """Total load / total capacity on the binding resource: the best any placement could reach.
+
+        Under a convex load model, the CPU part is every broker carrying the same (linear) share of
+        the total, passed through the model's curve."""
         stats = self.bundle_stats() if stats is None else stats
         live = [self.brokers[b] for b in self.live_brokers()]
-        total = self._usage(Broker("all"), stats.values(), noisy=False)
-        cpu = total["cpu"]["usage"] + CPU_BASE_PCT * (len(live) - 1)
+        load = Load.of(stats.values())
+        cpu = self.load_model.cpu(load) + CPU_BASE_PCT * (len(live) - 1)
         cap_cpu = sum(b.cpu_limit for b in live)
         cap_nic = sum(b.nic_limit_kbps for b in live)
-        return max(cpu / cap_cpu, total["bandwidthIn"]["usage"] / cap_nic, total["bandwidthOut"]["usage"] / cap_nic)
+        return max(
+            self.load_model.cpu_curve(cpu / cap_cpu),
+            load.thr_in * 8 / 1024 / cap_nic,
+            load.thr_out * 8 / 1024 / cap_nic,
+        )
 
     def floor_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
         """The best worst-broker usage any plan could reach: the ideal; the hottest topic alone on the
@@ -399,7 +448,7 @@ class ClusterModel:
             if given:
                 points = [int(b, 16) if isinstance(b, str) else int(b) for b in given]
             else:
-                rates = {
+                rates = {  # the broker splits on its topics' stats as it measures them
                     n: TopicRates(v["msgRateIn"], v["msgRateOut"], v["msgThroughputIn"], v["msgThroughputOut"])
                     for n, v in self.topic_rates(bundle).items()
                 }
@@ -455,24 +504,39 @@ class ClusterModel:
             res.moved.append(bundle)
 
     # ------------------------------------------------------------------ clock and events
-    def advance(self) -> StepResult:
-        """Move the clock one cycle: traffic changes, scheduled events happen."""
-        self.now_ms += self.interval_ms
-        self.cycle += 1
-        self._step_drift()
+    def advance(self, cycles: int = 1) -> StepResult:
+        """Move the clock ``cycles`` cycles at once: traffic changes, scheduled events happen.
+
+        One step per call, however many cycles: the drift takes its ``cycles``-step distribution in
+        one draw per topic (exact for the mean-reverting walk), the events due in between happen in
+        their order (brokers leaving are placed with the load seen at the start of the step) and
+        rates are computed for the new time. ``advance(1)`` is one cycle as before."""
+        if cycles < 1:
+            raise ValueError(f"cycles must be >= 1, got {cycles}")
+        self.now_ms += self.interval_ms * cycles
+        self.cycle += cycles
+        self._step_drift(cycles)
         res = self._apply_events()  # brokers leaving are placed with the load seen so far
         self._update_rates()
         return res
 
     def _apply_events(self) -> StepResult:
         res = StepResult()
-        for b in self._returning.pop(self.cycle, []):
-            self.brokers[b].alive = True
-        while self.events and self.events[0].cycle <= self.cycle:
+        while True:
+            due_return = min((c for c in self._returning if c <= self.cycle), default=None)
+            due_event = self.events[0].cycle if self.events and self.events[0].cycle <= self.cycle else None
+            if due_return is None and due_event is None:
+                break
+            if due_return is not None and (due_event is None or due_return <= due_event):
+                for b in self._returning.pop(due_return):
+                    self.brokers[b].alive = True
+                continue
             e = self.events.pop(0)
             if e.kind == "join":
                 assert e.broker is not None
-                self.brokers[e.broker] = Broker(e.broker, e.cores, e.nic_mbps)
+                joined = Broker(e.broker, e.cores, e.nic_mbps)
+                self.load_model.configure(joined, self.seed)
+                self.brokers[e.broker] = joined
             elif e.kind in ("leave", "fail", "restart"):
                 assert e.broker is not None
                 self.brokers[e.broker].alive = False
@@ -480,7 +544,7 @@ class ClusterModel:
                 for bundle in [b for b, o in self.owners.items() if o == e.broker]:
                     self._move(bundle, None, res, stats)
                 if e.kind == "restart":
-                    self._returning.setdefault(self.cycle + e.delay, []).append(e.broker)
+                    self._returning.setdefault(e.cycle + e.delay, []).append(e.broker)
                 elif e.kind == "leave":
                     del self.brokers[e.broker]
             elif e.kind == "burst":
@@ -491,4 +555,14 @@ class ClusterModel:
         return res
 
 
-__all__ = ["Broker", "ClusterModel", "Event", "StepResult", "Topic"]
+__all__ = [
+    "CPU_BASE_PCT",
+    "CPU_PCT_PER_BYTE",
+    "CPU_PCT_PER_MSG",
+    "MIB",
+    "Broker",
+    "ClusterModel",
+    "Event",
+    "StepResult",
+    "Topic",
+]

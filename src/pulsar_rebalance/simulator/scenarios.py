@@ -1,7 +1,10 @@
 """Named, seedable scenarios for the closed-loop model (:mod:`pulsar_rebalance.simulator.dynamics`).
 
-``build(name, seed) -> ScenarioRun``: the same name and seed always give the same cluster, the same
-traffic and the same events. Each scenario is one problem Pulsar operators report (see
+``build(name, seed, load_model=..., noise=..., rate_noise=...) -> ScenarioRun``: the same arguments
+always give the same cluster, the same traffic and the same events. The load model
+(:mod:`pulsar_rebalance.simulator.load_models`, ``linear`` by default) sets the brokers' limits before
+placement, and placement and calibration measure load with it (a "balanced" start is balanced, and
+the ideal usage is the target, under that model). Each scenario is one problem Pulsar operators report (see
 ``docs/benchmarks/balance.md``):
 
 ============================== ===============================================================
@@ -22,13 +25,18 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from pulsar_rebalance.core.bundles import NamespaceBundles, bundle_full_name, topic_hash
-from pulsar_rebalance.simulator.dynamics import CPU_PCT_PER_BYTE, CPU_PCT_PER_MSG, Broker, ClusterModel, Event, Topic
+from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
+from pulsar_rebalance.simulator.load_models import Load, LoadModel, get_load_model
 
-_REF = Broker("ref")  # a standard broker: 8 cores, 1 Gbit/s
+DAG_DECISIONS = 48
+"""Decisions at the DAG's hourly cadence: 2 simulated days."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,8 @@ class ScenarioRun:
     model: ClusterModel
     cycles: int
     description: str
+    dag_decisions: int = DAG_DECISIONS
+    """Decisions when the closed loop runs at the DAG's hourly cadence (``cycles`` is the per-minute count)."""
 
 
 def _topics(rng: random.Random, n: int, namespaces: Sequence[str], zipf_s: float) -> list[Topic]:
@@ -64,8 +74,11 @@ def _topics(rng: random.Random, n: int, namespaces: Sequence[str], zipf_s: float
 
 
 def _calibrate(model: ClusterModel, target: float) -> None:
-    """Scale every topic's base rate so the cluster's ideal usage is ``target``."""
-    for _ in range(3):
+    """Scale every topic's base rate so the cluster's ideal usage (under its load model) is ``target``.
+
+    Three rounds (an affine load model is exact after one); a convex one takes more."""
+    rounds = 3 if model.load_model.affine else 20
+    for _ in range(rounds):
         ideal = model.ideal_usage()
         if ideal <= 0:
             return
@@ -75,17 +88,24 @@ def _calibrate(model: ClusterModel, target: float) -> None:
         model._update_rates()
 
 
-def _load(msg_rate: float, thr_in: float, thr_out: float) -> float:
-    cpu = (CPU_PCT_PER_MSG * msg_rate + CPU_PCT_PER_BYTE * (thr_in + thr_out)) / _REF.cpu_limit
-    return max(cpu, thr_in * 8 / 1024 / _REF.nic_limit_kbps, thr_out * 8 / 1024 / _REF.nic_limit_kbps)
+def _load(model: ClusterModel, stats: Mapping[str, Any]) -> float:
+    """One bundle's (or topic's) load under the model's load model, as a fraction of its standard broker."""
+    return model.load_model.share(Load.of([stats]), model.load_model.reference())
+
+
+def _topic_stats(t: Topic) -> dict[str, float]:
+    return {
+        "msgRateIn": t.rate_in,
+        "msgRateOut": t.rate_out,
+        "msgThroughputIn": t.rate_in * t.msg_size,
+        "msgThroughputOut": t.rate_out * t.msg_size,
+    }
 
 
 def _bundle_loads(model: ClusterModel) -> dict[str, float]:
-    """A bundle's load as a fraction of a standard (8-core, 1 Gbit/s) broker: max of its CPU/NIC parts."""
-    loads = {
-        b: _load(s["msgRateIn"] + s["msgRateOut"], s["msgThroughputIn"], s["msgThroughputOut"])
-        for b, s in model.bundle_stats().items()
-    }
+    """A bundle's load as a fraction of a standard (8-core, 1 Gbit/s unless the load model says otherwise)
+    broker under the model's load model: max of its CPU/NIC parts (before any reporting curve)."""
+    loads = {b: _load(model, s) for b, s in model.bundle_stats().items()}
     for b in model.bundles():
         loads.setdefault(b, 0.0)
     return loads
@@ -124,6 +144,9 @@ def _new_model(
     events: Sequence[Event] = (),
     big: Mapping[int, tuple[float, float]] | None = None,
 ) -> tuple[ClusterModel, random.Random]:
+    opts = _OPTIONS.current
+    if opts.get("noise") is not None:
+        noise = opts["noise"]
     rng = random.Random(seed)
     namespaces = [f"tenant-{i % 4}/ns-{i}" for i in range(n_namespaces)]
     topics = _topics(rng, n_topics, namespaces, zipf_s)
@@ -144,6 +167,8 @@ def _new_model(
         drift_sigma=drift,
         daily_amplitude=daily,
         events=events,
+        load_model=get_load_model(opts.get("load_model")),
+        rate_noise=opts.get("rate_noise") or 0.0,
     )
     return model, rng
 
@@ -220,7 +245,7 @@ def hot_single_topic(seed: int) -> ScenarioRun:
     _calibrate(m, 0.4)
     t = m.topics[7]
     # make this one topic carry ~60 % of a broker on its own
-    t.burst = 0.6 / max(_load(t.rate_in + t.rate_out, t.rate_in * t.msg_size, t.rate_out * t.msg_size), 1e-12)
+    t.burst = 0.6 / max(_load(m, _topic_stats(t)), 1e-12)
     m._update_rates()
     _place_by_count(m, _ids(m), random.Random(seed))
     return ScenarioRun("hot-single-topic-unsplittable", seed, m, 60, f"topic {t.name} alone carries ~60 % of a broker")
@@ -241,9 +266,18 @@ def periodic_jitter(seed: int) -> ScenarioRun:
     # switching every 2 cycles
     bundle = sorted(loads, key=lambda b: (loads[b], b))[len(loads) // 2]
     t = max(m.topics_of(bundle), key=lambda x: x.base_rate)
-    nic_bytes = 1000 * 1024 * 1024 / 8
     t.toggle_period = 2
-    t.toggle_fanout = 0.4 * nic_bytes / max(t.rate_in * t.msg_size, 1e-9)
+    if m.load_model.name == "linear":  # 40 % of a 1 Gbit/s NIC (NIC out binds): the original arithmetic
+        nic_bytes = 1000 * 1024 * 1024 / 8
+        t.toggle_fanout = 0.4 * nic_bytes / max(t.rate_in * t.msg_size, 1e-9)
+    else:  # 40 % of a standard broker's binding resource under the load model
+        unit = {
+            "msgRateIn": 0.0,
+            "msgRateOut": t.rate_in,
+            "msgThroughputIn": 0.0,
+            "msgThroughputOut": t.rate_in * t.msg_size,
+        }
+        t.toggle_fanout = 0.4 / max(_load(m, unit), 1e-12)
     m._update_rates()
     _place_balanced(m, _ids(m))
     return ScenarioRun("periodic-jitter", seed, m, 60, f"an on/off consumer on {t.name} flips every cycle")
@@ -255,7 +289,9 @@ def large_zipf(seed: int) -> ScenarioRun:
     )
     _calibrate(m, 0.5)
     _place_by_count(m, _ids(m), rng)
-    return ScenarioRun("large-zipf", seed, m, 20, "100 brokers, 5,120 bundles, 200,000 Zipf topics, spread by count")
+    return ScenarioRun(
+        "large-zipf", seed, m, 20, "100 brokers, 5,120 bundles, 200,000 Zipf topics, spread by count", dag_decisions=12
+    )
 
 
 SCENARIOS: Mapping[str, Callable[[int], ScenarioRun]] = {
@@ -272,14 +308,44 @@ SCENARIOS: Mapping[str, Callable[[int], ScenarioRun]] = {
 }
 
 
-def build(name: str, seed: int = 0) -> ScenarioRun:
-    """The named scenario for ``seed``; ``KeyError`` lists the known names."""
+class _Options(threading.local):
+    current: dict[str, Any]
+
+    def __init__(self) -> None:
+        self.current = {}
+
+
+_OPTIONS = _Options()
+
+
+@contextmanager
+def _options(**opts: Any) -> Iterator[None]:
+    saved = _OPTIONS.current
+    _OPTIONS.current = opts
     try:
+        yield
+    finally:
+        _OPTIONS.current = saved
+
+
+def build(
+    name: str,
+    seed: int = 0,
+    *,
+    load_model: str | LoadModel | None = None,
+    noise: float | None = None,
+    rate_noise: float = 0.0,
+) -> ScenarioRun:
+    """The named scenario for ``seed``; ``KeyError`` lists the known names.
+
+    ``load_model``: a name of :data:`pulsar_rebalance.simulator.load_models.LOAD_MODELS` (default
+    ``linear``); ``noise``: the CPU noise (default: the scenario's own, 2-3 %); ``rate_noise``: noise on
+    the reported bundle and topic rates (default 0)."""
+    if name not in SCENARIOS:
+        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    get_load_model(load_model)  # an unknown name fails here, before anything is built
+    with _options(load_model=load_model, noise=noise, rate_noise=rate_noise):
         return SCENARIOS[name](seed)
-    except KeyError:
-        if name in SCENARIOS:
-            raise
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
 
 
 __all__ = ["SCENARIOS", "ScenarioRun", "build"]
