@@ -137,17 +137,23 @@ def plot(title: str, panels: dict[str, tuple[dict[str, list[float]], list[float]
     plt.close(fig)
 
 
-Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", "int | None"]
+Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", "int | None", bool]
 
 
 def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float], float]:
     """One closed-loop run (a process pool's unit of work): summary, worst-broker and ideal series, seconds."""
-    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run = task
+    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run, guard = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
     run = build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise)
     r = run_closed_loop(
-        run, strategy, cadence=cadence, approval_delay_min=delay, drift_tolerance=drift, max_unloads_per_run=per_run
+        run,
+        strategy,
+        cadence=cadence,
+        approval_delay_min=delay,
+        drift_tolerance=drift,
+        max_unloads_per_run=per_run,
+        guard=guard,
     )
     summary = r.summary()
     summary["noise"] = run.model.noise
@@ -184,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one seed, small scenarios, 3 strategies, --no-write")
     parser.add_argument("--verbose", action="store_true", help="one line per run (per seed) as it finishes")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="the strategies' raw decisions, without the do-no-harm guard plan_split applies (default: with it)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.no_write = True
@@ -217,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             args.approval_delay_min,
             None if args.drift_tolerance < 0 else args.drift_tolerance,
             args.max_unloads_per_run,
+            not args.no_guard,
         )
         for sc in scenarios
         for model in args.models
@@ -303,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "approval_delay_min": args.approval_delay_min,
         "drift_tolerance": args.drift_tolerance,
         "max_unloads_per_run": args.max_unloads_per_run,
+        "guard": not args.no_guard,
         "elapsed_s": round(elapsed),
         "results": results,
     }

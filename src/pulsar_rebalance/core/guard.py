@@ -92,6 +92,17 @@ class GuardSplit:
 GuardAction = Move | GuardSplit
 
 
+def resource_weights(cfg: LoadBalancerConfig) -> tuple[float, float, float, float, float]:
+    """(cpu, memory, directMemory, bandwidthIn, bandwidthOut) weights, Pulsar's getter rules applied."""
+    return (
+        cfg.load_balancer_cpu_resource_weight,
+        cfg.load_balancer_memory_resource_weight,
+        cfg.load_balancer_direct_memory_resource_weight,
+        cfg.bandwidth_in_resource_weight,
+        cfg.bandwidth_out_resource_weight,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class GuardLimits:
     """The guard's thresholds, as usage fractions."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pulsar_rebalance.core.guard import resource_weights  # noqa: F401  (re-exported: pipeline callers)
 from pulsar_rebalance.core.strategies import (
     DEFAULT_PLACEMENT,
     DEFAULT_SHEDDER,
@@ -164,14 +165,3 @@ def _number_in(key: str, value: Any, lo: float, hi: float) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
         raise ConfigError(f"{key} must be a number in [{lo:g}, {hi:g}], got {value!r}", key=key)
     return float(value)
-
-
-def resource_weights(cfg) -> tuple[float, float, float, float, float]:
-    """(cpu, memory, directMemory, bandwidthIn, bandwidthOut) weights, Pulsar's getter rules applied."""
-    return (
-        cfg.load_balancer_cpu_resource_weight,
-        cfg.load_balancer_memory_resource_weight,
-        cfg.load_balancer_direct_memory_resource_weight,
-        cfg.bandwidth_in_resource_weight,
-        cfg.bandwidth_out_resource_weight,
-    )

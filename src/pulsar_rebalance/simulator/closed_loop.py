@@ -43,11 +43,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pulsar_rebalance.core.bundles import BundleRange, split_full_name
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.contract_decide import decide_scenario
+from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardSplit, guard_plan, resource_weights
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
 from pulsar_rebalance.core.planner import split_candidates
-from pulsar_rebalance.core.shedders import SHEDDERS
+from pulsar_rebalance.core.prediction import Move
 from pulsar_rebalance.simulator.dynamics import ClusterModel, StepResult
 from pulsar_rebalance.simulator.scenarios import ScenarioRun
 
@@ -92,6 +94,10 @@ class LoopResult:
     cadence: str = "minute"
     sim_minutes: int = 0
     skipped: int = 0
+    guard_cut: int = 0
+    """Actions the do-no-harm guard removed (see :func:`guard_cycle`)."""
+    guard_replaced: int = 0
+    """Moves the guard kept on another destination than the strategy chose."""
     applied_ms: list[int] = field(default_factory=list)
     """When each decision was applied (model time): the decision's time plus the approval delay at the dag cadence."""
     max_usage: list[float] = field(default_factory=list)
@@ -141,6 +147,8 @@ class LoopResult:
             "sim_minutes": self.sim_minutes,
             "moves_per_day": self.moves * DAY_MIN / max(self.sim_minutes, 1),
             "skipped": self.skipped,
+            "guard_cut": self.guard_cut,
+            "guard_replaced": self.guard_replaced,
         }
 
 
@@ -154,6 +162,7 @@ def run_closed_loop(
     drift_tolerance: float | None = DRIFT_TOLERANCE,
     max_unloads_per_run: int | None = None,
     decisions: int | None = None,
+    guard: bool = True,
 ) -> LoopResult:
     """Run ``strategy`` (a key of :data:`STRATEGIES`) on ``run.model`` (mutates the model).
 
@@ -178,7 +187,8 @@ def run_closed_loop(
         cadence=cadence,
     )
     n = decisions if decisions is not None else (run.cycles if cadence == "minute" else run.dag_decisions)
-    takes_topics = shedding is not None and getattr(SHEDDERS[shedding], "plans_splits", False)
+    takes_topics = shedding is not None  # every strategy gets the same information (only the planner reads it)
+    guard_cfg = LoadBalancerConfig.from_mapping(spec.get("config") or {})
     bundle_data: dict[str, BundleData] = {}
     state: dict[str, Any] | None = None
     last_moved: dict[str, int] = {}
@@ -224,6 +234,8 @@ def run_closed_loop(
             state = out["state"]
             cyc = out["cycles"][0]
             result.warnings.extend(cyc["stats"].get("warnings", []))
+            if guard:  # what plan_split stores: the decision after the do-no-harm guard
+                cyc = guard_cycle(model, reports, cyc, guard_cfg, result)
         if cadence == "minute":
             res = model.apply(cyc)
         else:
@@ -244,6 +256,62 @@ def run_closed_loop(
         model.advance(1 if cadence == "minute" else (DAG_PERIOD_MIN - approval_delay_min) // cycle_min)
     result.sim_minutes = (model.now_ms - start_ms) // 60_000
     return result
+
+
+def guard_cycle(
+    model: ClusterModel,
+    reports: Mapping[str, Mapping[str, Any]],
+    cyc: Mapping[str, Any],
+    cfg: LoadBalancerConfig,
+    result: LoopResult,
+) -> dict[str, Any]:
+    """The cycle's decision as ``plan_split`` stores it: the do-no-harm guard (``core.guard``) run on its
+    splits and executed unloads against the load reports the decision saw; moves refused for where they
+    land are re-placed, the rest cut (counted in ``result.guard_cut`` / ``guard_replaced``). A planner's
+    split children are predicted from the parent's topics, as ``plan_split`` predicts them."""
+    splits = list(cyc.get("splits", []))
+    executed = cyc.get("executed")
+    unloads = list(executed["unloads"] if executed is not None else cyc.get("unloads", []))
+    if not unloads and not splits:
+        return dict(cyc)
+    actions: list[GuardAction] = []
+    child_stats: dict[str, NamespaceBundleStats] = {}
+    named_children = {c for sp in splits for c in sp.get("children") or ()}
+    for sp in splits:
+        children = tuple(sp.get("children") or ())
+        moved_child = any(u["bundle"] in children for u in unloads)
+        actions.append(GuardSplit(sp["bundle"], sp.get("broker") or "", children, standalone=not moved_child))
+        if moved_child:
+            topics = model.topics_of(sp["bundle"])
+            for child in children:
+                r = BundleRange.parse(split_full_name(child)[1], child)
+                mine = [t for t in topics if r.contains(t.hash)]
+                child_stats[child] = NamespaceBundleStats.from_json(
+                    {
+                        "msgRateIn": sum(t.rate_in for t in mine),
+                        "msgRateOut": sum(t.rate_out for t in mine),
+                        "msgThroughputIn": sum(t.rate_in * t.msg_size for t in mine),
+                        "msgThroughputOut": sum(t.rate_out * t.msg_size for t in mine),
+                        "topics": len(mine),
+                    },
+                    child,
+                )
+    moves = [u for u in unloads if u.get("destination")]
+    actions += [Move(u["bundle"], u["broker"], u["destination"]) for u in moves]
+    verdict = guard_plan(
+        reports, actions, resource_weights(cfg), GuardLimits.from_config(cfg), extra_stats=child_stats or None
+    )
+    kept = set(verdict.kept)
+    result.guard_cut += len(verdict.failed)
+    result.guard_replaced += len(verdict.replaced)
+    n = len(splits)
+    out_unloads = [{**u, "destination": verdict.destination_of(n + k)} for k, u in enumerate(moves) if n + k in kept]
+    out_unloads += [u for u in unloads if not u.get("destination") and u["bundle"] not in named_children]
+    out = dict(cyc)
+    out["splits"] = [sp for k, sp in enumerate(splits) if k in kept]
+    out["unloads"] = out_unloads
+    out.pop("executed", None)
+    return out
 
 
 def execute_plan(
@@ -294,4 +362,4 @@ def execute_plan(
     return total
 
 
-__all__ = ["CADENCES", "NO_ACTION", "STRATEGIES", "LoopResult", "execute_plan", "run_closed_loop"]
+__all__ = ["CADENCES", "NO_ACTION", "STRATEGIES", "LoopResult", "execute_plan", "guard_cycle", "run_closed_loop"]

@@ -150,11 +150,19 @@ class PlannerInput:
 SPLIT_CANDIDATES_PER_BROKER = 3
 
 
+SPLIT_CANDIDATE_MIN_SHARE = 0.05
+"""A bundle under this share of its broker's traffic never needs a split to fit anywhere: no topic rates asked."""
+
+
 def split_candidates(
-    reports: Mapping[str, Mapping[str, Any]], per_broker: int = SPLIT_CANDIDATES_PER_BROKER
+    reports: Mapping[str, Mapping[str, Any]],
+    per_broker: int = SPLIT_CANDIDATES_PER_BROKER,
+    min_share: float = SPLIT_CANDIDATE_MIN_SHARE,
 ) -> list[str]:
-    """Each broker's busiest bundles in LocalBrokerData JSON reports (by bytes/s + 1 KiB per msg/s):
-    the ones a caller should send topic rates for (``bundleTopics``) so that splits can isolate hot topics."""
+    """Each broker's busiest bundles in LocalBrokerData JSON reports (by bytes/s + 1 KiB per msg/s), those
+    carrying at least ``min_share`` of their broker's traffic: the ones a caller should send topic rates for
+    (``bundleTopics``) so that splits can isolate hot topics. (At 1,000 brokers of 100 small bundles each,
+    3 per broker meant 300,000 topic rows for bundles no plan would split.)"""
     out: list[str] = []
     for rep in reports.values():
         stats: Mapping[str, Mapping[str, float]] = rep.get("lastStats") or rep.get("bundleStats") or {}
@@ -167,7 +175,9 @@ def split_candidates(
                 + 1024 * (s.get("msgRateIn", 0.0) + s.get("msgRateOut", 0.0))
             )
 
-        out.extend(sorted(stats, key=lambda b: (-weight(b), b))[:per_broker])
+        total = sum(weight(b) for b in stats)
+        top = sorted(stats, key=lambda b: (-weight(b), b))[:per_broker]
+        out.extend(b for b in top if total > 0 and weight(b) >= min_share * total)
     return out
 
 
