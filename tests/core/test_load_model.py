@@ -147,3 +147,52 @@ def test_a_balanced_cluster_with_noisy_reports_gets_no_move(noise: float):
         cyc = out["cycles"][0]
         assert cyc["unloads"] == [] and cyc["splits"] == [], (seed, cyc["stats"])
         assert cyc["stats"]["noise"] > 0
+
+
+def test_a_report_is_one_sample_the_unexplained_part_is_believed_by_half():
+    # a linear, noise-free cluster (the fit is exact); broker-0's new report reads 8 CPU points above what
+    # its traffic explains: the smoothed usage moves half way, a change in traffic is taken at once
+    reports = _cluster(_linear, hot_factor=1.0)
+    first = _view(reports)
+    previous = {b: (list(u), list(f)) for b, (u, f) in first.smoothed.items()}
+    true_cpu = reports["broker-0"]["cpu"]["usage"]
+    reports["broker-0"]["cpu"]["usage"] = true_cpu + 8.0
+    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in reports.items()}
+    view = ClusterView(parsed, {}, CFG, previous=previous)
+    assert view.smoothed["broker-0"][0][0] == pytest.approx(true_cpu + 4.0, abs=0.05)
+    assert view.smoothed["broker-1"][0][0] == pytest.approx(reports["broker-1"]["cpu"]["usage"], abs=0.05)
+    # more traffic on broker-1 (10 %): its usage follows the fitted cost of it without lag
+    prev_cpu = reports["broker-1"]["cpu"]["usage"]
+    for s in reports["broker-1"]["lastStats"].values():
+        for k in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut"):
+            s[k] *= 1.1
+    rin = sum(s["msgRateIn"] for s in reports["broker-1"]["lastStats"].values())
+    reports["broker-1"]["cpu"]["usage"] = _linear(rin, rin, 8.0)
+    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in reports.items()}
+    view = ClusterView(parsed, {}, CFG, previous=previous)
+    assert view.smoothed["broker-1"][0][0] == pytest.approx(reports["broker-1"]["cpu"]["usage"], rel=0.01)
+    assert view.smoothed["broker-1"][0][0] > prev_cpu * 1.05
+
+
+@pytest.mark.parametrize("noise", [0.03, 0.05])
+def test_a_balanced_convex_cluster_with_noisy_reports_gets_no_move_over_sixty_cycles(noise: float):
+    # one sample per cycle, a fresh noise draw each time; the planner remembers its smoothed view across
+    # cycles (decide's state): over an hour of one-minute decisions nothing moves on a balanced cluster
+    rng = random.Random(7)
+    loads = {i: {j: 3000 + rng.uniform(-30, 30) for j in range(8)} for i in range(10)}
+    draw = random.Random(13)
+
+    def cpu_of(rin: float, rout: float, cores: float) -> float:
+        return _convex(rin, rout, cores) * 6 * (1 + draw.gauss(0, noise))
+
+    cycles = []
+    for t in range(60):
+        reports = {}
+        for i in range(10):
+            bundles = {f"t/ns/0x{i:02x}{j:06x}_0x{i:02x}{j + 1:06x}": (v, 1.0) for j, v in loads[i].items()}
+            reports[f"broker-{i}"] = _broker(cpu_of, bundles)
+        cycles.append({"brokers": reports, "nowMs": 1_700_000_000_000 + t * 60_000})
+    out = decide_scenario({"shedding": "GlobalPlanner", "cycles": cycles})
+    moved = [(k, u["bundle"]) for k, c in enumerate(out["cycles"]) for u in c["unloads"]]
+    assert moved == [] and all(c["splits"] == [] for c in out["cycles"])
+    assert max(c["stats"].get("maxUsageBefore", 0) for c in out["cycles"]) > 0.5  # CPU binds, near 60 %

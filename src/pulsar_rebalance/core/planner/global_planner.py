@@ -15,7 +15,7 @@ One cycle:
    capacity-normalised (weighted max of usage/limit).
 2. **Ideal** = total usage / total capacity (binding resource). **Target** = ideal + max(1.5 points,
    3 % of ideal); a broker counts as above it only beyond ``min_gain`` (0.5 point) more, so no move is
-   made to shave less than that. **Trigger** = ideal + max(3 points, 6 % of ideal). Nothing happens
+   made to shave less than that. **Trigger** = ideal + max(5 points, 10 % of ideal, 3 x noise). Nothing happens
    unless the busiest broker is above the trigger (hysteresis: a balanced cluster gets zero moves,
    noise and on/off traffic inside the band are ignored).
 3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
@@ -77,8 +77,8 @@ TopicLoad = tuple[int, list[float], tuple[float, float, float]]
 class PlannerSettings:
     target_abs: float = 0.015
     target_rel: float = 0.03
-    trigger_abs: float = 0.03
-    trigger_rel: float = 0.06
+    trigger_abs: float = 0.05
+    trigger_rel: float = 0.10
     min_gain: float = 0.005
     """A move must lower the source by at least this (usage fraction): smaller ones are not worth a disconnect."""
     cooldown_ms: int = 30 * 60_000
@@ -99,6 +99,9 @@ class PlannerSettings:
     """A swinging bundle's peak is also remembered for this many cycles."""
     model_smoothing: float = 0.2
     """Weight of this cycle's fit in the load model's coefficients (EMA across cycles)."""
+    usage_smoothing: float = 0.5
+    """The weight a broker's new load report gets over the usage predicted from its last (smoothed) one and
+    the change in its traffic: a report is one noisy sample (0 < x <= 1; 1 believes every sample)."""
     max_actions: int = 1000
     candidate_destinations: int = 8
     max_split_parts: int = 8
@@ -222,8 +225,11 @@ class GlobalPlanner:
             {b: (p["msgRate"], p["msgThroughputIn"], p["msgThroughputOut"]) for b, p in mem.peaks.items()},
             mem.coefficients,
             st.model_smoothing,
+            mem.reports,
+            st.usage_smoothing,
         )
         mem.coefficients = view.coefficients()
+        mem.reports = view.smoothed
         eligible = [b for b in view.brokers if any(lim > 0 and w > 0 for lim, w in zip(view.limit[b], view.weights))]
         history = mem.moves
         if now is not None:

@@ -50,6 +50,8 @@ NOISE_BAND = 2.0
 """A broker's own usage per unit of load replaces the fit's only when they differ by more than this many noise sigmas."""
 NOISE_FLOOR_BROKERS = 4
 """With fewer brokers than this the residuals say nothing about noise (0 is used)."""
+MAX_SMOOTHED_CHANGE = 0.5
+"""A broker whose load changed by more than this share since the last cycle is read from its new report alone."""
 PROXY: Mapping[str, tuple[float, float, float, float, float]] = {
     # when no fit can be trusted: Pulsar-like attribution by traffic share (features as in features_of)
     "cpu": (1.0, 0.0, 0.0, 1.0 / 1024.0, 0.0),
@@ -251,6 +253,8 @@ class ClusterView:
         peaks: Mapping[str, Sequence[float]] | None = None,
         prior: Mapping[str, Sequence[float]] | None = None,
         smoothing: float = 0.2,
+        previous: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+        usage_smoothing: float = 0.5,
     ) -> None:
         self.config = config
         self.weights = [
@@ -276,40 +280,50 @@ class ClusterView:
                     f[i] += v
             broker_feat[b] = f
         # fit each resource across brokers: its shape (coefficients), intercept and noise
-        self.coef: list[list[float]] = []
-        self.trusted: list[bool] = []
-        self.learned: dict[str, list[float]] = {}
-        """Per resource the coefficients to remember (only shapes from a trusted fit, smoothed)."""
-        intercepts: list[float] = []
-        noise: list[float] = []
-        for ri, r in enumerate(RESOURCES):
-            idx = _FEATURES[r]
-            ys = [reported[b][ri] for b in self.brokers]
-            xs = [[broker_feat[b][j] for j in idx] for b in self.brokers]
-            fit = fit_detail(ys, xs) if self.brokers else Fit(0.0, [0.0] * len(idx), 1.0, [])
-            full = [0.0] * 5
-            for j, v in zip(idx, fit.coefs):
-                full[j] = v
-            before = (prior or {}).get(r)
-            if fit.trusted:
-                if before is not None and any(before):  # one cycle's fit is noisy: smoothed across cycles (EMA)
-                    full = [(1.0 - smoothing) * b + smoothing * v for b, v in zip(before, full)]
-                self.learned[r] = full
-            elif before is not None and any(before):
-                full = list(before)  # the last good shape; the per-broker scale below sets the magnitude
-                self.learned[r] = full
-            else:
-                full = list(PROXY[r])
-            self.coef.append(full)
-            self.trusted.append(fit.trusted)
-            intercepts.append(0.0)  # set below, consistent with the coefficients used
-            lims = [self.limit[b][ri] for b in self.brokers]
-            normalised = [res / lim for res, lim in zip(fit.residuals, lims) if lim > 0]
-            noise.append(robust_sigma(normalised) if len(normalised) >= NOISE_FLOOR_BROKERS else 0.0)
-        self.noise = max((n * w for n, w in zip(noise, self.weights) if w > 0), default=0.0)
+        self.coef, self.trusted, self.learned, noise = self._fit(reported, broker_feat, prior, smoothing)
+        # one report is one sample: smooth each broker's reported usage across cycles (the change its traffic
+        # explains is taken at once, the unexplained rest with weight ``usage_smoothing``), and measure the
+        # noise from how far each new sample lands from that prediction
+        self.smoothed: dict[str, tuple[list[float], list[float]]] = {}
+        """Per broker (smoothed usage per resource, summed features): what the planner remembers."""
+        self.temporal_noise = 0.0
+        if previous:
+            innovations: list[list[float]] = [[] for _ in RESOURCES]
+            for b in self.brokers:
+                prev = previous.get(b)
+                if prev is None:
+                    continue
+                prev_used, prev_feat = prev
+                for i in range(5):
+                    load_now = sum(c * f for c, f in zip(self.coef[i], broker_feat[b]))
+                    load_then = sum(c * f for c, f in zip(self.coef[i], prev_feat))
+                    if load_then <= 0 or abs(load_now - load_then) > MAX_SMOOTHED_CHANGE * max(load_now, load_then):
+                        continue  # a restart, a drain, a burst: the new report is the only evidence
+                    raw = reported[b][i]
+                    if self.trusted[i]:  # the fit is in usage units: add what the change in traffic costs
+                        predicted = max(0.0, prev_used[i] + load_now - load_then)
+                    else:  # a shape only (remembered or proxy): the usage scales with the load
+                        predicted = prev_used[i] * load_now / load_then
+                    if self.limit[b][i] > 0:
+                        innovations[i].append((raw - predicted) / self.limit[b][i])
+                    reported[b][i] = predicted + usage_smoothing * (raw - predicted)
+            if any(len(v) >= NOISE_FLOOR_BROKERS for v in innovations):
+                # the spread of a smoothed estimate: sigma * sqrt(a / (2 - a)), sigma about the innovations'
+                # spread / sqrt(1 + a / (2 - a)), i.e. innovations' spread * sqrt(a / 2)
+                shrink = (usage_smoothing / 2.0) ** 0.5
+                spreads = [
+                    robust_sigma(v) * shrink * w
+                    for v, w in zip(innovations, self.weights)
+                    if w > 0 and len(v) >= NOISE_FLOOR_BROKERS
+                ]
+                self.temporal_noise = max(spreads, default=0.0)
+                self.coef, self.trusted, self.learned, noise = self._fit(reported, broker_feat, prior, smoothing)
+        self.smoothed = {b: (list(reported[b]), list(broker_feat[b])) for b in self.brokers}
+        self.noise = max(max((n * w for n, w in zip(noise, self.weights) if w > 0), default=0.0), self.temporal_noise)
         """Robust spread of the reports around the fit (usage fraction, weighted): what a move must beat."""
         # the base that goes with the coefficients used (smoothed, remembered or proxy): the median over
         # brokers of what they leave unexplained (never negative; 0 for a proxy, Pulsar's attribution)
+        intercepts = [0.0] * 5
         for i in range(5):
             if self.trusted[i] or (prior or {}).get(RESOURCES[i]):
                 left = sorted(
@@ -362,6 +376,44 @@ class ClusterView:
                 owned.append(name)
             # base = what the bundles do not explain (never negative); planned usage = base + planned bundles
             self.used[b] = [max(0.0, reported[b][i] - cur[i]) + plan[i] for i in range(5)]
+
+    def _fit(
+        self,
+        reported: Mapping[str, Sequence[float]],
+        broker_feat: Mapping[str, Sequence[float]],
+        prior: Mapping[str, Sequence[float]] | None,
+        smoothing: float,
+    ) -> tuple[list[list[float]], list[bool], dict[str, list[float]], list[float]]:
+        """Per resource: the coefficients to use, whether the fit is trusted, the shapes to remember, and the
+        capacity-normalised robust spread of the residuals."""
+        coef: list[list[float]] = []
+        trusted: list[bool] = []
+        learned: dict[str, list[float]] = {}
+        noise: list[float] = []
+        for ri, r in enumerate(RESOURCES):
+            idx = _FEATURES[r]
+            ys = [reported[b][ri] for b in self.brokers]
+            xs = [[broker_feat[b][j] for j in idx] for b in self.brokers]
+            fit = fit_detail(ys, xs) if self.brokers else Fit(0.0, [0.0] * len(idx), 1.0, [])
+            full = [0.0] * 5
+            for j, v in zip(idx, fit.coefs):
+                full[j] = v
+            before = (prior or {}).get(r)
+            if fit.trusted:
+                if before is not None and any(before):  # one cycle's fit is noisy: smoothed across cycles (EMA)
+                    full = [(1.0 - smoothing) * b + smoothing * v for b, v in zip(before, full)]
+                learned[r] = full
+            elif before is not None and any(before):
+                full = list(before)  # the last good shape; the per-broker scale below sets the magnitude
+                learned[r] = full
+            else:
+                full = list(PROXY[r])
+            coef.append(full)
+            trusted.append(fit.trusted)
+            lims = [self.limit[b][ri] for b in self.brokers]
+            normalised = [res / lim for res, lim in zip(fit.residuals, lims) if lim > 0]
+            noise.append(robust_sigma(normalised) if len(normalised) >= NOISE_FLOOR_BROKERS else 0.0)
+        return coef, trusted, learned, noise
 
     def _median_scale(
         self,

@@ -5,7 +5,8 @@ JSON (unknown members are errors naming their path, like the rest of the state):
     {"moves": {"<bundle>": {"from": "<broker>", "to": "<broker>", "atMs": ms}},
      "membership": {"brokers": ["<broker>", ...], "atMs": ms, "changedMs": ms | null},
      "peaks": {"<bundle>": {"msgRate": x, "msgThroughputIn": y, "msgThroughputOut": z, "atMs": ms}},
-     "coefficients": {"<resource>": [5 numbers >= 0]}}
+     "coefficients": {"<resource>": [5 numbers >= 0]},
+     "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
 * ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
@@ -14,7 +15,10 @@ JSON (unknown members are errors naming their path, like the rest of the state):
 * ``peaks``: the recent peak of bundles whose traffic swings (an on/off consumer), so that a bundle in
   its quiet phase is not mistaken for a small one; children of a split inherit their share of it;
 * ``coefficients``: the load model's smoothed per-resource coefficients (``cpu``, ``memory``,
-  ``directMemory``, ``bandwidthIn``, ``bandwidthOut``; features msg/s, bytes/s in, out, total, topics).
+  ``directMemory``, ``bandwidthIn``, ``bandwidthOut``; features msg/s, bytes/s in, out, total, topics);
+* ``reports``: per broker of the last cycle, its smoothed usage per resource (same order) and the summed
+  features of its bundles then: a load report is one noisy sample, the next cycle's usage is predicted
+  from it and the change in traffic, and only part of the unexplained difference is believed.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class PlannerMemory:
     membership_changed: int | None = None
     peaks: dict[str, dict[str, float]] = field(default_factory=dict)
     coefficients: dict[str, list[float]] = field(default_factory=dict)
+    reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,12 +55,13 @@ class PlannerMemory:
             },
             "peaks": {b: dict(p) for b, p in self.peaks.items()},
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
+            "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
         }
 
     @classmethod
     def from_json(cls, obj: object, path: str) -> PlannerMemory:
         root = require_object(obj, path)
-        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients"}, path)
+        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients", "reports"}, path)
         mem = cls()
         mp = field_path(path, "moves")
         for bundle, raw in require_object(root.get("moves", {}), mp).items():
@@ -96,6 +102,19 @@ class PlannerMemory:
             if not isinstance(raw, list) or len(raw) != _FEATURES:
                 raise ScenarioError(rp, f"expected an array of {_FEATURES} numbers")
             mem.coefficients[resource] = [check_number(v, field_path(rp, i)) for i, v in enumerate(raw)]
+        bp = field_path(path, "reports")
+        for broker, raw in require_object(root.get("reports", {}), bp).items():
+            ep = field_path(bp, broker)
+            entry = require_object(raw, ep)
+            reject_unknown_keys(entry, {"usage", "features"}, ep)
+            vecs = []
+            for key in ("usage", "features"):
+                vp = field_path(ep, key)
+                v = entry.get(key)
+                if not isinstance(v, list) or len(v) != _FEATURES:
+                    raise ScenarioError(vp, f"expected an array of {_FEATURES} numbers")
+                vecs.append([check_number(x, field_path(vp, i)) for i, x in enumerate(v)])
+            mem.reports[broker] = (vecs[0], vecs[1])
         return mem
 
     @classmethod
