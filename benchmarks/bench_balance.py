@@ -24,6 +24,7 @@ scenario x load model x cadence. Not a timed test: results are committed under `
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import statistics
@@ -195,7 +196,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the strategies' raw decisions, without the do-no-harm guard plan_split applies (default: with it)",
     )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="only re-render the report and the README headline from the committed docs/benchmarks/balance.json",
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        doc = json.loads(JSON.read_text(encoding="utf-8"))
+        targets = {
+            "balance-report": [ROOT / "docs" / "benchmarks" / "balance.md"],
+            "balance-headline": [ROOT / "README.md"],
+        }
+        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, targets)
+        return 0
     if args.quick:
         args.no_write = True
     scenarios = args.scenarios or ([s for s in SCENARIOS if s not in LARGE] if args.quick else list(SCENARIOS))
@@ -543,6 +557,46 @@ def verdict_lines(results: Results2) -> list[str]:
     return lines
 
 
+def safety(results: Results2) -> list[dict[str, Any]]:
+    """Per strategy over every scenario x load model x cadence it ran with no-action: how often it ends above
+    doing nothing (beyond the tie band), how often it drives a broker above HOT where no-action stays below,
+    its largest excess over no-action, and its moves in all (means over seeds)."""
+    out: dict[str, dict[str, Any]] = {}
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            for sc, by in by_sc.items():
+                if NO_ACTION not in by:
+                    continue
+                nf, nw = _mean(by[NO_ACTION], "final_max"), _mean(by[NO_ACTION], "worst_max")
+                for st, rows in by.items():
+                    if st == NO_ACTION:
+                        continue
+                    f, w = _mean(rows, "final_max"), _mean(rows, "worst_max")
+                    r = out.setdefault(
+                        st, {"strategy": st, "cells": 0, "worse": 0, "hot": 0, "excess": None, "moves": 0.0}
+                    )
+                    r["cells"] += 1
+                    r["worse"] += f > nf + TIE
+                    r["hot"] += w > HOT >= nw
+                    if r["excess"] is None or f - nf > r["excess"][0]:
+                        r["excess"] = (f - nf, f"{sc} / {m} / {c}")
+                    r["moves"] += _mean(rows, "moves")
+    return sorted(out.values(), key=lambda r: (r["worse"] + r["hot"], r["excess"][0] if r["excess"] else 0.0))
+
+
+def safety_table(results: Results2) -> list[str]:
+    lines = [
+        f"| strategy | cells | ends above no-action (> +{TIE}) | a broker above {HOT:.0%} where no-action stays below "
+        "| largest excess over no-action | moves in all |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for r in safety(results):
+        name = f"**{r['strategy']}**" if r["strategy"] == PLANNER else r["strategy"]
+        ex = f"{r['excess'][0]:+.3f} ({r['excess'][1]})" if r["excess"] else "-"
+        lines.append(f"| {name} | {r['cells']} | {r['worse']} | {r['hot']} | {ex} | {r['moves']:.0f} |")
+    return lines
+
+
 def headline_v2(doc: dict[str, Any]) -> str:
     results = ordered_v2(doc["results"])
     ks = cases(results)
@@ -578,6 +632,12 @@ def headline_v2(doc: dict[str, Any]) -> str:
                 + (f"{b['scenario']}: {b['planner']:.3f} vs {b['no_action']:.3f} |" if b else "- |")
             )
     lines += ["", "Criteria: " + "; ".join(f"*{k}*: {n}" for k, n in CRITERIA) + "."]
+    lines += [
+        "",
+        "Do no harm, every strategy on the same cells (after the do-no-harm guard; final max, means over seeds):",
+        "",
+        *safety_table(results),
+    ]
     return "\n".join(lines)
 
 

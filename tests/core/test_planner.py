@@ -334,3 +334,33 @@ def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
         "bandwidthOut",
     }
     assert StrategyState.from_json(state).to_json() == state  # round trip
+
+
+def test_a_broker_just_above_the_trigger_waits_for_a_second_report_one_far_above_does_not() -> None:
+    # a load report is one sample: just above the trigger, the planner acts only when the next cycle's
+    # report confirms it (Pulsar's AvgShedder counts hits the same way); twice the band above, at once
+    model = _model("steady-with-noise")
+    cycle = _cycle(model)
+    stats = _decide(cycle)["cycles"][0]["stats"]
+    ideal, trigger = stats["ideal"], stats["trigger"]
+    usage = stats["brokers"]["broker-0:8080"]["usage"]
+
+    def bumped(to: float, at_ms: int) -> dict[str, Any]:
+        c = copy.deepcopy(cycle)
+        c["nowMs"] = at_ms
+        rep = c["brokers"]["broker-0:8080"]
+        for key in ("cpu", "bandwidthIn", "bandwidthOut", "memory", "directMemory"):
+            if isinstance(rep.get(key), dict):
+                rep[key]["usage"] *= to / usage
+        return c
+
+    marginal = ideal + 1.4 * (trigger - ideal)
+    first = _decide(bumped(marginal, cycle["nowMs"]))
+    c0 = first["cycles"][0]
+    assert c0["unloads"] == [] and c0["stats"]["maxUsageBefore"] > trigger
+    assert c0["reason"] == "HitCount" and "confirm" in c0["detail"], c0
+    second = _decide(bumped(marginal, cycle["nowMs"] + 60_000), state=first["state"])
+    assert second["cycles"][0]["unloads"], second["cycles"][0]["stats"]
+    # far above the band: the first report is enough
+    far = _decide(bumped(ideal + 2.5 * (trigger - ideal), cycle["nowMs"]))
+    assert far["cycles"][0]["unloads"]

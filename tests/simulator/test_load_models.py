@@ -403,3 +403,23 @@ def test_the_planner_leaves_a_balanced_noisy_cluster_alone_on_every_load_model(l
     for seed in (1, 2):
         r = run_closed_loop(build("steady-with-noise", seed, load_model=load_model, rate_noise=0.03), "GlobalPlanner")
         assert r.moves == 0 and r.splits == 0, (seed, r.summary())
+
+
+def test_the_safety_table_counts_every_strategy_against_doing_nothing() -> None:
+    bench = _bench()
+    cell = {
+        "GlobalPlanner": [_row(1, 0.55, moves=2)],
+        "no-action": [_row(1, 0.70, worst=0.80)],
+        "AvgShedder": [_row(1, 0.72, worst=0.90, moves=9)],  # worse than nothing, and a broker above 85 %
+    }
+    other = {**cell, "AvgShedder": [_row(1, 0.60, moves=1)]}
+    results = {"linear": {"minute": {"one-hot-broker": cell, "scale-up": other}}}
+    rows = {r["strategy"]: r for r in bench.safety(results)}
+    assert set(rows) == {"GlobalPlanner", "AvgShedder"}  # no-action is the baseline, not a row
+    assert (rows["AvgShedder"]["cells"], rows["AvgShedder"]["worse"], rows["AvgShedder"]["hot"]) == (2, 1, 1)
+    assert rows["AvgShedder"]["excess"][1] == "one-hot-broker / linear / minute"
+    assert rows["AvgShedder"]["moves"] == 10
+    assert (rows["GlobalPlanner"]["worse"], rows["GlobalPlanner"]["hot"]) == (0, 0)
+    table = bench.safety_table(results)
+    assert table[2].startswith("| **GlobalPlanner** | 2 | 0 | 0 |")  # the safest first
+    assert table[3].startswith("| AvgShedder | 2 | 1 | 1 | +0.020 (one-hot-broker / linear / minute)")

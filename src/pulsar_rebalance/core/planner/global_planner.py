@@ -100,6 +100,9 @@ class PlannerSettings:
     model_smoothing: float = 0.2
     """Weight of this cycle's fit in the load model's coefficients (EMA across cycles)."""
     usage_smoothing: float = 0.5
+    confirm_margin: float = 2.0
+    """Above the trigger, the planner acts on one cycle's reading only beyond ideal + this x (trigger - ideal)
+    (or the overload threshold); below that a broker must be above the trigger in two consecutive cycles."""
     """The weight a broker's new load report gets over the usage predicted from its last (smoothed) one and
     the change in its traffic: a report is one noisy sample (0 < x <= 1; 1 believes every sample)."""
     max_actions: int = 1000
@@ -252,6 +255,12 @@ class GlobalPlanner:
             "maxUsageBefore": _r(max_before),
         }
         changed = self._track_membership(mem, sorted(inp.brokers), now)
+        # a broker above the trigger acts only when the previous cycle saw it there too (Pulsar's
+        # AvgShedder counts hits the same way), unless it is far above (twice the band) or overloaded
+        hot = sorted(b for b in eligible if before[b] > trigger)
+        confirmed = [b for b in hot if b in mem.above]
+        mem.above = hot
+        clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(
@@ -262,6 +271,14 @@ class GlobalPlanner:
             return skip(
                 Reason.BALANCED,
                 f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
+                stats,
+            ), new_state
+        if not confirmed and max_before < clear:
+            stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            return skip(
+                Reason.HIT_COUNT,
+                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}) in this cycle only: "
+                f"waiting for the next load report to confirm it (a report is one sample; at once above {clear:.4f})",
                 stats,
             ), new_state
         since = mem.membership_changed

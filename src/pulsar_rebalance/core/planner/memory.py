@@ -6,7 +6,8 @@ JSON (unknown members are errors naming their path, like the rest of the state):
      "membership": {"brokers": ["<broker>", ...], "atMs": ms, "changedMs": ms | null},
      "peaks": {"<bundle>": {"msgRate": x, "msgThroughputIn": y, "msgThroughputOut": z, "atMs": ms}},
      "coefficients": {"<resource>": [5 numbers >= 0]},
-     "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}}}
+     "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}},
+     "above": ["<broker>", ...]}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
 * ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
@@ -18,7 +19,9 @@ JSON (unknown members are errors naming their path, like the rest of the state):
   ``directMemory``, ``bandwidthIn``, ``bandwidthOut``; features msg/s, bytes/s in, out, total, topics);
 * ``reports``: per broker of the last cycle, its smoothed usage per resource (same order) and the summed
   features of its bundles then: a load report is one noisy sample, the next cycle's usage is predicted
-  from it and the change in traffic, and only part of the unexplained difference is believed.
+  from it and the change in traffic, and only part of the unexplained difference is believed;
+* ``above``: the brokers above the trigger in the last cycle (a broker acts when two consecutive
+  cycles see it there, unless it is far above).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class PlannerMemory:
     peaks: dict[str, dict[str, float]] = field(default_factory=dict)
     coefficients: dict[str, list[float]] = field(default_factory=dict)
     reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    above: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,12 +60,13 @@ class PlannerMemory:
             "peaks": {b: dict(p) for b, p in self.peaks.items()},
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
             "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
+            "above": list(self.above),
         }
 
     @classmethod
     def from_json(cls, obj: object, path: str) -> PlannerMemory:
         root = require_object(obj, path)
-        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients", "reports"}, path)
+        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients", "reports", "above"}, path)
         mem = cls()
         mp = field_path(path, "moves")
         for bundle, raw in require_object(root.get("moves", {}), mp).items():
@@ -115,6 +120,10 @@ class PlannerMemory:
                     raise ScenarioError(vp, f"expected an array of {_FEATURES} numbers")
                 vecs.append([check_number(x, field_path(vp, i)) for i, x in enumerate(v)])
             mem.reports[broker] = (vecs[0], vecs[1])
+        above = root.get("above", [])
+        if not isinstance(above, list) or not all(isinstance(b, str) and b for b in above):
+            raise ScenarioError(field_path(path, "above"), "expected an array of non-empty broker ids")
+        mem.above = list(above)
         return mem
 
     @classmethod
