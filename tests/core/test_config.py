@@ -84,6 +84,7 @@ PULSAR_DEFAULTS = {
     "loadBalancerMaxNumberOfBundlesToSplitPerCycle": 10,
     "loadBalancerNamespaceBundleSplitConditionHitCountThreshold": 3,
     "loadBalancerSheddingBundlesWithPoliciesEnabled": False,
+    "failureDomainsEnabled": False,
     "loadBalancerSheddingExcludedNamespaces": [],
     "preferLaterVersions": False,
     "defaultNumberOfNamespaceBundles": 4,

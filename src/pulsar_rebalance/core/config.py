@@ -348,7 +348,14 @@ class LoadBalancerConfig(BaseModel):
         description="Extensible split: split when the consecutive hit count exceeds this (4th hit by default).",
     )
     load_balancer_shedding_bundles_with_policies_enabled: bool = Field(
-        False, alias="loadBalancerSheddingBundlesWithPoliciesEnabled"
+        False,
+        alias="loadBalancerSheddingBundlesWithPoliciesEnabled",
+        description="TransferShedder (and TopKBundles) may shed bundles with isolation or anti-affinity policies.",
+    )
+    failure_domains_enabled: bool = Field(
+        False,
+        alias="failureDomainsEnabled",
+        description="Anti-affinity placement first keeps the failure domains owning the fewest group namespaces.",
     )
     load_balancer_shedding_excluded_namespaces: tuple[str, ...] = Field(
         (),

@@ -21,7 +21,11 @@ Input (see docs/core-decide.md for the full description and an example)::
              "topBundlesLoadData": {id: [{"bundleName": b, "stats": NamespaceBundleStats}]},
              "recentlyUnloadedBundles": {bundle: ms}, "recentlyUnloadedBrokers": {id: ms},
              "nowMs": ms, "place": [bundle], "namespaceBundleCounts": {"tenant/ns": n},
-             "availableBrokers": [id]}
+             "availableBrokers": [id],
+             "namespaceIsolationPolicies": {...}, "failureDomains": {...}, "antiAffinityGroups": {...}}
+
+    The three placement-constraint fields (core.policies; the admin endpoints' JSON) may also be given
+    at the top level: the default of every cycle that does not give the field itself.
 
 Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "executed", "splits", "placements", "stats"}],
 "state": {...}, "shedding", "placement", "seed"}``. ``unloads`` is what the strategy selected;
@@ -58,6 +62,7 @@ from pulsar_rebalance.core.load import (
     parse_bundle_data_map,
 )
 from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
+from pulsar_rebalance.core.policies import NO_POLICIES, POLICY_KEYS, PlacementPolicies, parse_policies
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
 from pulsar_rebalance.core.split_algorithms import TopicRates, topic_rates_map
@@ -65,7 +70,9 @@ from pulsar_rebalance.core.state import StrategyState
 from pulsar_rebalance.core.strategies import specs as strategy_specs
 from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
 
-_TOP_KEYS = frozenset({"shedding", "placement", "config", "seed", "state", "assignDestinations", "cycles"})
+_TOP_KEYS = frozenset(
+    {"shedding", "placement", "config", "seed", "state", "assignDestinations", "cycles", *POLICY_KEYS}
+)
 _CYCLE_KEYS = frozenset(
     {
         "brokers",
@@ -80,6 +87,7 @@ _CYCLE_KEYS = frozenset(
         "namespaceBundleCounts",
         "availableBrokers",
         "bundleTopics",
+        *POLICY_KEYS,
     }
 )
 
@@ -107,6 +115,8 @@ class Scenario:
     state: StrategyState
     assign_destinations: bool
     cycles: list[Cycle] = field(default_factory=list)
+    policies: PlacementPolicies = NO_POLICIES
+    """The document's placement constraints: the default of every cycle that does not give its own."""
 
     @property
     def extensible(self) -> bool:
@@ -266,6 +276,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
         namespace_bundle_counts=counts,
         available_brokers=available,
         bundle_topics=_bundle_topics(obj, path, names),
+        policies=parse_policies(obj, path, scenario.policies),
     )
     _check_cycle_shape(cycle, scenario)
     return cycle
@@ -463,7 +474,7 @@ def parse_scenario(doc: object) -> Scenario:
         raise ScenarioError("cycles", f"expected an array of cycles, got {json_type_name(raw_cycles)}")
     if not raw_cycles:
         raise ScenarioError("cycles", "at least one cycle is required")
-    scenario = Scenario(shedding, placement, config, seed, state, assign)
+    scenario = Scenario(shedding, placement, config, seed, state, assign, policies=parse_policies(root, ""))
     names = _BundleNames()
     scenario.cycles = [_parse_cycle(c, f"cycles[{i}]", scenario, names) for i, c in enumerate(raw_cycles)]
     return scenario

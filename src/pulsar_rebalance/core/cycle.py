@@ -45,6 +45,13 @@ from pulsar_rebalance.core.placement.assignment import (
     select_broker_for_assignment,
 )
 from pulsar_rebalance.core.planner import PlannerInput
+from pulsar_rebalance.core.policies import (
+    NO_POLICIES,
+    PlacementPolicies,
+    extensible_filter,
+    should_anti_affinity_namespace_unload,
+    should_namespace_policies_unload,
+)
 from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
 from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
@@ -73,6 +80,8 @@ class CycleInput:
     available_brokers: list[str] | None
     bundle_topics: dict[str, dict[str, TopicRates]] | None = None
     """GlobalPlanner only: per bundle, its topics' rates (lets a split isolate a hot topic)."""
+    policies: PlacementPolicies = NO_POLICIES
+    """Namespace isolation policies, anti-affinity groups, failure domains (core.policies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +164,12 @@ def _derive_extensible(
     previous = state.transfer_broker_load_data
     saved: dict[str, Mapping[str, Any]] = {}  # brokers gone lose their BrokerLoadData (and its EMAs)
     k = config.load_balancer_max_number_of_bundles_in_bundle_load_report
+    policies = cycle.policies
+    skip_with_policies = (
+        policies.has_policies
+        if not policies.empty and not config.load_balancer_shedding_bundles_with_policies_enabled
+        else None
+    )
     for broker, data in cycle.brokers.items():
         prev = previous.get(broker)
         bld = (
@@ -176,7 +191,7 @@ def _derive_extensible(
         )
         load[broker] = bld
         saved[broker] = bld.to_json()
-        top[broker] = top_k_bundles(data.last_stats, k)
+        top[broker] = top_k_bundles(data.last_stats, k, skip_with_policies)
     return load, top, state.evolve(transfer_broker_load_data=saved)
 
 
@@ -253,12 +268,16 @@ def _executed_unloads(
     """``ModularLoadManagerImpl.doLoadShedding`` after ``findBundlesForUnloading``.
 
     For each selected (broker, bundle), brokers in order of first selection: an excluded namespace
-    is skipped; ``selectBroker(bundle)`` runs over all available brokers, the source included, with
+    is skipped; so is a bundle that ``shouldNamespacePoliciesUnload`` (no broker but the owner satisfies
+    the isolation policy) or ``shouldAntiAffinityNamespaceUnload`` (every candidate owns as many
+    namespaces of its anti-affinity group as the owner) refuses; ``selectBroker(bundle)`` runs over all available brokers, the source included, with
     no preallocation; no broker -> dropped; the source itself -> dropped; else the bundle is
     unloaded to that destination.
     """
     config = settings.config
     excluded = frozenset(config.load_balancer_shedding_excluded_namespaces)
+    ctx: ModularPlacementContext = modular_ctx()
+    avail = list(available)
     by_broker: dict[str, list[Unload]] = {}
     for u in decision.unloads:
         by_broker.setdefault(u.broker, []).append(u)
@@ -278,11 +297,38 @@ def _executed_unloads(
                     )
                 )
                 continue
+            if not should_namespace_policies_unload(u.bundle, u.broker, ctx.policies, avail, ctx.persistent_enabled):
+                dropped.append(
+                    DroppedUnload(
+                        u.broker,
+                        u.bundle,
+                        DropReason.NAMESPACE_POLICIES,
+                        f"no broker other than {u.broker} satisfies the namespace policies of {ns} "
+                        "(shouldNamespacePoliciesUnload)",
+                        u.reason,
+                    )
+                )
+                continue
+            group = ctx.policies.anti_affinity_group(ns)
+            if group is not None and not should_anti_affinity_namespace_unload(
+                u.broker, ctx.policy_candidates(u.bundle, avail), ctx.anti_affinity_counts(ns)
+            ):
+                dropped.append(
+                    DroppedUnload(
+                        u.broker,
+                        u.bundle,
+                        DropReason.ANTI_AFFINITY_NAMESPACE,
+                        f"every candidate broker owns as many namespaces of the anti-affinity group {group!r} as "
+                        f"{u.broker}: the bundle would come back (shouldAntiAffinityNamespaceUnload)",
+                        u.reason,
+                    )
+                )
+                continue
             p, state = select_broker(
                 u.bundle,
                 strategy=settings.placement,
-                candidates=list(available),
-                ctx=modular_ctx(),
+                candidates=avail,
+                ctx=ctx,
                 config=config,
                 state=state,
                 rng=rng,
@@ -426,12 +472,19 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
             now_ms=cycle.now_ms or 0,
             owned_bundles=owned,
             excluded=frozenset(config.load_balancer_shedding_excluded_namespaces),
+            policies=cycle.policies,
         )
         decision, state = shedder.find_bundles_for_unloading(inp, config, state)
     elif planner:
         # GlobalPlanner: one whole-cluster plan (moves with destinations, splits with boundaries)
         inp_p = PlannerInput(
-            cycle.brokers or {}, bundle_data, recent_bundles, now, cycle.bundle_topics, cycle.namespace_bundle_counts
+            cycle.brokers or {},
+            bundle_data,
+            recent_bundles,
+            now,
+            cycle.bundle_topics,
+            cycle.namespace_bundle_counts,
+            policies=cycle.policies,
         )
         decision, state = shedder.plan(inp_p, config, state)
         splits = list(decision.splits)
@@ -445,8 +498,14 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
     def modular_ctx() -> ModularPlacementContext:
         nonlocal ctx
         if ctx is None:
-            ctx = ModularPlacementContext.build(cycle.brokers or {}, bundle_data, cycle.time_average)
+            ctx = ModularPlacementContext.build(cycle.brokers or {}, bundle_data, cycle.time_average, cycle.policies)
         return ctx
+
+    owners = {b: d.bundles for b, d in cycle.brokers.items()} if cycle.brokers is not None else None
+
+    def extensible_candidates(bundle: str) -> list[str]:
+        """The extensible lookup's policy filters (``getBrokerFilterPipeline``) over the available brokers."""
+        return extensible_filter(bundle, available, cycle.policies, owners, config.failure_domains_enabled)
 
     # The load manager's level: what is executed, and what is dropped with the reason.
     dropped: list[DroppedUnload] = []
@@ -484,7 +543,7 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
                 assert load_data is not None
                 p = EXTENSIBLE_PLACEMENTS[settings.placement].select_broker(
                     bundle=u.bundle,
-                    candidates=[b for b in available if b != u.broker],
+                    candidates=[b for b in extensible_candidates(u.bundle) if b != u.broker],
                     load_data=load_data,
                     config=config,
                     rng=rng,
@@ -505,7 +564,11 @@ def run_cycle(cycle: CycleInput, state: StrategyState, settings: CycleSettings, 
             assert load_data is not None
             placements.append(
                 EXTENSIBLE_PLACEMENTS[settings.placement].select_broker(
-                    bundle=bundle, candidates=list(available), load_data=load_data, config=config, rng=rng
+                    bundle=bundle,
+                    candidates=extensible_candidates(bundle),
+                    load_data=load_data,
+                    config=config,
+                    rng=rng,
                 )
             )
         else:

@@ -103,6 +103,12 @@ class DropReason(str, enum.Enum):
     """``selectBroker`` found no broker ("No broker available to unload bundle")."""
     EXCLUDED_NAMESPACE = "ExcludedNamespace"
     """The namespace is in ``loadBalancerSheddingExcludedNamespaces``."""
+    NAMESPACE_POLICIES = "NamespacePolicies"
+    """``shouldNamespacePoliciesUnload`` is false: no broker but the owner satisfies the namespace's
+    isolation policy ("if only current broker satisfy the NamespacePolicies should not unload")."""
+    ANTI_AFFINITY_NAMESPACE = "AntiAffinityNamespace"
+    """``shouldAntiAffinityNamespaceUnload`` is false: every candidate owns as many namespaces of the
+    bundle's anti-affinity group as the owner, so the unload would land where it started."""
 
 
 @dataclass(frozen=True, slots=True)

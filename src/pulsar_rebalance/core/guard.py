@@ -16,6 +16,14 @@ each on top of the moves kept before it; a move is kept only if, after it:
   shedder (ThresholdShedder) would call the destination overloaded and shed it again next cycle;
 * **free capacity** - its destination has taken, over the plan so far, at most
   :data:`FREE_CAPACITY_SHARE` of its free capacity (overload threshold minus its usage now);
+* **isolation-policy** - its destination is a broker Pulsar's ``applyNamespacePolicies`` allows for the
+  bundle's namespace (the namespace isolation policy's primaries, or its secondaries when fewer than
+  ``min_limit`` primaries exist; without a policy, a shared broker);
+* **anti-affinity-group** - for a namespace in an anti-affinity group, its destination is among the
+  brokers owning the fewest namespaces of the group (with ``failureDomainsEnabled``, in the failure
+  domains owning the fewest), counted after the kept moves with the bundle off its source - Pulsar's
+  ``filterAntiAffinityGroupOwnedBrokers``, so a plan never puts two namespaces of a group on one
+  broker while another broker has none (:class:`pulsar_rebalance.core.policies.DestinationFilter`);
 * **prediction** - the move can be predicted at all: both brokers report and the bundle has a sample
   (or is the child of a split of the same plan, whose load comes from the parent's topics).
 
@@ -26,7 +34,8 @@ child is predicted from the split's topics, so it stands or falls on its own num
 is not in the plan has no sample and is dropped (it cannot stand alone: its bundle does not exist).
 
 **Re-placement.** A move that fails only because of where it lands (its destination would end above
-the band, the threshold or its share of free room, or would become the busiest broker) is tried on
+the band, the threshold or its share of free room, would become the busiest broker, or breaks the
+bundle's isolation policy or anti-affinity group) is tried on
 other destinations before it is cut: the :data:`REPLACE_CANDIDATES` least-used reporting brokers, the
 least used first; the first that passes every rule takes it. The verdict says
 so (``replaced``: the planned destination and why it was refused), the plan page shows it, and the
@@ -42,10 +51,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.load import NamespaceBundleStats
+from pulsar_rebalance.core.policies import DestinationFilter, PlacementPolicies
 from pulsar_rebalance.core.prediction import LoadState, Move
 
 FREE_CAPACITY_SHARE = 0.5
@@ -58,21 +68,25 @@ prediction that is off by up to 100 % still leaves the destination at or below t
 REPLACE_CANDIDATES = 8
 """How many other destinations (the least used first) a move refused for where it lands is tried on."""
 
-DESTINATION_RULES = frozenset({"worst-broker", "overload-threshold", "target-band", "free-capacity"})
+DESTINATION_RULES = frozenset(
+    {"worst-broker", "overload-threshold", "target-band", "free-capacity", "isolation-policy", "anti-affinity-group"}
+)
 """Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
 
 TOLERANCE = 1e-9
 """Float slack for the comparisons (usages are fractions)."""
 
-Rule = Literal["prediction", "worst-broker", "overload-threshold", "target-band", "free-capacity", "split-unneeded"]
-RULES: tuple[Rule, ...] = (
+Rule = Literal[
     "prediction",
     "worst-broker",
     "overload-threshold",
     "target-band",
     "free-capacity",
+    "isolation-policy",
+    "anti-affinity-group",
     "split-unneeded",
-)
+]
+RULES: tuple[Rule, ...] = get_args(Rule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +227,16 @@ def guard_plan(
     extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
     cut: bool = True,
     replace: bool = True,
+    policies: PlacementPolicies | None = None,
+    failure_domains_enabled: bool = False,
 ) -> GuardResult:
     """Check ``actions`` (plan order) against the load reports; see the module docstring for the rules.
 
     ``replace``: try a move refused for where it lands on other destinations before cutting it (only
-    when ``cut``)."""
+    when ``cut``). ``policies``: the cluster's placement constraints (None or empty: no policy rule);
+    ``failure_domains_enabled``: Pulsar's ``failureDomainsEnabled``."""
     load = LoadState(reports, weights, extra_stats)
+    placement = _destination_filter(load, policies, failure_domains_enabled)
     before = load.usages()
     max_before = max(before.values(), default=0.0)
     average = sum(before.values()) / len(before) if before else 0.0
@@ -228,16 +246,18 @@ def guard_plan(
     for i, a in enumerate(actions):
         if isinstance(a, GuardSplit):
             continue
-        failures = _check_move(load, a, before, max_before, average, target, limits)
+        failures = _check_move(load, a, before, max_before, average, target, limits, placement)
         passed = not failures
         planned: str | None = None
         if not passed and cut and replace and all(r in DESTINATION_RULES for r, _ in failures):
-            other = _replace(load, a, before, max_before, average, target, limits)
+            other = _replace(load, a, before, max_before, average, target, limits, placement)
             if other is not None:
                 planned, a, passed = a.destination, other, True
         if passed or not cut:  # kept (in warn mode every move is, and later moves see it)
             load.apply(a)  # changes nothing for a move that cannot be predicted
             kept_moves.append(a)
+            if placement is not None:
+                placement.record(a)
         verdicts[i] = GuardVerdict(
             index=i,
             kind="unload",
@@ -276,6 +296,37 @@ def guard_plan(
     )
 
 
+class _Placement:
+    """The policy rules' view: a :class:`DestinationFilter` over the reports' ownership, kept moves applied."""
+
+    def __init__(self, owned: dict[str, set[str]], check: DestinationFilter) -> None:
+        self.owned = owned
+        self.check = check
+
+    def record(self, m: Move) -> None:
+        self.owned.get(m.source, set()).discard(m.bundle)
+        self.owned.setdefault(m.destination, set()).add(m.bundle)
+        self.check.moved(m.bundle, m.source, m.destination)
+
+
+def _destination_filter(
+    load: LoadState, policies: PlacementPolicies | None, failure_domains_enabled: bool
+) -> _Placement | None:
+    if policies is None or policies.empty:
+        return None
+    parsed = load.parsed
+    owned = {b: {*d.bundles, *d.last_stats} for b, d in parsed.items()}
+
+    def persistent(broker: str) -> bool:
+        data = parsed.get(broker)
+        return data is None or data.persistent_topics_enabled
+
+    check = DestinationFilter(
+        policies, owned, failure_domains_enabled=failure_domains_enabled, persistent_enabled=persistent
+    )
+    return _Placement(owned, check)
+
+
 def _replace(
     load: LoadState,
     m: Move,
@@ -284,13 +335,17 @@ def _replace(
     average: float,
     target: float,
     limits: GuardLimits,
+    placement: _Placement | None = None,
 ) -> Move | None:
-    """The move on the least-used other destination that passes every rule (None: none does)."""
+    """The move on the least-used other destination (among those the policies allow) that passes every
+    rule (None: none does)."""
     usages = load.usages()
     others = sorted((b for b in usages if b not in (m.source, m.destination)), key=lambda b: (usages[b], b))
+    if placement is not None:
+        others = [b for b in others if placement.check.permits(m.bundle, m.source, b)]
     for d in others[:REPLACE_CANDIDATES]:
         trial = Move(bundle=m.bundle, source=m.source, destination=d)
-        if not _check_move(load, trial, before, max_before, average, target, limits):
+        if not _check_move(load, trial, before, max_before, average, target, limits, placement):
             return trial
     return None
 
@@ -303,6 +358,7 @@ def _check_move(
     average: float,
     target: float,
     limits: GuardLimits,
+    placement: _Placement | None = None,
 ) -> list[tuple[Rule, str]]:
     """The rules ``m`` breaks when applied on top of ``load`` (the kept moves so far): (rule, why)."""
     if m.source not in before or m.destination not in before:
@@ -357,4 +413,11 @@ def _check_move(
                 "kept for an error in the load model",
             )
         )
+    if placement is not None:
+        refused = placement.check.refusal(m.bundle, m.source, m.destination)
+        if refused is not None:
+            out.append((_POLICY_RULES[refused[0]], refused[1]))
     return out
+
+
+_POLICY_RULES: dict[str, Rule] = {"isolation-policy": "isolation-policy", "anti-affinity-group": "anti-affinity-group"}

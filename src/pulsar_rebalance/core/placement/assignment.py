@@ -4,18 +4,26 @@ For a bundle to place (steps numbered as in ``pulsar-load-balancing.md`` §4):
 
 1. Already preallocated this cycle -> that broker.
 2. Its BundleData, or Pulsar's default (50 msg/s and 50000 B/s each way, 0 samples).
-3. Candidates = the given brokers (namespace isolation policies are not known to us).
+3. Candidates = ``LoadManagerShared.applyNamespacePolicies`` over the given brokers
+   (:func:`core.policies.apply_namespace_policies`: the namespace isolation policy's primaries, plus its
+   secondaries when fewer than ``min_limit`` primaries; without a policy the shared brokers that enable
+   persistent topics). None left -> no broker.
 4. ``filterBrokersWithLargeTopicCount``: drop brokers whose topics (reported + preallocated) exceed
    ``loadBalancerBrokerMaxTopics``, unless that would drop them all.
-5. (anti-affinity groups: not known to us.)
+5. ``filterAntiAffinityGroupOwnedBrokers``: for a namespace in an anti-affinity group, keep (with
+   ``failureDomainsEnabled``, in the failure domains owning the fewest first) the brokers owning the
+   fewest namespaces of the group (owned + preallocated bundles).
 6. ``removeMostServicingBrokersForNamespace`` (when ``loadBalancerDistributeBundlesEvenlyEnabled``, or
    always for ``pulsar/system``):
    keep the brokers owning the fewest bundles of the bundle's namespace (owned + preallocated).
-7. (``BrokerVersionFilter``: broker versions are not compared.) An empty set is restored to step 3.
+7. (``BrokerVersionFilter``: broker versions are not compared.) An empty set is restored to step 3
+   (``applyNamespacePolicies`` again: the policies hold even then).
 8. The placement strategy picks a broker (seeded pick among ties).
 9. If the pick's ``getMaxResourceUsageWithWeight`` (4 resources: cpu, directMemory, bandwidthIn,
    bandwidthOut - no memory) is above the overload threshold, the strategy runs again on the
-   unfiltered step-3 candidates (AvgShedder then ignores its planned destination, PR #26246).
+   step-3 candidates (``applyNamespacePolicies`` only: the isolation policy still holds, the
+   anti-affinity and even-spread filters do not; AvgShedder then ignores its planned destination,
+   PR #26246).
 10. Lookup only (``selectBrokerForAssignment``): the bundle is preallocated to the pick, so later
    placements in the same cycle see it. ``doLoadShedding`` calls ``selectBroker`` (steps 2-9) and
    does not preallocate.
@@ -34,6 +42,13 @@ from pulsar_rebalance.core.decision import Placement
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats, TimeAverageBrokerData
 from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLongTermMessageRate
 from pulsar_rebalance.core.placement.least_resource_usage_with_weight import LeastResourceUsageWithWeight
+from pulsar_rebalance.core.policies import (
+    NO_POLICIES,
+    PlacementPolicies,
+    anti_affinity_namespace_counts,
+    apply_namespace_policies,
+    filter_anti_affinity_group_owned_brokers,
+)
 from pulsar_rebalance.core.shedders import avg_shedder
 from pulsar_rebalance.core.shedders.base import namespace_of, unweighted_usage, weighted_usage
 
@@ -58,6 +73,8 @@ class ModularPlacementContext:
     preallocated_rate: dict[str, float] = field(default_factory=dict)
     """broker -> sum of its preallocated bundles' long-term msgRateIn + msgRateOut (in preallocation order)."""
     preallocated_topics: dict[str, int] = field(default_factory=dict)
+    policies: PlacementPolicies = NO_POLICIES
+    """Namespace isolation policies, anti-affinity groups and failure domains (core.policies)."""
     _ns_ranges: dict[str, dict[str, set[str]]] | None = None
     """namespace -> broker -> bundles of that namespace owned by or preallocated to the broker."""
     _usage: dict[tuple[bool, bool], dict[str, float]] = field(default_factory=dict)
@@ -68,6 +85,7 @@ class ModularPlacementContext:
         brokers: Mapping[str, LocalBrokerData],
         bundle_data: Mapping[str, BundleData],
         time_average: Mapping[str, TimeAverageBrokerData] | None,
+        policies: PlacementPolicies = NO_POLICIES,
     ) -> ModularPlacementContext:
         """``time_average`` defaults to Pulsar's ``TimeAverageBrokerData.reset`` over each broker's bundles."""
         ta: dict[str, TimeAverageBrokerData] = dict(time_average or {})
@@ -76,7 +94,7 @@ class ModularPlacementContext:
             for broker, data in brokers.items():
                 if broker not in ta:
                     ta[broker] = TimeAverageBrokerData.from_bundles(data.bundles, bundle_data, default_stats)
-        return cls(brokers=brokers, bundle_data=bundle_data, time_average=ta)
+        return cls(brokers=brokers, bundle_data=bundle_data, time_average=ta, policies=policies)
 
     def _index(self) -> dict[str, dict[str, set[str]]]:
         if self._ns_ranges is None:
@@ -94,6 +112,19 @@ class ModularPlacementContext:
     def namespace_counts(self, namespace: str) -> dict[str, set[str]]:
         """broker -> its bundles of ``namespace`` (brokers without any are absent)."""
         return self._index().get(namespace, {})
+
+    def persistent_enabled(self, broker: str) -> bool:
+        """``brokerTopicLoadingPredicate.isEnablePersistentTopics``: the broker's report says so."""
+        data = self.brokers.get(broker)
+        return data is None or data.persistent_topics_enabled
+
+    def policy_candidates(self, bundle: str, available: Sequence[str]) -> list[str]:
+        """``applyNamespacePolicies(bundle, available)`` with the reports' persistent-topics flags."""
+        return apply_namespace_policies(bundle, self.policies, available, self.persistent_enabled)
+
+    def anti_affinity_counts(self, namespace: str) -> dict[str, int] | None:
+        """``getAntiAffinityNamespaceOwnedBrokers`` over the owned and preallocated bundles."""
+        return anti_affinity_namespace_counts(namespace, self.policies, self.namespace_counts)
 
     def usage(self, broker: str, config: LoadBalancerConfig, *, weighted: bool = True) -> float:
         """Cached max resource usage of a broker (weighted 5-argument form, or unweighted)."""
@@ -189,11 +220,16 @@ def select_broker(
     (the source included); ``selectBrokerForAssignment`` (lookup) wraps it with steps 1 and 10.
     """
     data = ctx.bundle_data.get(bundle) or BundleData.new_default()
-    base = list(candidates)
+    base = ctx.policy_candidates(bundle, candidates)
     if not base:
-        return Placement(bundle, None, (), "no candidate brokers"), state
+        why = "no candidate brokers"
+        if candidates:
+            why += f": none of the {len(candidates)} available satisfies {namespace_of(bundle)}'s namespace policies"
+        return Placement(bundle, None, (), why), state
     cands = base
     notes: list[str] = []
+    if len(base) < len(candidates):
+        notes.append(f"{len(base)} of {len(candidates)} broker(s) allowed by the namespace policies")
     max_topics = config.load_balancer_broker_max_topics
     brokers = ctx.brokers
     pre_topics = ctx.preallocated_topics
@@ -201,6 +237,18 @@ def select_broker(
     if small and len(small) < len(cands):
         notes.append(f"{len(cands) - len(small)} broker(s) above {max_topics} topics dropped")
         cands = small
+    if ctx.policies.anti_affinity_groups:
+        counts = ctx.anti_affinity_counts(namespace_of(bundle))
+        if counts is not None:
+            kept = filter_anti_affinity_group_owned_brokers(
+                cands, counts, ctx.policies.broker_to_domain, config.failure_domains_enabled
+            )
+            if len(kept) < len(cands):
+                notes.append(
+                    f"kept {len(kept)} broker(s) owning the fewest namespaces of the anti-affinity group "
+                    f"{ctx.policies.anti_affinity_group(namespace_of(bundle))!r}"
+                )
+            cands = kept
     if config.load_balancer_distribute_bundles_evenly_enabled or namespace_of(bundle) == SYSTEM_NAMESPACE:
         ns = namespace_of(bundle)
         owned = ctx.namespace_counts(ns)

@@ -65,6 +65,7 @@ from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecisio
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
 from pulsar_rebalance.core.planner.memory import PlannerMemory
+from pulsar_rebalance.core.policies import NO_POLICIES, DestinationFilter, PlacementPolicies
 from pulsar_rebalance.core.state import StrategyState
 
 PLANNER_NAME = "GlobalPlanner"
@@ -151,6 +152,8 @@ class PlannerInput:
     bundle_topics: Mapping[str, Mapping[str, Any]] | None = None
     """bundle -> {full topic name -> TopicRates}: lets splits isolate hot topics (optional)."""
     namespace_bundle_counts: Mapping[str, int] | None = None
+    policies: PlacementPolicies = NO_POLICIES
+    """Isolation policies, anti-affinity groups, failure domains: a move's destination must satisfy them."""
 
 
 SPLIT_CANDIDATES_PER_BROKER = 3
@@ -309,6 +312,8 @@ class GlobalPlanner:
             return ns in excluded_ns or is_system_namespace(ns)
 
         frozen = {name for name in view.bundles if is_frozen(name)}
+        # Pulsar's placement constraints (core.policies): only destinations its own placement could choose
+        allowed = DestinationFilter(inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled)
         unloads: list[PlannedUnload] = []
         splits: list[SplitDecision] = []
         warnings: list[str] = []
@@ -348,6 +353,7 @@ class GlobalPlanner:
             ud = view.usage(d)
             bl = view.bundles[name]
             view.move(name, d)
+            allowed.moved(name, s, d)
             changed_usage(s, d)
             moved_in_plan.add(name)
             reason = (
@@ -414,7 +420,7 @@ class GlobalPlanner:
                 best: tuple[float, str] | None = None
                 tight: tuple[float, str] | None = None
                 for d in dests:
-                    if d == back or view.usage(d) >= overload:
+                    if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
                         continue
                     bd = view.usage_after(d, bl.vec, 1.0)
                     if bd >= us - min_gain or bd > max(overload, target):
@@ -451,7 +457,7 @@ class GlobalPlanner:
                         warnings,
                         topic_cache,
                         child_features,
-                        dests,
+                        [d for d in dests if allowed.permits(biggest[1], s, d)],
                         excess - min_gain,
                         placed,
                     )
@@ -494,7 +500,7 @@ class GlobalPlanner:
                     pinned = [n for n in view.owned[s] if n in unsplittable]
                     if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
                         actions += self._isolate(
-                            view, s, pinned, movable, dest_candidates, history, target, overload, record
+                            view, s, pinned, movable, dest_candidates, history, target, overload, record, allowed
                         )
                     warnings.append(
                         f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
@@ -548,6 +554,7 @@ class GlobalPlanner:
         target: float,
         overload: float,
         record: Any,
+        allowed: DestinationFilter,
     ) -> int:
         """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
         moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
@@ -569,7 +576,7 @@ class GlobalPlanner:
             back = history.get(name, {}).get("from")
             best: tuple[float, str] | None = None
             for d in dest_candidates(s):
-                if d == back or view.usage(d) >= overload:
+                if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
                     continue
                 bd = view.usage_after(d, view.bundles[name].vec, 1.0)
                 if bd <= level and bd < a and (best is None or bd < best[0]):

@@ -24,19 +24,26 @@ Quirks reproduced: the swap gain is only subtracted when ``loadBalancerDebugMode
 adds it inside its debug-logging block); ``std`` is NaN when rounding makes the variance negative
 in step 1 (Java's ``Math.sqrt``), which disables the std trigger.
 
-Not available to us (documented): isolation / anti-affinity policies and broker filters
-(``isTransferable`` then only requires the destination to be an available broker and another
-broker to exist), and the ownership check is done only when the cycle gives ``brokers`` reports.
+``isTransferable`` (newest): a bundle whose namespace has an isolation policy or an anti-affinity
+group is not transferable unless ``loadBalancerSheddingBundlesWithPoliciesEnabled``
+(``isLoadBalancerSheddingBundlesWithPoliciesEnabled``); the candidates are the available brokers
+through the policy filters of the pipeline (``AntiAffinityGroupPolicyFilter``, then
+``BrokerIsolationPoliciesFilter``: :func:`core.policies.extensible_filter`); a given destination must
+survive them; then, the owner removed, a transfer needs the destination among them and an unload any
+broker. Not modelled: the pipeline's other filters (``BrokerMaxTopicCountFilter``,
+``BrokerVersionFilter``, ``BrokerLoadManagerClassFilter``). The ownership check (and the
+anti-affinity counts, over owned bundles) use the cycle's ``brokers`` reports when given.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pulsar_rebalance.core.decision import Reason, Unload, skip, success
+from pulsar_rebalance.core.policies import NO_POLICIES, PlacementPolicies, extensible_filter
 from pulsar_rebalance.core.shedders.base import is_system_namespace, java_div, java_sqrt, namespace_of
 
 if TYPE_CHECKING:
@@ -61,6 +68,8 @@ class ExtensibleInput:
     owned_bundles: Mapping[str, Collection[str]] | None = None
     """broker -> bundles it owns (``channel.isOwner``); None skips the check, as Pulsar's tests do."""
     excluded: frozenset[str] = field(default_factory=frozenset)
+    policies: PlacementPolicies = NO_POLICIES
+    """Isolation policies, anti-affinity groups, failure domains (``isTransferable``'s filters)."""
 
 
 def _partition_sort(arr: list[tuple[str, NamespaceBundleStats]], k: int) -> None:
@@ -101,16 +110,23 @@ def _descending(a: tuple[str, NamespaceBundleStats], b: tuple[str, NamespaceBund
     return b[1].compare_to(a[1])
 
 
-def top_k_bundles(bundle_stats: Mapping[str, NamespaceBundleStats], k: int) -> list[tuple[str, NamespaceBundleStats]]:
+def top_k_bundles(
+    bundle_stats: Mapping[str, NamespaceBundleStats],
+    k: int,
+    has_policies: Callable[[str], bool] | None = None,
+) -> list[tuple[str, NamespaceBundleStats]]:
     """``TopKBundles.update`` (newest): the k highest-loaded bundles, emitted in **ascending** order.
 
-    Skips zero-throughput bundles and system namespaces (policy-based exclusion needs namespace
-    policies we do not have). ``k <= 0`` yields an empty list.
+    Skips zero-throughput bundles, system namespaces and - ``has_policies`` given, i.e. unless
+    ``loadBalancerSheddingBundlesWithPoliciesEnabled`` - bundles whose namespace has an isolation
+    policy or an anti-affinity group (``hasPolicies``). ``k <= 0`` yields an empty list.
     """
     arr = [
         (b, s)
         for b, s in bundle_stats.items()
-        if s.msg_throughput_in + s.msg_throughput_out != 0 and not is_system_namespace(namespace_of(b))
+        if s.msg_throughput_in + s.msg_throughput_out != 0
+        and not is_system_namespace(namespace_of(b))
+        and (has_policies is None or not has_policies(namespace_of(b)))
     ]
     if not arr or k <= 0:
         return []
@@ -285,10 +301,20 @@ class TransferShedder:
         recent_bundles = inp.recently_unloaded_bundles
         owned = inp.owned_bundles
 
-        def transferable(src: str, dst: str | None) -> bool:
-            if dst is not None and dst not in available:
+        policies = inp.policies
+        with_policies = config.load_balancer_shedding_bundles_with_policies_enabled
+        domains_enabled = config.failure_domains_enabled
+        available_list = list(inp.available_brokers)
+
+        def transferable(bundle: str, src: str, dst: str | None) -> bool:
+            candidates: Collection[str] = available
+            if not policies.empty:
+                if not with_policies and policies.has_policies(namespace_of(bundle)):
+                    return False  # isLoadBalancerSheddingBundlesWithPoliciesEnabled
+                candidates = extensible_filter(bundle, available_list, policies, owned, domains_enabled)
+            if dst is not None and dst not in candidates:
                 return False
-            others = len(available) - (1 if src in available else 0)
+            others = len(candidates) - (1 if src in candidates else 0)
             if dst is None or not transfer:
                 return others > 0
             return dst != src
@@ -351,7 +377,7 @@ class TransferShedder:
                     continue
                 if bundle in recent_bundles:
                     continue
-                if not transferable(max_b, min_b):
+                if not transferable(bundle, max_b, min_b):
                     continue
                 if remaining <= 1:
                     break
@@ -366,7 +392,7 @@ class TransferShedder:
                         max_new = max_thr - marked + gained - thr
                         min_new = min_thr + marked - gained + thr
                         for mb, mst in min_iter:
-                            if not transferable(min_b, max_b):
+                            if not transferable(mb, min_b, max_b):
                                 continue
                             mthr = mst.msg_throughput_in + mst.msg_throughput_out
                             if mthr == 0:
