@@ -326,7 +326,8 @@ def _place_constrained(model: ClusterModel, brokers: Sequence[str]) -> None:
     model.owners.update(placed)
 
 
-def _isolation(namespaces: str, primary: str, secondary: str, min_limit: int) -> dict[str, Any]:
+def isolation_policy(namespaces: str, primary: str, secondary: str, min_limit: int) -> dict[str, Any]:
+    """One ``NamespaceIsolationData`` in the admin endpoint's JSON: one regex each, ``min_available``."""
     return {
         "namespaces": [namespaces],
         "primary": [primary],
@@ -341,14 +342,14 @@ def _isolation(namespaces: str, primary: str, secondary: str, min_limit: int) ->
 PLACEMENT_CONSTRAINTS: Mapping[str, Any] = {
     "namespaceIsolationPolicies": {
         # four primaries and min_limit 4: when one is gone, its bundles fail over to the secondaries
-        "payments": _isolation("payments/.*", "broker-[0-3]", "broker-(4|5)", 4),
-        "analytics": _isolation("analytics/.*", "broker-(6|7)", "broker-8", 1),
+        "payments": isolation_policy("payments/.*", "broker-[0-3]", "broker-(4|5)", 4),
+        "analytics": isolation_policy("analytics/.*", "broker-(6|7)", "broker-8", 1),
     },
     "antiAffinityGroups": {"orders/eu": "orders", "orders/us": "orders", "orders/apac": "orders"},
 }
 """The constraints of :func:`placement_constraints` (the ``decide`` contract's JSON)."""
 
-CHANGED_ANALYTICS = _isolation("analytics/.*", "broker-(9|10)", "broker-11", 1)
+CHANGED_ANALYTICS = isolation_policy("analytics/.*", "broker-(9|10)", "broker-11", 1)
 """The analytics policy after the mid-run change of :func:`placement_constraints`: new primaries."""
 
 
@@ -446,4 +447,4 @@ def build(
         return SCENARIOS[name](seed)
 
 
-__all__ = ["PLACEMENT_CONSTRAINTS", "SCENARIOS", "ScenarioRun", "build", "placement_constraints"]
+__all__ = ["PLACEMENT_CONSTRAINTS", "SCENARIOS", "ScenarioRun", "build", "isolation_policy", "placement_constraints"]
