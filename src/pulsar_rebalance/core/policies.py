@@ -654,14 +654,129 @@ class DestinationFilter:
         return self.refusal(bundle, source, destination) is None
 
 
+# ---------------------------------------------------------------------------------------------
+# Ours: what an ownership breaks (the closed-loop model's report)
+# ---------------------------------------------------------------------------------------------
+VIOLATION_RULES = ("isolation-policy", "isolation-secondary", "anti-affinity-group")
+"""The rules :func:`violations` reports (see there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One bundle whose owner breaks a placement constraint: ``rule`` (one of :data:`VIOLATION_RULES`), ``why``."""
+
+    bundle: str
+    broker: str
+    rule: str
+    why: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(namespace, broker, rule): stable across a split (the children stay on the owner)."""
+        return _namespace(self.bundle), self.broker, self.rule
+
+
+def violations(
+    owners: Mapping[str, str],
+    policies: PlacementPolicies,
+    brokers: Sequence[str],
+    failure_domains_enabled: bool = False,
+    persistent_enabled: Callable[[str], bool] | None = None,
+) -> list[Violation]:
+    """The bundles of ``owners`` (bundle -> broker) whose owner a placement constraint forbids now,
+    among the available ``brokers`` (order kept; a bundle on a broker not in ``brokers`` is skipped):
+
+    * ``isolation-policy`` - the owner is not among :func:`apply_namespace_policies` and is not a
+      secondary of the namespace's policy either (neither primary nor secondary; without a policy, a
+      broker that is not shared);
+    * ``isolation-secondary`` - the owner is a secondary of the policy while at least ``min_limit``
+      primaries are available (no failover now; Pulsar places new bundles on primaries but moves
+      nothing back: a bundle that failed over stays until it is unloaded);
+    * ``anti-affinity-group`` - another namespace of the bundle's anti-affinity group owns bundles on
+      the same broker (with ``failure_domains_enabled`` and failure domains defined: in the same failure
+      domain) while a broker its isolation rule allows has no other namespace of the group (in a domain
+      without one): Pulsar's ``filterAntiAffinityGroupOwnedBrokers`` would have put it there.
+
+    A changed policy applies to the current ownership at once here; Pulsar applies it at the next
+    assignment (apache/pulsar#14429), so such bundles are reported, not moved.
+    """
+    if policies.empty:
+        return []
+    live = set(brokers)
+    domains = policies.broker_to_domain if failure_domains_enabled else {}
+
+    def unit(broker: str) -> str:
+        """Where anti-affinity counts: the broker, or with failure domains its domain."""
+        return domains.get(broker, DEFAULT_DOMAIN) if domains else broker
+
+    group_in: dict[str, dict[str, set[str]]] = {}
+    """group (lower case) -> unit -> the group's namespaces owning bundles there."""
+    for bundle, broker in owners.items():
+        group = policies.anti_affinity_group(_namespace(bundle)) if broker in live else None
+        if group is not None:
+            group_in.setdefault(group.lower(), {}).setdefault(unit(broker), set()).add(_namespace(bundle))
+    allowed_of: dict[str, list[str]] = {}
+    out: list[Violation] = []
+    for bundle, broker in owners.items():
+        if broker not in live:
+            continue
+        ns = _namespace(bundle)
+        allowed = allowed_of.get(ns)
+        if allowed is None:
+            allowed = allowed_of[ns] = apply_namespace_policies(bundle, policies, brokers, persistent_enabled)
+        if broker not in allowed:
+            out.append(_isolation_violation(bundle, broker, ns, policies))
+        group = policies.anti_affinity_group(ns)
+        if group is None:
+            continue
+        present = group_in[group.lower()]
+        sharing = present.get(unit(broker), set()) - {ns}
+        if not sharing:
+            continue
+        free = next((b for b in allowed if b != broker and not present.get(unit(b), set()) - {ns}), None)
+        if free is None:
+            continue
+        where = f"failure domain {unit(broker)!r} ({broker})" if domains else f"broker {broker}"
+        out.append(
+            Violation(
+                bundle,
+                broker,
+                "anti-affinity-group",
+                f"{ns} shares {where} with {', '.join(sorted(sharing))} of anti-affinity group {group!r} "
+                f"while {free}, which its isolation rule allows, holds no other namespace of the group",
+            )
+        )
+    return out
+
+
+def _isolation_violation(bundle: str, broker: str, ns: str, policies: PlacementPolicies) -> Violation:
+    policy = policies.policy_for(ns) if policies.isolation else None
+    if policy is None:
+        why = (
+            f"{ns} has no namespace isolation policy, and {broker} is not a shared broker "
+            "(it is primary in a policy, or does not enable persistent topics)"
+        )
+        return Violation(bundle, broker, "isolation-policy", why)
+    if policy.is_secondary(broker):
+        why = (
+            f"{broker} is a secondary of policy {policy.name!r} for {ns}, and at least "
+            f"min_limit={policy.auto_failover_policy.min_limit} primaries are available (no failover)"
+        )
+        return Violation(bundle, broker, "isolation-secondary", why)
+    why = f"{broker} is neither primary nor secondary in policy {policy.name!r} for {ns}"
+    return Violation(bundle, broker, "isolation-policy", why)
+
+
 __all__ = [
     "DEFAULT_DOMAIN",
     "NO_POLICIES",
     "POLICY_KEYS",
+    "VIOLATION_RULES",
     "DestinationFilter",
     "MinAvailablePolicy",
     "NamespaceIsolationPolicy",
     "PlacementPolicies",
+    "Violation",
     "anti_affinity_bundle_counts",
     "anti_affinity_namespace_counts",
     "apply_namespace_policies",
@@ -675,4 +790,5 @@ __all__ = [
     "parse_policies",
     "should_anti_affinity_namespace_unload",
     "should_namespace_policies_unload",
+    "violations",
 ]

@@ -35,6 +35,15 @@ moved again within 30 minutes of its previous move), ``clients_disconnected``, `
 ``skipped`` (dag cadence: planned moves the executor skipped), ``sim_minutes`` and ``moves_per_day``.
 Usages are sampled once per decision, just before it (at the dag cadence: hourly, so ``final_max``
 spans the last 5 hours). All of it under the run's load model.
+
+Placement constraints (the model's ``placement``: namespace isolation policies, anti-affinity groups,
+failure domains, as they are at each decision) go to every strategy in the cycle's
+``namespaceIsolationPolicies`` / ``failureDomains`` / ``antiAffinityGroups`` (and the model's
+``failure_domains_enabled`` as the config's ``failureDomainsEnabled``), and to the do-no-harm guard
+(``guard_plan(policies=...)``). ``violations`` counts, per decision, the bundles whose owner breaks them
+(:func:`pulsar_rebalance.core.policies.violations`, sampled with the usages); ``violations_added`` the
+ones the applied decision created (after it, not before it, by namespace, broker and rule: a split's
+children inherit their parent's); the summary's ``violations`` is the count at the end of the run.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardSplit, guard_plan, resource_weights
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
 from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.core.policies import Violation
 from pulsar_rebalance.core.prediction import Move
 from pulsar_rebalance.simulator.dynamics import ClusterModel, StepResult
 from pulsar_rebalance.simulator.scenarios import ScenarioRun
@@ -110,6 +120,12 @@ class LoopResult:
     ping_pong: int = 0
     warnings: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    violations: list[int] = field(default_factory=list)
+    """Per decision: bundles whose owner breaks the placement constraints (sampled with the usages)."""
+    violations_added: list[list[Violation]] = field(default_factory=list)
+    """Per decision: the violations the applied decision created (see :func:`added_violations`)."""
+    final_violations: list[Violation] = field(default_factory=list)
+    """The violations at the end of the run."""
 
     @property
     def moves(self) -> int:
@@ -149,6 +165,8 @@ class LoopResult:
             "skipped": self.skipped,
             "guard_cut": self.guard_cut,
             "guard_replaced": self.guard_replaced,
+            "violations": len(self.final_violations),
+            "violations_added": sum(len(v) for v in self.violations_added),
         }
 
 
@@ -200,6 +218,7 @@ def run_closed_loop(
         result.min_usage.append(min(usage.values()))
         result.ideal.append(model.ideal_usage(stats))
         result.floor.append(model.floor_usage(stats))
+        result.violations.append(len(model.violations()))
         reported = model.reported_stats(stats)
         reports = model.load_reports(stats, reported)
         for bundle, s in reported.items():
@@ -218,6 +237,8 @@ def run_closed_loop(
             }
             if takes_topics:
                 cycle["bundleTopics"] = {b: model.topic_rates(b) for b in split_candidates(reports)}
+            if not model.placement.empty:  # the constraints as they are now (they may change mid-run)
+                cycle.update(model.placement.to_json())
             if extra_cycle:
                 cycle.update(extra_cycle)
             doc: dict[str, Any] = {
@@ -228,6 +249,8 @@ def run_closed_loop(
             }
             if "config" in spec:
                 doc["config"] = dict(spec["config"])
+            if model.failure_domains_enabled:
+                doc["config"] = {**doc.get("config", {}), "failureDomainsEnabled": True}
             if state is not None:
                 doc["state"] = state
             out = decide_scenario(doc)
@@ -237,12 +260,15 @@ def run_closed_loop(
             if guard:  # what plan_split stores: the decision after the do-no-harm guard
                 cyc = guard_cycle(model, reports, cyc, guard_cfg, result)
         if cadence == "minute":
+            before = model.violations()
             res = model.apply(cyc)
         else:
             delay = approval_delay_min // cycle_min
             if delay:
                 model.advance(delay)
+            before = model.violations()
             res = execute_plan(model, cyc, reported, drift_tolerance, max_unloads_per_run, result)
+        result.violations_added.append(added_violations(before, model.violations()))
         result.applied_ms.append(model.now_ms)
         result.rejected.extend(res.rejected)
         result.moves_per_cycle.append(res.unloads)
@@ -255,7 +281,15 @@ def run_closed_loop(
             last_moved[bundle] = model.now_ms
         model.advance(1 if cadence == "minute" else (DAG_PERIOD_MIN - approval_delay_min) // cycle_min)
     result.sim_minutes = (model.now_ms - start_ms) // 60_000
+    result.final_violations = model.violations()
     return result
+
+
+def added_violations(before: list[Violation], after: list[Violation]) -> list[Violation]:
+    """The violations of ``after`` whose (namespace, broker, rule) is not among ``before``'s: what a step
+    created (a split's children, on their parent's broker, are not new)."""
+    seen = {v.key for v in before}
+    return [v for v in after if v.key not in seen]
 
 
 def guard_cycle(
@@ -266,7 +300,8 @@ def guard_cycle(
     result: LoopResult,
 ) -> dict[str, Any]:
     """The cycle's decision as ``plan_split`` stores it: the do-no-harm guard (``core.guard``) run on its
-    splits and executed unloads against the load reports the decision saw; moves refused for where they
+    splits and executed unloads against the load reports the decision saw and the model's placement
+    constraints (``policies=``, ``failure_domains_enabled=``); moves refused for where they
     land are re-placed, the rest cut (counted in ``result.guard_cut`` / ``guard_replaced``). A planner's
     split children are predicted from the parent's topics, as ``plan_split`` predicts them."""
     splits = list(cyc.get("splits", []))
@@ -299,7 +334,13 @@ def guard_cycle(
     moves = [u for u in unloads if u.get("destination")]
     actions += [Move(u["bundle"], u["broker"], u["destination"]) for u in moves]
     verdict = guard_plan(
-        reports, actions, resource_weights(cfg), GuardLimits.from_config(cfg), extra_stats=child_stats or None
+        reports,
+        actions,
+        resource_weights(cfg),
+        GuardLimits.from_config(cfg),
+        extra_stats=child_stats or None,
+        policies=model.placement,
+        failure_domains_enabled=model.failure_domains_enabled,
     )
     kept = set(verdict.kept)
     result.guard_cut += len(verdict.failed)
@@ -362,4 +403,13 @@ def execute_plan(
     return total
 
 
-__all__ = ["CADENCES", "NO_ACTION", "STRATEGIES", "LoopResult", "execute_plan", "guard_cycle", "run_closed_loop"]
+__all__ = [
+    "CADENCES",
+    "NO_ACTION",
+    "STRATEGIES",
+    "LoopResult",
+    "added_violations",
+    "execute_plan",
+    "guard_cycle",
+    "run_closed_loop",
+]

@@ -35,6 +35,17 @@ Model (units as Pulsar reports them):
   follows Pulsar's default ``LeastLongTermMessageRate``: least message rate among live brokers that
   are not overloaded (``loadBalancerBrokerOverloadedThresholdPercentage``), first in broker order on
   ties (Pulsar picks at random among ties; the model stays deterministic).
+* **Placement constraints** (``placement``: :class:`pulsar_rebalance.core.policies.PlacementPolicies`,
+  plus ``failure_domains_enabled``): namespace isolation policies, anti-affinity groups, failure
+  domains. Lookup honours them as ``ModularLoadManagerImpl.selectBroker`` does, through the core's
+  functions: candidates are ``applyNamespacePolicies``' brokers, then ``filterAntiAffinityGroupOwnedBrokers``
+  (namespaces of the group per broker, counted on the ownership with the bundle off its source and the
+  bundles already placed in the batch); an overloaded pick is retried on the isolation candidates only.
+  No allowed live broker: Pulsar's lookup fails; the model places the bundle as without constraints (it
+  must be somewhere) and says so in ``StepResult.rejected`` (:meth:`ClusterModel.violations` reports it).
+  The constraints may change mid-run (:meth:`ClusterModel.set_placement`, or an ``Event`` of kind
+  ``policies``): nothing moves then - Pulsar applies a changed policy at the next assignment
+  (apache/pulsar#14429) - so the existing ownership may break it (:meth:`ClusterModel.violations`).
 * **Splits**: with explicit boundaries as given (``split_range``); without, the configured
   ``defaultNamespaceBundleSplitAlgorithm`` on the bundle's topics (the core's algorithms, Pulsar's
   arithmetic). A split's ``unloadChildren`` (Pulsar's ``loadBalancerAutoUnloadSplitBundlesEnabled``,
@@ -63,6 +74,15 @@ from pulsar_rebalance.core.bundles import (
     split_range,
 )
 from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.policies import (
+    NO_POLICIES,
+    PlacementPolicies,
+    Violation,
+    anti_affinity_namespace_counts,
+    apply_namespace_policies,
+    filter_anti_affinity_group_owned_brokers,
+    violations,
+)
 from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
 from pulsar_rebalance.simulator.load_models import (
     CPU_BASE_PCT,
@@ -118,7 +138,11 @@ class Topic:
 
 @dataclass(slots=True)
 class Event:
-    """A scheduled change: ``kind`` in join/leave/fail/restart/return/burst, applied at ``cycle``."""
+    """A scheduled change: ``kind`` one of :data:`EVENT_KINDS`, applied at ``cycle`` (a restarted broker
+    returns ``delay`` cycles later).
+
+    ``policies``: the placement constraints from then on (kind ``policies``; ``failure_domains_enabled``
+    None keeps the model's flag)."""
 
     cycle: int
     kind: str
@@ -128,6 +152,11 @@ class Event:
     cores: float = 8.0
     nic_mbps: float = 1000.0
     delay: int = 2
+    policies: PlacementPolicies | None = None
+    failure_domains_enabled: bool | None = None
+
+
+EVENT_KINDS = ("join", "leave", "fail", "restart", "burst", "policies")
 
 
 @dataclass(slots=True)
@@ -161,8 +190,14 @@ class ClusterModel:
         config: LoadBalancerConfig | None = None,
         load_model: str | LoadModel | None = None,
         rate_noise: float = 0.0,
+        placement: PlacementPolicies = NO_POLICIES,
+        failure_domains_enabled: bool = False,
     ) -> None:
         self.seed = seed
+        self.placement = placement
+        """The cluster's placement constraints now (see :meth:`set_placement`)."""
+        self.failure_domains_enabled = failure_domains_enabled
+        """Pulsar's ``failureDomainsEnabled`` (kept apart from ``config``, which a strategy's config replaces)."""
         self.load_model = get_load_model(load_model)
         for spec in brokers:
             self.load_model.configure(spec, seed)
@@ -180,6 +215,15 @@ class ClusterModel:
         self.rate_rng = random.Random(f"{seed}:rate-noise")
         self.drift_sigma = drift_sigma
         self.daily_amplitude = daily_amplitude
+        for e in events:
+            if e.kind not in EVENT_KINDS:
+                raise ValueError(f"unknown event kind {e.kind!r}; known: {', '.join(EVENT_KINDS)}")
+            if e.kind == "policies" and e.policies is None:
+                raise ValueError(f"event 'policies' at cycle {e.cycle} has no policies")
+            if e.kind != "policies" and e.kind != "burst" and e.broker is None:
+                raise ValueError(f"event {e.kind!r} at cycle {e.cycle} has no broker")
+            if e.kind == "burst" and e.topic is None:
+                raise ValueError(f"event 'burst' at cycle {e.cycle} has no topic")
         self.events = sorted(events, key=lambda e: e.cycle)
         self.config = config or LoadBalancerConfig()
         self._ns_topics: dict[str, list[Topic]] = {}
@@ -407,14 +451,65 @@ class ClusterModel:
 
         return max(ideal, max(alone(item) for item in items))
 
+    # ------------------------------------------------------------------ placement constraints
+    def set_placement(self, policies: PlacementPolicies, failure_domains_enabled: bool | None = None) -> None:
+        """Change the placement constraints from now on. No bundle moves (Pulsar applies a changed policy at
+        the next assignment, apache/pulsar#14429): the ownership may now break them (:meth:`violations`)."""
+        self.placement = policies
+        if failure_domains_enabled is not None:
+            self.failure_domains_enabled = failure_domains_enabled
+
+    def violations(self) -> list[Violation]:
+        """The bundles whose owner breaks the constraints now (:func:`pulsar_rebalance.core.policies.violations`)."""
+        return violations(self.owners, self.placement, self.live_brokers(), self.failure_domains_enabled)
+
+    def placement_candidates(
+        self, bundle: str, owners: Mapping[str, str] | None = None, live: Sequence[str] | None = None
+    ) -> tuple[list[str], list[str]]:
+        """(isolation candidates, after the anti-affinity filter) for ``bundle`` among ``live`` (default: the
+        live brokers), with ``owners`` (default: the model's) as the ownership, ``bundle`` itself taken off.
+
+        ``applyNamespacePolicies``, then ``filterAntiAffinityGroupOwnedBrokers`` with the modular count
+        (namespaces of the group per broker); both the core's functions."""
+        live = self.live_brokers() if live is None else live
+        policies = self.placement
+        if policies.empty:
+            return list(live), list(live)
+        base = apply_namespace_policies(bundle, policies, live)
+        ns = split_full_name(bundle)[0]
+        if policies.anti_affinity_group(ns) is None:
+            return base, base
+        owners = self.owners if owners is None else owners
+        members = set(policies.group_namespaces(policies.anti_affinity_group(ns) or ""))
+        index: dict[str, dict[str, set[str]]] = {}
+        for other, broker in owners.items():
+            other_ns = split_full_name(other)[0]
+            if other != bundle and other_ns in members:
+                index.setdefault(other_ns, {}).setdefault(broker, set()).add(other)
+        counts = anti_affinity_namespace_counts(ns, policies, lambda n: index.get(n, {}))
+        kept = filter_anti_affinity_group_owned_brokers(
+            base, counts, policies.broker_to_domain, self.failure_domains_enabled
+        )
+        return base, kept
+
     # ------------------------------------------------------------------ placement (lookup)
-    def lookup(self, bundle: str, stats: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    def lookup(
+        self,
+        bundle: str,
+        stats: Mapping[str, Mapping[str, Any]] | None = None,
+        notes: list[str] | None = None,
+    ) -> str:
         """Where a bundle lands with no destination, as Pulsar's default placement puts it.
 
         ``LeastLongTermMessageRate``: the live broker with the least message rate (in + out) of the
         bundles it owns, counting bundles already placed in this batch (Pulsar's preallocation);
         brokers above ``loadBalancerBrokerOverloadedThresholdPercentage`` are skipped unless all are.
         Like Pulsar's, it ignores throughput and broker size. Ties: first in broker order.
+
+        Among the brokers the placement constraints allow (:meth:`placement_candidates`); when every
+        candidate is overloaded, retried on the isolation candidates (``selectBroker``'s overload
+        retry, which skips the anti-affinity filter). None allowed: all live brokers, and a note in
+        ``notes`` (Pulsar's lookup would fail).
         """
         live = self.live_brokers()
         if not live:
@@ -427,8 +522,16 @@ class ClusterModel:
             if owner in rate and other != bundle:
                 rate[owner] += s["msgRateIn"] + s["msgRateOut"]
         limit = self.config.load_balancer_broker_overloaded_threshold_percentage / 100.0
-        candidates = [b for b in live if usage[b] < limit] or live
-        return min(candidates, key=lambda b: rate[b])
+        base, candidates = self.placement_candidates(bundle, live=live)
+        if not base:
+            if notes is not None:
+                notes.append(
+                    f"lookup {bundle}: no live broker satisfies its namespace's isolation policy "
+                    "(Pulsar's lookup fails); placed without the constraints"
+                )
+            base = candidates = live
+        fit = [b for b in candidates if usage[b] < limit] or [b for b in base if usage[b] < limit] or base
+        return min(fit, key=lambda b: rate[b])
 
     # ------------------------------------------------------------------ applying decisions
     def apply(self, cycle_out: Mapping[str, Any]) -> StepResult:
@@ -496,7 +599,7 @@ class ClusterModel:
     def _move(self, bundle: str, destination: str | None, res: StepResult, stats: Mapping[str, Any]) -> None:
         source = self.owners[bundle]
         if destination is None or destination not in self.brokers or not self.brokers[destination].alive:
-            destination = self.lookup(bundle, stats)
+            destination = self.lookup(bundle, stats, res.rejected)
         res.clients_disconnected += sum(t.clients for t in self.topics_of(bundle))
         if destination != source:
             self.owners[bundle] = destination
@@ -550,7 +653,10 @@ class ClusterModel:
             elif e.kind == "burst":
                 assert e.topic is not None
                 self._by_name[e.topic].burst = e.factor
-            else:  # pragma: no cover - scenarios are code
+            elif e.kind == "policies":
+                assert e.policies is not None
+                self.set_placement(e.policies, e.failure_domains_enabled)
+            else:  # pragma: no cover - checked at construction
                 raise ValueError(f"unknown event kind {e.kind!r}")
         return res
 
@@ -560,6 +666,7 @@ __all__ = [
     "CPU_PCT_PER_BYTE",
     "CPU_PCT_PER_MSG",
     "MIB",
+    "EVENT_KINDS",
     "Broker",
     "ClusterModel",
     "Event",

@@ -19,6 +19,10 @@ heterogeneous                  one broker has twice the cores and NIC; bundles s
 periodic-jitter                an on/off consumer adds 40 % of a NIC to one bundle's out-traffic, every other 2 cycles
 large-zipf                     100 brokers, 5,120 bundles, 200,000 topics, Zipf rates, spread by count
 ============================== ===============================================================
+
+Not in :data:`SCENARIOS` (the balance benchmark's set): :func:`placement_constraints` - 24 brokers with
+namespace isolation policies (one failing over to its secondaries when a primary fails), an anti-affinity
+group and, optionally, an isolation policy changed mid-run (``tests/simulator/test_closed_loop_policies.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pulsar_rebalance.core.bundles import NamespaceBundles, bundle_full_name, topic_hash
+from pulsar_rebalance.core.policies import PlacementPolicies, parse_policies
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
 from pulsar_rebalance.simulator.load_models import Load, LoadModel, get_load_model
 
@@ -143,18 +148,24 @@ def _new_model(
     daily: float = 0.15,
     events: Sequence[Event] = (),
     big: Mapping[int, tuple[float, float]] | None = None,
+    namespace_bundles: Mapping[str, int] | None = None,
+    placement: PlacementPolicies | None = None,
 ) -> tuple[ClusterModel, random.Random]:
+    """``namespace_bundles``: namespace -> its bundle count (then ``n_namespaces`` / ``bundles_per_ns``
+    are not used); ``placement``: the model's placement constraints."""
     opts = _OPTIONS.current
     if opts.get("noise") is not None:
         noise = opts["noise"]
     rng = random.Random(seed)
-    namespaces = [f"tenant-{i % 4}/ns-{i}" for i in range(n_namespaces)]
+    if namespace_bundles is None:
+        namespace_bundles = {f"tenant-{i % 4}/ns-{i}": bundles_per_ns for i in range(n_namespaces)}
+    namespaces = list(namespace_bundles)
     topics = _topics(rng, n_topics, namespaces, zipf_s)
     brokers = []
     for i in range(n_brokers):
         cores, nic = (big or {}).get(i, (8.0, 1000.0))
         brokers.append(Broker(f"broker-{i}:8080", cores, nic))
-    nbs = {ns: NamespaceBundles.with_num_bundles(bundles_per_ns) for ns in namespaces}
+    nbs = {ns: NamespaceBundles.with_num_bundles(n) for ns, n in namespace_bundles.items()}
     first = brokers[0].broker_id
     owners = {bundle_full_name(ns, r.name): first for ns, nb in nbs.items() for r in nb.ranges}
     model = ClusterModel(
@@ -170,6 +181,8 @@ def _new_model(
         load_model=get_load_model(opts.get("load_model")),
         rate_noise=opts.get("rate_noise") or 0.0,
     )
+    if placement is not None:
+        model.set_placement(placement)
     return model, rng
 
 
@@ -294,6 +307,92 @@ def large_zipf(seed: int) -> ScenarioRun:
     )
 
 
+def _place_constrained(model: ClusterModel, brokers: Sequence[str]) -> None:
+    """:func:`_place_balanced` within the placement constraints: each bundle (heaviest first) on the least
+    used of the brokers Pulsar's placement could choose for it (:meth:`ClusterModel.placement_candidates`
+    over the bundles placed so far)."""
+    loads = _bundle_loads(model)
+    used = {b: 0.0 for b in brokers}
+    cap = {b: model.brokers[b].cores / 8.0 for b in brokers}
+    placed: dict[str, str] = {}
+    for bundle in sorted(loads, key=lambda x: (-loads[x], x)):
+        base, kept = model.placement_candidates(bundle, owners=placed, live=brokers)
+        cands = kept or base
+        if not cands:
+            raise ValueError(f"no broker satisfies the placement constraints of {bundle}")
+        dest = min(cands, key=lambda b: (used[b] + loads[bundle]) / cap[b])
+        used[dest] += loads[bundle]
+        placed[bundle] = dest
+    model.owners.update(placed)
+
+
+def isolation_policy(namespaces: str, primary: str, secondary: str, min_limit: int) -> dict[str, Any]:
+    """One ``NamespaceIsolationData`` in the admin endpoint's JSON: one regex each, ``min_available``."""
+    return {
+        "namespaces": [namespaces],
+        "primary": [primary],
+        "secondary": [secondary],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": str(min_limit), "usage_threshold": "80"},
+        },
+    }
+
+
+PLACEMENT_CONSTRAINTS: Mapping[str, Any] = {
+    "namespaceIsolationPolicies": {
+        # four primaries and min_limit 4: when one is gone, its bundles fail over to the secondaries
+        "payments": isolation_policy("payments/.*", "broker-[0-3]", "broker-(4|5)", 4),
+        "analytics": isolation_policy("analytics/.*", "broker-(6|7)", "broker-8", 1),
+    },
+    "antiAffinityGroups": {"orders/eu": "orders", "orders/us": "orders", "orders/apac": "orders"},
+}
+"""The constraints of :func:`placement_constraints` (the ``decide`` contract's JSON)."""
+
+CHANGED_ANALYTICS = isolation_policy("analytics/.*", "broker-(9|10)", "broker-11", 1)
+"""The analytics policy after the mid-run change of :func:`placement_constraints`: new primaries."""
+
+
+def placement_constraints(seed: int, *, cycles: int = 20, change_at: int | None = None) -> ScenarioRun:
+    """24 brokers; ``payments/*`` isolated on brokers 0-3 (secondaries 4-5, min_limit 4), ``analytics/batch``
+    on 6-7 (secondary 8), three ``orders/*`` namespaces in one anti-affinity group, four shared namespaces;
+    placed balanced within the constraints. Broker 3 fails at cycle 3 (payments fails over to 4-5).
+    ``change_at``: at that cycle the analytics policy moves to primaries 9-10 (secondary 11) - nothing moves
+    (the existing ownership then breaks it, as in Pulsar until the next assignment)."""
+    policies = parse_policies(PLACEMENT_CONSTRAINTS, "placement-constraints")
+    events = [Event(3, "fail", broker="broker-3:8080")]
+    if change_at is not None:
+        changed = {
+            **PLACEMENT_CONSTRAINTS,
+            "namespaceIsolationPolicies": {
+                **PLACEMENT_CONSTRAINTS["namespaceIsolationPolicies"],
+                "analytics": CHANGED_ANALYTICS,
+            },
+        }
+        events.append(Event(change_at, "policies", policies=parse_policies(changed, "changed")))
+    bundles = {"payments/ledger": 16, "payments/cards": 16, "analytics/batch": 16}
+    bundles |= {f"orders/{r}": 4 for r in ("eu", "us", "apac")}
+    bundles |= {f"shared/ns-{i}": 16 for i in range(4)}
+    m, _ = _new_model(
+        seed,
+        n_brokers=24,
+        n_namespaces=0,
+        bundles_per_ns=0,
+        n_topics=3000,
+        events=events,
+        namespace_bundles=bundles,
+        placement=policies,
+    )
+    for t in m.topics:  # lighter orders traffic: the group's bundles stay fewer than the brokers they may use
+        if t.namespace.startswith("orders/"):
+            t.base_rate *= 0.25
+    _calibrate(m, 0.45)
+    _place_constrained(m, _ids(m))
+    return ScenarioRun(
+        "placement-constraints", seed, m, cycles, "24 brokers, isolation policies with failover, an anti-affinity group"
+    )
+
+
 SCENARIOS: Mapping[str, Callable[[int], ScenarioRun]] = {
     "steady-with-noise": steady_with_noise,
     "scale-up": scale_up,
@@ -348,4 +447,4 @@ def build(
         return SCENARIOS[name](seed)
 
 
-__all__ = ["SCENARIOS", "ScenarioRun", "build"]
+__all__ = ["PLACEMENT_CONSTRAINTS", "SCENARIOS", "ScenarioRun", "build", "isolation_policy", "placement_constraints"]
