@@ -19,7 +19,7 @@ def snapshot():
         yield collect_snapshot(PulsarAdminClient.from_url(sim.admin_url))
 
 
-def _scenario(snapshot, params, state=None):
+def _scenario(snapshot, params, state=None, placement_policies=None):
     averages = update_time_averages(snapshot.parsed, {}, "r1")
     return build_scenario(
         params=params,
@@ -29,6 +29,7 @@ def _scenario(snapshot, params, state=None):
         recently_unloaded={},
         state=state,
         now_ms=snapshot.collected_at_ms,
+        placement_policies=placement_policies,
     )
 
 
@@ -107,17 +108,7 @@ def test_the_scenario_carries_the_collected_placement_policies_and_decide_applie
     params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
     scenario = _scenario(snap, params)
     assert "namespaceIsolationPolicies" not in scenario  # without them, as before
-    averages = update_time_averages(snap.parsed, {}, "r1")
-    scenario = build_scenario(
-        params=params,
-        reports=snap.load_reports,
-        bundle_data={b: latest(e) for b, e in averages.items()},
-        namespace_boundaries=snap.namespaces,
-        recently_unloaded={},
-        state=None,
-        now_ms=snap.collected_at_ms,
-        placement_policies=snap.placement_policies,
-    )
+    scenario = _scenario(snap, params, placement_policies=snap.placement_policies)
     assert scenario["namespaceIsolationPolicies"] == {"hot-on-0": policy}
     assert scenario["antiAffinityGroups"] == {"tenant-a/orders": "spread"}
     assert "failureDomains" not in scenario  # empty fields are left out
