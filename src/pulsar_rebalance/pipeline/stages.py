@@ -151,6 +151,7 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
         "maxUsage": snap.max_weighted_usage(weights),
         "warnings": len(snap.check.warnings) if snap.check else 0,
         "dataQuality": quality,
+        "placementPolicies": {k: len(v) for k, v in snap.placement_policies.items()},
     }
     log.info(
         "Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
@@ -160,6 +161,14 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
         result["bundles"],
         result["topics"],
         100 * result["maxUsage"],
+    )
+    log.info(
+        "Placement constraints stored with the run: %d namespace isolation policies, %d failure domains, "
+        "%d namespaces in anti-affinity groups",
+        *(
+            len(snap.placement_policies[k])
+            for k in ("namespaceIsolationPolicies", "failureDomains", "antiAffinityGroups")
+        ),
     )
     return result
 
