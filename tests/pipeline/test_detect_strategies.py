@@ -19,7 +19,7 @@ def snapshot():
         yield collect_snapshot(PulsarAdminClient.from_url(sim.admin_url))
 
 
-def _scenario(snapshot, params, state=None):
+def _scenario(snapshot, params, state=None, placement_policies=None):
     averages = update_time_averages(snapshot.parsed, {}, "r1")
     return build_scenario(
         params=params,
@@ -29,6 +29,7 @@ def _scenario(snapshot, params, state=None):
         recently_unloaded={},
         state=state,
         now_ms=snapshot.collected_at_ms,
+        placement_policies=placement_policies,
     )
 
 
@@ -78,3 +79,45 @@ def test_avg_shedder_waits_for_its_hit_count_before_shedding(snapshot):
     assert first["cycle"]["unloads"] == []  # loadBalancerAvgShedderHitCountHighThreshold = 2: not on the 1st hit
     second = decide(_scenario(snapshot, params, state=first["state"]))
     assert second["cycle"]["unloads"], second["cycle"]["reason"]
+
+
+def test_the_scenario_carries_the_collected_placement_policies_and_decide_applies_them():
+    """collect_load's placement constraints go to the scenario's top level, as the admin API answered them,
+    and decide applies them: with the hot namespace isolated on its (overloaded) broker, none of its bundles
+    is moved and no other namespace's bundle is placed there."""
+    state = generate_cluster(seed=7)
+    with SimulatedPulsar(state, ephemeral=True) as sim:
+        hot_broker = sim.broker_ids[0]
+        policy = {
+            "namespaces": ["tenant-b/events"],
+            "primary": [hot_broker.replace(".", r"\.")],
+            "secondary": [],
+            "auto_failover_policy": {
+                "policy_type": "min_available",
+                "parameters": {"min_limit": "1", "usage_threshold": "80"},
+            },
+        }
+        sim.state.set_namespace_isolation_policy("hot-on-0", policy, unload=False)
+        sim.state.set_anti_affinity_group("tenant-a/orders", "spread")
+        snap = collect_snapshot(PulsarAdminClient.from_url(sim.admin_url))
+    assert snap.placement_policies == {
+        "namespaceIsolationPolicies": {"hot-on-0": policy},
+        "failureDomains": {},
+        "antiAffinityGroups": {"tenant-a/orders": "spread"},
+    }
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    scenario = _scenario(snap, params)
+    assert "namespaceIsolationPolicies" not in scenario  # without them, as before
+    scenario = _scenario(snap, params, placement_policies=snap.placement_policies)
+    assert scenario["namespaceIsolationPolicies"] == {"hot-on-0": policy}
+    assert scenario["antiAffinityGroups"] == {"tenant-a/orders": "spread"}
+    assert "failureDomains" not in scenario  # empty fields are left out
+    cycle = decide(scenario)["cycle"]
+    executed = cycle["executed"]
+    assert executed["unloads"], cycle
+    for u in executed["unloads"]:
+        assert not u["bundle"].startswith("tenant-b/events/")  # its only allowed broker is its owner
+        assert u["destination"] != hot_broker  # primary of a policy: no longer a shared broker
+        assert "4 of 5 broker(s) allowed by the namespace policies" in u["destinationReason"]
+    tenant_a = [u for u in executed["unloads"] if u["bundle"].startswith("tenant-a/orders/")]
+    assert all("anti-affinity group 'spread'" in u["destinationReason"] for u in tenant_a)

@@ -360,3 +360,40 @@ def test_a_planner_decision_its_own_model_thinks_good_is_cut_when_the_reports_sh
     assert {"worst-broker", "overload-threshold", "target-band", "free-capacity"} <= set(cut["rules"])
     assert "b2:8080 would end at 111.6%, above Pulsar's overload threshold 85%" in cut["reason"]
     assert any("do-no-harm guard: 1 of 2 planned action(s) removed" in w for w in draft.summary["warnings"])
+
+
+def test_the_guard_refuses_a_destination_the_stored_isolation_policy_forbids():
+    """plan_split passes the run's placement constraints to the do-no-harm guard: the move the guard keeps
+    without them (test above) is cut when t/n may only live on b1 (its primary)."""
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    move = decision(
+        unloads=[{"broker": "b1:8080", "bundle": "t/n/0x40000000_0x80000000", "destination": "b2:8080", "reason": "x"}]
+    )
+    policies = {
+        "namespaceIsolationPolicies": {
+            "t-n-on-b1": {
+                "namespaces": ["t/n"],
+                "primary": ["b1"],
+                "secondary": [],
+                "auto_failover_policy": {
+                    "policy_type": "min_available",
+                    "parameters": {"min_limit": "1", "usage_threshold": "80"},
+                },
+            }
+        },
+        "failureDomains": {},
+        "antiAffinityGroups": {},
+    }
+    draft = build_plan(
+        decision=move, params=params, reports=REPORTS, topics_by_bundle={}, ownership={}, placement_policies=policies
+    )
+    assert draft.empty
+    (failed,) = draft.summary["guard"]["failed"]
+    assert failed["rules"] == ["isolation-policy"], failed
+    assert "t-n-on-b1" in failed["reason"]
+    # no policy field filled: as without any
+    empty = {"namespaceIsolationPolicies": {}, "failureDomains": {}, "antiAffinityGroups": {}}
+    kept = build_plan(
+        decision=move, params=params, reports=REPORTS, topics_by_bundle={}, ownership={}, placement_policies=empty
+    )
+    assert len(kept.actions) == 1

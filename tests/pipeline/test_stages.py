@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -311,3 +312,97 @@ def test_topic_stats_fetcher_skips_and_reports_a_broker_whose_topic_stats_fail(s
         for b, o in sim.state.owners().items()
         if o in (sim.broker_ids[0], sim.broker_ids[2])
     )
+
+
+_ISOLATION_PATH = "/admin/v2/clusters/sim-cluster/namespaceIsolationPolicies"
+
+
+def _isolation_policy(namespaces, primary, min_limit="1"):
+    return {
+        "namespaces": namespaces,
+        "primary": primary,
+        "secondary": [],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": min_limit, "usage_threshold": "80"},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("served", "message"),
+    [
+        (
+            {"bad-regex": _isolation_policy(["tenant-b/.*"], ["broker-("])},
+            "namespace isolation policy 'bad-regex' of cluster sim-cluster is invalid: "
+            "namespaceIsolationPolicies.bad-regex.primary[0]: invalid policy regex 'broker-('",
+        ),
+        (
+            {"no-namespace": _isolation_policy([], ["broker-1"])},
+            "namespace isolation policy 'no-namespace' of cluster sim-cluster is invalid: "
+            "namespaceIsolationPolicies.no-namespace.namespaces: at least one namespace regex is required",
+        ),
+        (
+            None,  # stored through the admin API, which accepts it as Pulsar does
+            "namespace isolation policy 'negative' of cluster sim-cluster is invalid: "
+            "namespaceIsolationPolicies.negative.auto_failover_policy.parameters.min_limit: -1 is negative",
+        ),
+    ],
+)
+def test_malformed_placement_policy_fails_collect_naming_it_and_writes_nothing(sim, db_url, tmp_path, served, message):
+    from pulsar_rebalance.pipeline import stages
+
+    if served is None:
+        sim.state.set_namespace_isolation_policy("negative", _isolation_policy(["tenant-b/.*"], [".*"], "-1"))
+    else:  # what a broken or foreign admin service might answer, in place of a valid policy's 200
+        sim.state.set_namespace_isolation_policy("valid", _isolation_policy(["none/.*"], ["x"]), unload=False)
+        sim.inject_answer(_ISOLATION_PATH, served)
+    client = PulsarAdminClient.from_url(sim.admin_url, retries=0)
+    with pytest.raises(MalformedResponseError) as exc:
+        stages.stage_collect(  # fails before any Spark work
+            _NoSpark(), JobContext("r1", str(tmp_path)), params_doc={}, engine=make_engine(db_url), client=client
+        )
+    assert message in str(exc.value) and exc.value.url.endswith(_ISOLATION_PATH)
+    for table in ("runs", "broker_load", "placement_policies", "ownership"):
+        assert _count(db_url, table) == 0, table
+
+
+def test_placement_policies_are_stored_with_the_run_and_reach_decide_and_the_plan(spark, sim, db_url, tmp_path):
+    """The hot namespace isolated on its overloaded broker (set without unloading, as
+    ``unloadBundles=false``), a failure domain and an anti-affinity group: collect stores them with the run,
+    detect's scenario carries them, the load manager's level drops the shedder's picks of the hot namespace
+    (NamespacePolicies), and the plan moves none of its bundles and places nothing on its broker."""
+    from pulsar_rebalance.pipeline import stages
+
+    hot_broker = sim.broker_ids[0]
+    policy = _isolation_policy(["tenant-b/events"], [hot_broker.replace(".", r"\.")])
+    with httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        set_policy = http.post(f"{_ISOLATION_PATH}/hot", params={"unloadBundles": "false"}, json=policy)
+        assert set_policy.status_code == 204
+        domain = {"brokers": sim.broker_ids[3:]}
+        assert http.post("/admin/v2/clusters/sim-cluster/failureDomains/rack-b", json=domain).status_code == 204
+        assert http.post("/admin/v2/namespaces/tenant-a/orders/antiAffinity", content=b"spread").status_code == 204
+    expected = {
+        "namespaceIsolationPolicies": {"hot": policy},
+        "failureDomains": {"rack-b": domain},
+        "antiAffinityGroups": {"tenant-a/orders": "spread"},
+    }
+    engine = make_engine(db_url)
+    client = PulsarAdminClient.from_url(sim.admin_url)
+    ctx = JobContext("manual__2026-12-02T01:00:00+00:00", str(tmp_path / "work"))
+    stages.stage_collect(spark, ctx, params_doc={"shedding_strategy": "ThresholdShedder"}, engine=engine, client=client)
+    with session_scope(engine) as s:
+        stored = repo.placement_policies(s, run_id=ctx.run_id)
+        assert stored is not None and stored.contract() == expected
+    stages.stage_compute_usage(spark, ctx, engine=engine)
+    stages.stage_detect(_NoSpark(), ctx, engine=engine)
+    scenario = stages.read_json(_NoSpark(), ctx.path(stages.SCENARIO_JSON))
+    assert {k: scenario[k] for k in expected} == expected
+    planned = stages.stage_plan(spark, ctx, engine=engine)
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=planned["plan_id"])
+    # ThresholdShedder picked hot bundles; the load manager keeps them where the policy allows nothing else
+    assert any("tenant-b/events/" in n and "(NamespacePolicies)" in n for n in plan.summary["notes"]), plan.summary
+    unloads = [a for a in plan.actions if a.kind == "unload"]
+    assert not [a for a in unloads if a.namespace == "tenant-b/events"]
+    assert all(a.destination_broker != hot_broker for a in unloads)

@@ -297,3 +297,78 @@ def test_stopped_broker_is_connect_error_while_others_answer(sim: SimulatedPulsa
         with pytest.raises(AdminConnectError, match=down):
             admin.load_report(down)
         assert admin.load_report(sim.broker_ids[2])["numBundles"] >= 1
+
+
+# ---------------------------------------------------------------------- placement constraints (simulator)
+
+_ISOLATION = "/admin/v2/clusters/sim-cluster/namespaceIsolationPolicies"
+
+
+def _isolation_policy(primary: str) -> dict:
+    return {
+        "namespaces": ["tenant-b/.*"],
+        "primary": [primary],
+        "secondary": [],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        },
+    }
+
+
+def test_placement_constraint_reads_carry_the_token_and_return_pulsars_shapes() -> None:
+    state = generate_cluster(brokers=3)
+    with SimulatedPulsar(state, ephemeral=True, token="s3cret") as sim:
+        sim.state.set_namespace_isolation_policy("iso", _isolation_policy("127.0.0.1:.*"), unload=False)
+        sim.state.set_failure_domain("rack-a", {"brokers": sim.broker_ids[:2]})
+        sim.state.set_anti_affinity_group("tenant-a/orders", "spread")
+        with PulsarAdminClient.from_url(sim.admin_url, token="s3cret", retries=0) as admin:
+            assert admin.namespace_isolation_policies("sim-cluster") == {"iso": _isolation_policy("127.0.0.1:.*")}
+            assert admin.failure_domains("sim-cluster") == {"rack-a": {"brokers": sim.broker_ids[:2]}}
+            assert admin.namespace_anti_affinity_group("tenant-a/orders") == "spread"
+            assert admin.namespace_anti_affinity_group("public/default") is None
+        with PulsarAdminClient.from_url(sim.admin_url, retries=0) as anonymous:
+            with pytest.raises(NotAuthorizedError):
+                anonymous.namespace_isolation_policies("sim-cluster")
+            with pytest.raises(NotAuthorizedError):
+                anonymous.namespace_anti_affinity_group("tenant-a/orders")
+
+
+def test_placement_constraint_gets_are_retried_like_every_get(sim: SimulatedPulsar) -> None:
+    sim.state.set_anti_affinity_group("tenant-a/orders", "spread")
+    sim.inject_request_error(503, method="GET", path_contains="/antiAffinity", times=1)
+    sim.inject_request_error(500, method="GET", path_contains="/failureDomains", times=1)
+    with PulsarAdminClient.from_url(sim.admin_url, retries=1, backoff_s=0.0) as admin:
+        assert admin.namespace_anti_affinity_group("tenant-a/orders") == "spread"
+        assert admin.failure_domains("sim-cluster") == {}
+    statuses = [(r.path.rsplit("/", 1)[1], r.status) for r in sim.requests()]
+    assert statuses == [("antiAffinity", 503), ("antiAffinity", 200), ("failureDomains", 500), ("failureDomains", 200)]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "answer", "fragment"),
+    [
+        ("namespace_isolation_policies", _ISOLATION, ["not", "a", "map"], "expected a JSON object"),
+        (
+            "namespace_isolation_policies",
+            _ISOLATION,
+            {"iso": "tenant-b"},
+            "policy 'iso' is not a NamespaceIsolationData",
+        ),
+        ("failure_domains", "/admin/v2/clusters/sim-cluster/failureDomains", {"rack": []}, "failure domain 'rack'"),
+        (
+            "namespace_anti_affinity_group",
+            "/admin/v2/namespaces/tenant-a/orders/antiAffinity",
+            b"\xff\xfe",
+            "not UTF-8",
+        ),
+    ],
+)
+def test_malformed_placement_constraint_answers(sim: SimulatedPulsar, method, path, answer, fragment) -> None:
+    sim.state.set_namespace_isolation_policy("iso", _isolation_policy("nobody"), unload=False)
+    sim.state.set_anti_affinity_group("tenant-a/orders", "spread")  # a 200 answer the fault can replace
+    sim.inject_answer(path, answer)
+    arg = "tenant-a/orders" if method == "namespace_anti_affinity_group" else "sim-cluster"
+    with PulsarAdminClient.from_url(sim.admin_url, retries=0) as admin, pytest.raises(MalformedResponseError) as info:
+        getattr(admin, method)(arg)
+    assert fragment in str(info.value) and path in str(info.value)

@@ -332,3 +332,160 @@ def test_cli_refuses_an_unbounded_or_impossible_cluster_in_one_line(args, messag
         [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", *args], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------------- placement constraints
+
+
+def _policy(namespaces: list[str], primary: list[str], secondary: list[str] = (), min_limit: str = "1") -> dict:
+    return {
+        "namespaces": namespaces,
+        "primary": primary,
+        "secondary": list(secondary),
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": min_limit, "usage_threshold": "80"},
+        },
+    }
+
+
+def _id_regex(broker_id: str) -> str:
+    return broker_id.replace(".", r"\.")
+
+
+def test_isolation_policy_endpoints_answer_as_pulsar(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    base = "/admin/v2/clusters/sim-cluster/namespaceIsolationPolicies"
+    with httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        # never set: ClustersBase.internalGetNamespaceIsolationPolicies answers 404, the client reads "none"
+        never = http.get(base)
+        assert never.status_code == 404
+        assert never.json() == {"reason": "NamespaceIsolationPolicies for cluster sim-cluster does not exist"}
+        assert admin.namespace_isolation_policies("sim-cluster") == {}
+        unknown = http.get("/admin/v2/clusters/other/namespaceIsolationPolicies")
+        assert unknown.status_code == 404 and unknown.json()["reason"] == "Cluster other does not exist."
+        with pytest.raises(NotFoundError):  # an unknown cluster is not "no policies"
+            admin.namespace_isolation_policies("other")
+
+        policy = _policy(["tenant-b/.*"], [_id_regex(sim.broker_ids[3])])
+        created = http.post(f"{base}/iso-b", params={"unloadBundles": "false"}, json=policy)
+        assert created.status_code == 204 and created.content == b""
+        assert admin.namespace_isolation_policies("sim-cluster") == {"iso-b": policy}
+        assert http.get(f"{base}/iso-b").json() == policy
+        missing = http.get(f"{base}/nope")
+        assert missing.status_code == 404
+        assert missing.json()["reason"] == "Cannot find NamespaceIsolationPolicy nope for cluster sim-cluster"
+        assert http.get("/admin/v2/clusters/other/namespaceIsolationPolicies/iso-b").status_code == 412
+
+        # NamespaceIsolationDataImpl.validate: 400, nothing stored
+        for bad in (_policy(["tenant-b/.*"], ["("]), _policy([], ["x"]), {**policy, "auto_failover_policy": None}):
+            refused = http.post(f"{base}/bad", json=bad)
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["reason"].startswith("Invalid format of input policy data. policy: bad; data: ")
+        assert set(admin.namespace_isolation_policies("sim-cluster")) == {"iso-b"}
+
+        assert http.delete(f"{base}/iso-b").status_code == 204
+        assert admin.namespace_isolation_policies("sim-cluster") == {}  # the node exists now: {} (200)
+        assert http.get(base).status_code == 200
+
+
+def test_failure_domain_and_anti_affinity_endpoints_answer_as_pulsar(
+    sim: SimulatedPulsar, admin: PulsarAdminClient
+) -> None:
+    b = sim.broker_ids
+    with httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        assert admin.failure_domains("sim-cluster") == {}
+        assert http.get("/admin/v2/clusters/other/failureDomains").json() == {}  # getFailureDomains checks no cluster
+        assert (
+            http.post("/admin/v2/clusters/sim-cluster/failureDomains/rack-a", json={"brokers": b[:2]}).status_code
+            == 204
+        )
+        clash = http.post("/admin/v2/clusters/sim-cluster/failureDomains/rack-b", json={"brokers": [b[1], b[2]]})
+        assert clash.status_code == 409 and clash.json()["reason"] == f"[{b[1]}] already exists in rack-a"
+        assert (
+            http.post("/admin/v2/clusters/sim-cluster/failureDomains/rack-b", json={"brokers": b[2:4]}).status_code
+            == 204
+        )
+        assert admin.failure_domains("sim-cluster") == {"rack-a": {"brokers": b[:2]}, "rack-b": {"brokers": b[2:4]}}
+        assert http.get("/admin/v2/clusters/sim-cluster/failureDomains/rack-b").json() == {"brokers": b[2:4]}
+        assert http.delete("/admin/v2/clusters/sim-cluster/failureDomains/rack-b").status_code == 200
+        assert http.delete("/admin/v2/clusters/sim-cluster/failureDomains/rack-b").status_code == 404
+        assert http.post("/admin/v2/clusters/other/failureDomains/x", json={"brokers": []}).status_code == 412
+
+        path = "/admin/v2/namespaces/tenant-a/orders/antiAffinity"
+        unset = http.get(path)  # internalGetNamespaceAntiAffinityGroup returns null: 204, no body
+        assert unset.status_code == 204 and unset.content == b""
+        assert admin.namespace_anti_affinity_group("tenant-a/orders") is None
+        # PulsarAdmin posts the group as a raw string entity; Jersey answers the String unquoted
+        assert http.post(path, content=b"orders-group", headers={"Content-Type": "application/json"}).status_code == 204
+        got = http.get(path)
+        assert got.status_code == 200 and got.content == b"orders-group"
+        assert got.headers["content-type"] == "application/json"
+        assert admin.namespace_anti_affinity_group("tenant-a/orders") == "orders-group"
+        blank = http.post(path, content=b"  ")
+        assert blank.status_code == 412 and blank.json()["reason"] == "antiAffinityGroup can't be empty"
+        assert http.delete(path).status_code == 204
+        assert admin.namespace_anti_affinity_group("tenant-a/orders") is None
+
+
+def test_isolation_policy_decides_where_unloaded_bundles_land(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    """Setting a policy unloads the namespaces it matches (``unloadBundles`` defaults to true) and every later
+    placement starts from applyNamespacePolicies: the primaries, the secondaries when fewer than min_limit
+    primaries are up, and never a primary of some policy for a namespace without one."""
+    b = sim.broker_ids
+    with httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        policy = _policy([HOT], [_id_regex(b[3])], [_id_regex(b[4])], min_limit="1")
+        assert (
+            http.post("/admin/v2/clusters/sim-cluster/namespaceIsolationPolicies/hot", json=policy).status_code == 204
+        )
+    hot = [x for x in sim.state.owners() if x.startswith(f"{HOT}/")]
+    assert {sim.state.owner(x) for x in hot} == {b[3]}  # moved off broker 0 by the policy's unload
+    admin.unload_bundle(HOT, "0x00000000_0x40000000")
+    assert _owner_via_api(admin, "sim-cluster", f"{HOT}/0x00000000_0x40000000") == b[3]  # the only primary
+    for rng in sim.state.bundle_ranges("tenant-a/orders"):
+        admin.unload_bundle("tenant-a/orders", rng)
+    assert b[3] not in {sim.state.owner(f"tenant-a/orders/{r}") for r in sim.state.bundle_ranges("tenant-a/orders")}
+
+    sim.kill_broker(b[3])  # fewer primaries than min_limit: the secondaries take over
+    assert {sim.state.owner(x) for x in hot} == {b[4]}
+
+
+def test_anti_affinity_group_spreads_namespaces_over_brokers(sim: SimulatedPulsar, admin: PulsarAdminClient) -> None:
+    """filterAntiAffinityGroupOwnedBrokers: a bundle goes to a broker owning no namespace of its group
+    (while there is one), even one busier than a broker the group already uses."""
+    group = ("tenant-a/orders", HOT, "public/default")
+    with httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        for ns in group[:2]:
+            assert http.post(f"/admin/v2/namespaces/{ns}/antiAffinity", content=b"g").status_code == 204
+    for rng in sim.state.bundle_ranges("tenant-a/orders")[1:]:  # orders' other bundles onto broker 1
+        admin.unload_bundle("tenant-a/orders", rng, destination_broker=sim.broker_ids[1])
+    moving = f"tenant-a/orders/{sim.state.bundle_ranges('tenant-a/orders')[0]}"
+    used = {o for x, o in sim.state.owners().items() if x.rpartition("/")[0] in group[:2] and x != moving}
+    assert used == {sim.broker_ids[0], sim.broker_ids[1]}  # HOT on broker 0 (the leader), orders on 1
+    admin.unload_bundle("tenant-a/orders", moving.rpartition("/")[2])
+    assert sim.state.owner(moving) not in used
+    assert sim.state.anti_affinity_group(group[2]) is None
+
+
+def test_placement_constraints_survive_the_state_file(tmp_path) -> None:
+    path = tmp_path / "sim-state.json"
+    state = generate_cluster()
+    state.state_file = path
+    with SimulatedPulsar(state, ephemeral=True) as sim, httpx.Client(base_url=sim.admin_url, timeout=5) as http:
+        policy = _policy(["tenant-a/.*"], ["127\\.0\\.0\\.1:.*"])
+        http.post(
+            "/admin/v2/clusters/sim-cluster/namespaceIsolationPolicies/p",
+            params={"unloadBundles": "false"},
+            json=policy,
+        )
+        http.post("/admin/v2/clusters/sim-cluster/failureDomains/rack", json={"brokers": [sim.broker_ids[1]]})
+        http.post("/admin/v2/namespaces/public/default/antiAffinity", content=b"grp")
+    restored = ClusterState.load(path)
+    with SimulatedPulsar(restored, ephemeral=True) as sim2, PulsarAdminClient.from_url(sim2.admin_url) as admin2:
+        assert admin2.namespace_isolation_policies("sim-cluster") == {"p": policy}
+        # the failure domain's broker follows its position when the ephemeral ports change
+        assert admin2.failure_domains("sim-cluster") == {"rack": {"brokers": [sim2.broker_ids[1]]}}
+        assert admin2.namespace_anti_affinity_group("public/default") == "grp"
+    with pytest.raises(ValueError, match=r"namespaceIsolationPolicies\.p\.primary\[0\]: invalid policy regex"):
+        ClusterState.from_snapshot(
+            {**restored.snapshot(), "namespaceIsolationPolicies": {"p": _policy(["a/b"], ["("])}}
+        )

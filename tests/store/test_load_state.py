@@ -129,3 +129,67 @@ def test_time_averages_and_strategy_state_carry_across_runs(world) -> None:
     assert state == {"brokerAvgResourceUsage": {"b1:8080": 0.6}}
     assert kept == {BUNDLE: {"shortTermData": {"msgRateIn": 2.0}}, other: {"x": 1}}
     assert replaced == {BUNDLE: {"shortTermData": {"msgRateIn": 3.0}}}
+
+
+POLICIES = {
+    "namespaceIsolationPolicies": {
+        "payments": {
+            "namespaces": ["payments/.*"],
+            "primary": ["broker-1"],
+            "secondary": [],
+            "auto_failover_policy": {
+                "policy_type": "min_available",
+                "parameters": {"min_limit": "1", "usage_threshold": "80"},
+            },
+        }
+    },
+    "failureDomains": {"rack-a": {"brokers": ["broker-1:8080"]}},
+    "antiAffinityGroups": {"orders/eu": "orders", "orders/us": "orders"},
+}
+
+
+def test_placement_policies_are_stored_per_run_and_found_by_time(world) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    none = {"namespaceIsolationPolicies": {}, "failureDomains": {}, "antiAffinityGroups": {}}
+    with session_scope(world.engine) as s:
+        repo.record_placement_policies(s, run_id=world.run_id, cluster_id=world.cluster_id, policies=none, at=t0)
+        # a retried collect overwrites its run's row
+        repo.record_placement_policies(s, run_id=world.run_id, cluster_id=world.cluster_id, policies=POLICIES, at=t0)
+        repo.start_run(s, run_id="run-2", cluster_id=world.cluster_id)
+        repo.record_placement_policies(
+            s, run_id="run-2", cluster_id=world.cluster_id, policies=none, at=t0 + timedelta(hours=1)
+        )
+    with session_scope(world.engine) as s:
+        stored = repo.placement_policies(s, run_id=world.run_id)
+        assert stored is not None and stored.contract() == POLICIES and stored.collected_at == t0
+        assert repo.placement_policies(s, run_id="nope") is None
+        # "why was bundle X on broker Y at T": the constraints as last read at or before T
+        at = repo.placement_policies_at(s, cluster_id=world.cluster_id, at=t0 + timedelta(minutes=30))
+        assert at is not None and at.run_id == world.run_id and at.contract() == POLICIES
+        later = repo.placement_policies_at(s, cluster_id=world.cluster_id, at=t0 + timedelta(hours=2))
+        assert later is not None and later.run_id == "run-2" and later.contract() == none
+        assert repo.placement_policies_at(s, cluster_id=world.cluster_id, at=t0 - timedelta(seconds=1)) is None
+        assert s.execute(text("SELECT count(*) FROM placement_policies")).scalar_one() == 2
+
+
+@pytest.mark.parametrize(
+    ("policies", "error", "match"),
+    [
+        ({"failureDomains": {}, "antiAffinityGroups": {}}, InvalidRowError, "must have exactly the keys"),
+        (
+            {**POLICIES, "failureDomains": ["rack-a"]},
+            InvalidRowError,
+            r"policies\.failureDomains: must be a JSON object",
+        ),
+        ({**POLICIES, "antiAffinityGroups": {"a/b": float("nan")}}, InvalidRowError, "not JSON-serialisable"),
+    ],
+)
+def test_placement_policies_rejects_bad_input_before_writing(world, policies, error, match) -> None:
+    with session_scope(world.engine) as s:
+        with pytest.raises(error, match=match):
+            repo.record_placement_policies(s, run_id=world.run_id, cluster_id=world.cluster_id, policies=policies)
+        with pytest.raises(UnknownRunError):
+            repo.record_placement_policies(s, run_id="nope", cluster_id=world.cluster_id, policies=POLICIES)
+        assert s.execute(text("SELECT count(*) FROM placement_policies")).scalar_one() == 0

@@ -5,8 +5,9 @@ unreachable URL, a broker answering 500 or a malformed load report fails the tas
 error and leaves nothing half-written (the run row is not even created).
 
 At scale the driver holds broker-level data only: ``collect_load`` reads brokers, boundaries, load
-reports and ownership here, and each broker's topic stats inside Spark tasks
-(:class:`TopicStatsFetcher`, validated there with the same rules), written straight to Parquet.
+reports, ownership and the placement constraints here (:func:`read_placement_policies`), and each
+broker's topic stats inside Spark tasks (:class:`TopicStatsFetcher`, validated there with the same
+rules), written straight to Parquet.
 A broker that does not answer (connect error, timeout, 5xx after the client's retries) is left out
 of the run with a warning that reaches the plan, unless more than ``max_missing_brokers`` of them
 are missing; a broker answering something invalid fails the run, naming it.
@@ -21,7 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulsar_rebalance.core.bundles import BundleRange, parse_boundary
+from pulsar_rebalance.core.json_input import field_path
 from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.policies import (
+    NO_POLICIES,
+    POLICY_KEYS,
+    NamespaceIsolationPolicy,
+    PlacementPolicies,
+    parse_anti_affinity_groups,
+    parse_failure_domains,
+)
 from pulsar_rebalance.core.snapshot import (
     SnapshotCheck,
     SnapshotWarning,
@@ -63,6 +73,11 @@ BUNDLE_STATS_COLUMNS = (
 )
 
 
+def no_placement_policies() -> dict[str, Any]:
+    """No placement constraint (Pulsar's default), in the ``decide`` contract's three fields."""
+    return {key: {} for key in POLICY_KEYS}
+
+
 @dataclass
 class Snapshot:
     """Everything one collect_load run read from Pulsar, validated."""
@@ -82,6 +97,10 @@ class Snapshot:
     # brokers that did not answer (connect error, timeout, 5xx after the client's retries): broker -> error
     unanswered: dict[str, str] = field(default_factory=dict)  # no load report: left out of this run
     without_topic_stats: dict[str, str] = field(default_factory=dict)  # load report, but no topic stats
+    # the placement constraints as the admin API answered them (validated): stored with the run, passed to
+    # decide and the guard; ``policies`` is the same, parsed
+    placement_policies: dict[str, Any] = field(default_factory=no_placement_policies)
+    policies: PlacementPolicies = NO_POLICIES
     # set by execute_unload's re-read after execution: the measured weighted max usage per broker, and its max
     broker_usage: dict[str, float] = field(default_factory=dict)
     max_usage: float = 0.0
@@ -146,11 +165,13 @@ def collect_snapshot(
     cluster: str | None = None,
     topic_stats: bool = True,
     max_missing_brokers: float = 0.0,
+    placement_policies: bool = True,
 ) -> Snapshot:
     """Read brokers, namespaces, bundle boundaries, load reports, topic stats and ownership.
 
     ``topic_stats=False`` leaves topic rows to :class:`TopicStatsFetcher` (Spark tasks, ``collect_load``)
-    or skips them (the re-read after execution). A broker that does not answer
+    or skips them (the re-read after execution). ``placement_policies=False`` skips the placement
+    constraints (the re-read after execution measures load only; the snapshot then has none). A broker that does not answer
     (``PulsarAdminError.retryable``: connect error, timeout, 5xx after the client's retries) is left
     out with a ``broker_unanswered`` warning, unless more than ``max_missing_brokers`` (a fraction) of
     the brokers are missing: then the first such error is raised. Any other failure, and any answer
@@ -184,6 +205,12 @@ def collect_snapshot(
         from pulsar_rebalance.errors import NotFoundError
 
         raise NotFoundError(f"namespaces not found in cluster {cluster!r}: {sorted(missing)}", status_code=404)
+
+    placement_raw, policies = (
+        read_placement_policies(client, cluster, ns_boundaries)
+        if placement_policies
+        else (no_placement_policies(), NO_POLICIES)
+    )
 
     reports: dict[str, dict[str, Any]] = {}
     parsed_reports: dict[str, LocalBrokerData] = {}
@@ -260,7 +287,67 @@ def collect_snapshot(
         parsed=parsed_reports,
         check=check,
         unanswered=unanswered,
+        placement_policies=placement_raw,
+        policies=policies,
     )
+
+
+def read_placement_policies(
+    client, cluster: str, namespaces: Iterable[str]
+) -> tuple[dict[str, Any], PlacementPolicies]:
+    """The cluster's placement constraints, read and validated before anything is written.
+
+    ``GET .../clusters/{cluster}/namespaceIsolationPolicies``, ``GET .../clusters/{cluster}/failureDomains``
+    and one ``GET .../namespaces/{tenant}/{namespace}/antiAffinity`` per namespace of the run, returned
+    as the ``decide`` contract's three fields (the answers unchanged; namespaces without a group left
+    out) and parsed by the decision core. An answer the core rejects - an invalid regex, a policy with no
+    namespace or no primary, an unknown ``auto_failover_policy`` - or a negative ``min_limit`` (Pulsar
+    accepts it and never fails over to secondaries; most likely a typo, so it is refused here rather than
+    planned around) raises :class:`MalformedResponseError` naming the policy or domain.
+    """
+    base = client.base_url
+    isolation_url = f"{base}/admin/v2/clusters/{cluster}/namespaceIsolationPolicies"
+    isolation = client.namespace_isolation_policies(cluster)
+    parsed: list[NamespaceIsolationPolicy] = []
+    for name, data in isolation.items():
+        path = field_path("namespaceIsolationPolicies", name)
+        try:
+            policy = NamespaceIsolationPolicy.from_json(name, data, path)
+        except ScenarioError as exc:
+            raise MalformedResponseError(
+                f"namespace isolation policy {name!r} of cluster {cluster} is invalid: {exc}", url=isolation_url
+            ) from exc
+        min_limit = policy.auto_failover_policy.min_limit
+        if min_limit < 0:
+            raise MalformedResponseError(
+                f"namespace isolation policy {name!r} of cluster {cluster} is invalid: "
+                f"{path}.auto_failover_policy.parameters.min_limit: {min_limit} is negative (Pulsar would never "
+                "fail over to the secondaries; 0 says that explicitly)",
+                url=isolation_url,
+            )
+        parsed.append(policy)
+    domains_raw = client.failure_domains(cluster)
+    domains: dict[str, tuple[str, ...]] = {}
+    for name, data in domains_raw.items():
+        try:
+            domains.update(parse_failure_domains({name: data}, "failureDomains"))
+        except ScenarioError as exc:
+            raise MalformedResponseError(
+                f"failure domain {name!r} of cluster {cluster} is invalid: {exc}",
+                url=f"{base}/admin/v2/clusters/{cluster}/failureDomains",
+            ) from exc
+    groups_raw: dict[str, str] = {}
+    for ns in sorted(namespaces):
+        group = client.namespace_anti_affinity_group(ns)
+        if group is not None:
+            groups_raw[ns] = group
+    groups = parse_anti_affinity_groups(groups_raw, "antiAffinityGroups")
+    raw = {
+        "namespaceIsolationPolicies": dict(isolation),
+        "failureDomains": dict(domains_raw),
+        "antiAffinityGroups": groups,
+    }
+    return raw, PlacementPolicies(tuple(parsed), domains, groups)
 
 
 def shedding_enabled(value: str | None) -> bool:
@@ -465,6 +552,7 @@ def record_snapshot(
         ownership=snapshot.ownership,
         cause="observed by collect_load",
     )
+    repo.record_placement_policies(session, run_id=run_id, cluster_id=cluster_id, policies=snapshot.placement_policies)
     if snapshot.check is not None:
         repo.record_snapshot_check(session, run_id=run_id, check=snapshot.check.to_json())
     repo.set_run_stage(session, run_id=run_id, stage="collect_load")

@@ -7,6 +7,7 @@ the DAG decides can be replayed offline from the stored scenario.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,8 +39,13 @@ def build_scenario(
     state: Mapping[str, Any] | None,
     now_ms: int,
     bundle_topics: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
+    placement_policies: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The decide scenario for one cycle, in Pulsar's JSON shapes (``bundle_topics``: GlobalPlanner only)."""
+    """The decide scenario for one cycle, in Pulsar's JSON shapes (``bundle_topics``: GlobalPlanner only).
+
+    ``placement_policies``: the run's stored placement constraints, the contract's three fields
+    (``namespaceIsolationPolicies``, ``failureDomains``, ``antiAffinityGroups``) as collect_load read
+    them; each non-empty one goes to the scenario's top level, where ``decide`` applies it."""
     config = dict(params.config)
     if params.split_algorithm:
         config["defaultNamespaceBundleSplitAlgorithm"] = params.split_algorithm
@@ -68,6 +74,9 @@ def build_scenario(
     # LeastResourceUsageWithWeight, as in Pulsar; decide() picks those itself. The AvgShedder
     # placement (the default since PR #26609) pairs only with the AvgShedder shedder (Pulsar refuses
     # the mixed pair at start): with another shedder, decide() falls back to LeastLongTermMessageRate.
+    for key, value in (placement_policies or {}).items():
+        if value:
+            scenario[key] = json.loads(json.dumps(value))  # a copy: the scenario is stored as it was decided
     if state:
         scenario["state"] = dict(state)
     return scenario

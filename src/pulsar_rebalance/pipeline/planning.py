@@ -18,7 +18,7 @@ warned about, not cut: the operator asked for exactly those moves back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_ful
 from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardResult, GuardSplit, guard_plan
 from pulsar_rebalance.core.load import NamespaceBundleStats
 from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction, action_from_mapping
+from pulsar_rebalance.core.policies import parse_policies
 from pulsar_rebalance.core.prediction import Move, predict
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 
@@ -49,8 +50,13 @@ def build_plan(
     topics_by_bundle: Mapping[str, Mapping[str, Mapping[str, float]]],
     ownership: Mapping[str, str],
     snapshot_check: Mapping[str, Any] | None = None,
+    placement_policies: Mapping[str, Any] | None = None,
 ) -> PlanDraft:
     """Build the plan draft. ``topics_by_bundle``: full bundle name -> topic -> Pulsar topic rates.
+
+    ``placement_policies``: the run's placement constraints (the ``decide`` contract's three fields, as
+    collect_load stored them): the do-no-harm guard refuses a destination Pulsar's placement would not
+    choose for the bundle (``failureDomainsEnabled`` from the run's config).
 
     ``snapshot_check``: collect's verdict (core.snapshot): its ``warnings`` go into the summary for the
     reviewer, and no action touches a bundle in ``excludedBundles`` (Pulsar was mid-transition there).
@@ -187,9 +193,7 @@ def build_plan(
         else g
         for g in guarded
     ]
-    guard = guard_plan(
-        reports, guarded, resource_weights(cfg), GuardLimits.from_config(cfg), extra_stats=child_stats, cut=True
-    )
+    guard = _guard(reports, guarded, cfg, placement_policies, extra_stats=child_stats, cut=True)
     for v in guard.replaced:  # kept on another destination: the action says where and why
         i, dest = v.index, v.destination or ""
         actions[i] = {
@@ -238,6 +242,27 @@ def build_plan(
         "dryRun": params.dry_run,
     }
     return PlanDraft(actions=planned, summary=summary, notes=notes)
+
+
+def _guard(
+    reports: Mapping[str, Mapping[str, Any]],
+    actions: Sequence[GuardAction],
+    cfg: Any,
+    placement_policies: Mapping[str, Any] | None,
+    **kwargs: Any,
+) -> GuardResult:
+    """The do-no-harm guard with the run's limits, weights and placement constraints (the stored fields,
+    parsed as ``decide`` parses them; collect_load validated them already)."""
+    policies = parse_policies(placement_policies, "placementPolicies") if placement_policies else None
+    return guard_plan(
+        reports,
+        actions,
+        resource_weights(cfg),
+        GuardLimits.from_config(cfg),
+        policies=policies,
+        failure_domains_enabled=cfg.failure_domains_enabled,
+        **kwargs,
+    )
 
 
 def _guard_warnings(guard: GuardResult) -> list[str]:
@@ -372,6 +397,7 @@ def build_rollback_plan(
     params: RunParams,
     reports: Mapping[str, Mapping[str, Any]],
     ownership: Mapping[str, str],
+    placement_policies: Mapping[str, Any] | None = None,
 ) -> PlanDraft:
     """A plan that returns the bundles moved by ``original`` (a stored plan view) to their owners before it.
 
@@ -379,7 +405,8 @@ def build_rollback_plan(
     the broker the plan moved it to (anything else moved since: left alone, with a note). Splits are
     not reversed: Pulsar cannot merge bundles. The rollback is an ordinary plan: it needs approval.
     The do-no-harm guard checks it but cuts nothing (the operator asked for exactly these moves back):
-    the moves that fail it are named in a warning and in the summary's ``guard`` section.
+    the moves that fail it (the placement constraints' destination rules included) are named in a
+    warning and in the summary's ``guard`` section.
     """
     actions: list[Action] = []
     notes: list[str] = []
@@ -421,7 +448,7 @@ def build_rollback_plan(
         )
         moves.append(Move(bundle=a.bundle, source=now_owner, destination=a.source_broker))
     cfg = params.lb_config()
-    guard = guard_plan(reports, moves, resource_weights(cfg), GuardLimits.from_config(cfg), cut=False)
+    guard = _guard(reports, moves, cfg, placement_policies, cut=False)
     prediction = predict(reports, moves, resource_weights(cfg))
     summary = {
         "decision": {"label": "Rollback", "reason": f"rollback of plan {original.plan_id}"},

@@ -151,6 +151,7 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
         "maxUsage": snap.max_weighted_usage(weights),
         "warnings": len(snap.check.warnings) if snap.check else 0,
         "dataQuality": quality,
+        "placementPolicies": {k: len(v) for k, v in snap.placement_policies.items()},
     }
     log.info(
         "Collected cluster %s: %d brokers, %d namespaces, %d bundles, %d topics; busiest broker at %.1f%%",
@@ -160,6 +161,14 @@ def stage_collect(spark, ctx: C.JobContext, *, params_doc: dict[str, Any], engin
         result["bundles"],
         result["topics"],
         100 * result["maxUsage"],
+    )
+    log.info(
+        "Placement constraints stored with the run: %d namespace isolation policies, %d failure domains, "
+        "%d namespaces in anti-affinity groups",
+        *(
+            len(snap.placement_policies[k])
+            for k in ("namespaceIsolationPolicies", "failureDomains", "antiAffinityGroups")
+        ),
     )
     return result
 
@@ -243,6 +252,7 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
         name = state_name(params)
         state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
+        policies = repo.placement_policies(s, run_id=ctx.run_id)
     bundle_topics: dict[str, dict[str, dict[str, float]]] | None = None
     if params.shedding_strategy in PLANNERS:  # the planner splits on topic rates: its candidates' topics
         from pulsar_rebalance.pipeline import transforms as T
@@ -265,6 +275,7 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         state=state,
         now_ms=now_ms,
         bundle_topics=bundle_topics,
+        placement_policies=policies.contract() if policies is not None else None,
     )
     result = decide(scenario)
     write_json(spark, ctx.path(SCENARIO_JSON), scenario)
@@ -322,6 +333,8 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
         snapshot_check = repo.snapshot_check(s, run_id=ctx.run_id)
+        stored_policies = repo.placement_policies(s, run_id=ctx.run_id)
+    policies = stored_policies.contract() if stored_policies is not None else None
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
     if is_scheduled(ctx.run_id, run_type):
@@ -353,7 +366,9 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
             original = repo.get_plan(s, plan_id=params.rollback_plan)
         if original.cluster_id != run.cluster_id:
             raise ConfigError(f"plan {original.plan_id} belongs to another cluster", key="rollback_plan")
-        draft = build_rollback_plan(original=original, params=params, reports=reports, ownership=ownership)
+        draft = build_rollback_plan(
+            original=original, params=params, reports=reports, ownership=ownership, placement_policies=policies
+        )
         # what collect saw, for the reviewer, then the rollback's own (e.g. predicted to raise the busiest broker)
         draft.summary["warnings"] = list(snapshot_check.get("warnings", [])) + list(draft.summary["warnings"])
         decision = {
@@ -384,6 +399,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
         topics_by_bundle=topics_by_bundle,
         ownership=ownership,
         snapshot_check=snapshot_check,
+        placement_policies=policies,
     )
     return _store_plan(spark, ctx, engine, run, params, draft, decision, now, topics_s=topics_s)
 

@@ -260,6 +260,58 @@ class PulsarAdminClient:
                 raise _malformed(url, f"entry {bundle!r} is not a NamespaceOwnershipStatus object", data)
         return data
 
+    # ------------------------------------------------------------------ placement constraints
+
+    def namespace_isolation_policies(self, cluster: str) -> dict[str, Any]:
+        """``GET /admin/v2/clusters/{cluster}/namespaceIsolationPolicies``: ``{policyName: NamespaceIsolationData}``.
+
+        Pulsar answers 404 both for an unknown cluster and for a cluster whose policies were never set
+        ("NamespaceIsolationPolicies for cluster X does not exist"); the second is no policy, ``{}``: a
+        404 is read as that when ``GET /admin/v2/clusters`` lists ``cluster``, else raised. The entries
+        are checked for their shape here; their content (regexes, ``auto_failover_policy``) by the caller
+        (:func:`pulsar_rebalance.core.policies.parse_isolation_policies`).
+        """
+        try:
+            data, url = self._get_json(f"/admin/v2/clusters/{_seg(cluster)}/namespaceIsolationPolicies")
+        except NotFoundError:
+            if cluster in self.clusters():
+                return {}
+            raise
+        data = _require_dict(data, url)
+        for name, policy in data.items():
+            if not isinstance(policy, dict):
+                raise _malformed(url, f"policy {name!r} is not a NamespaceIsolationData object", data)
+        return data
+
+    def failure_domains(self, cluster: str) -> dict[str, Any]:
+        """``GET /admin/v2/clusters/{cluster}/failureDomains``: ``{domainName: {"brokers": [brokerId]}}``
+        (``{}`` when none is configured)."""
+        data, url = self._get_json(f"/admin/v2/clusters/{_seg(cluster)}/failureDomains")
+        data = _require_dict(data, url)
+        for name, domain in data.items():
+            if not isinstance(domain, dict):
+                raise _malformed(url, f"failure domain {name!r} is not a FailureDomain object", data)
+        return data
+
+    def namespace_anti_affinity_group(self, namespace: str) -> str | None:
+        """``GET /admin/v2/namespaces/{tenant}/{namespace}/antiAffinity``: the namespace's anti-affinity group,
+        or None when it has none.
+
+        Pulsar's resource returns a Java ``String``: Jersey writes it unquoted (``orders``, not
+        ``"orders"``) with ``Content-Type: application/json``, and a namespace without a group answers
+        ``204 No Content``. A blank group is no group (``StringUtils.isBlank``, as the load manager reads it).
+        """
+        tenant, ns = _split_namespace(namespace)
+        response = self._get(f"/admin/v2/namespaces/{_seg(tenant)}/{_seg(ns)}/antiAffinity")
+        try:
+            text = response.content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            url = str(response.request.url)
+            raise MalformedResponseError(
+                f"GET {url}: the anti-affinity group is not UTF-8 text ({exc})", url=url, body=_excerpt(response.text)
+            ) from None
+        return text if text.strip() else None
+
     # ------------------------------------------------------------------ broker stats (per broker)
 
     def load_report(self, broker_id: str) -> dict[str, Any]:
@@ -380,6 +432,24 @@ class PulsarAdminClient:
 
     def _get_json(self, url: str, *, params: Any = None) -> tuple[Any, str]:
         """GET with bounded retries; returns the parsed JSON and the URL that finally answered."""
+        response = self._get(url, params=params)
+        final_url = str(response.request.url)
+        try:
+            return response.json(), final_url
+        except (
+            ValueError,
+            RecursionError,
+            UnicodeDecodeError,
+        ) as exc:  # ValueError: bad JSON, or an int of > 4300 digits
+            raise MalformedResponseError(
+                f"GET {final_url}: body is not JSON ({exc})",
+                status_code=response.status_code,
+                url=final_url,
+                body=_excerpt(response.text),
+            ) from None
+
+    def _get(self, url: str, *, params: Any = None) -> httpx.Response:
+        """GET with bounded retries (connect, timeout, 5xx); the final 2xx response."""
         attempt = 0
         while True:
             try:
@@ -399,20 +469,7 @@ class PulsarAdminClient:
                 )
                 time.sleep(delay)
                 attempt += 1
-        final_url = str(response.request.url)
-        try:
-            return response.json(), final_url
-        except (
-            ValueError,
-            RecursionError,
-            UnicodeDecodeError,
-        ) as exc:  # ValueError: bad JSON, or an int of > 4300 digits
-            raise MalformedResponseError(
-                f"GET {final_url}: body is not JSON ({exc})",
-                status_code=response.status_code,
-                url=final_url,
-                body=_excerpt(response.text),
-            ) from None
+        return response
 
     def _request(
         self, method: str, url: str, *, params: Any = None, json_body: list[int] | None = None

@@ -12,6 +12,12 @@ What is modelled (and what each piece mirrors in Pulsar):
 * **Ownership** — every bundle has exactly one owner broker. Real Pulsar leaves an unloaded bundle
   unowned until the next lookup; here clients "reconnect" instantly, so unload re-places the bundle
   at once (see :meth:`ClusterState.unload_bundle`).
+* **Placement constraints** — namespace isolation policies, failure domains and anti-affinity groups,
+  held as the admin API returns them (``NamespaceIsolationData``, ``FailureDomain``, the group string)
+  and set through the constructor, the state file or the admin endpoints. Every placement of a bundle
+  (unload, split with unload, a dead broker's bundles) starts from
+  :func:`pulsar_rebalance.core.policies.apply_namespace_policies` and keeps the brokers owning the
+  fewest namespaces of the bundle's anti-affinity group, as ``ModularLoadManagerImpl.selectBroker`` does.
 * **Load** — DERIVED from ownership every time a report is produced; nothing is cached. Broker rates
   are sums over owned bundles (``LocalBrokerData.updateBundleData``), and system usage follows the
   model below. Bundles without topics are absent from ``lastStats`` exactly as in Pulsar (bundle
@@ -44,6 +50,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pulsar_rebalance.core.policies import (
+    NO_POLICIES,
+    NamespaceIsolationPolicy,
+    PlacementPolicies,
+    anti_affinity_namespace_counts,
+    apply_namespace_policies,
+    filter_anti_affinity_group_owned_brokers,
+    parse_anti_affinity_groups,
+    parse_failure_domains,
+    parse_isolation_policies,
+)
+from pulsar_rebalance.errors import ScenarioError
 
 FULL_LOWER_BOUND = 0x00000000
 FULL_UPPER_BOUND = 0xFFFFFFFF
@@ -316,6 +335,11 @@ class ClusterState:
         state_file: if set, the state is written there (atomically) after every mutation.
         heartbeat_namespaces: if true, ``ownedNamespaces`` also lists each broker's heartbeat
             namespaces (``pulsar/<cluster>/<broker>`` and ``pulsar/<broker>``) as real brokers do.
+        namespace_isolation_policies: ``{policyName: NamespaceIsolationData}`` as
+            ``GET .../namespaceIsolationPolicies`` returns it; None = never set (that GET answers 404,
+            as Pulsar does for a cluster whose policies node does not exist).
+        failure_domains: ``{domainName: {"brokers": [brokerId]}}``.
+        anti_affinity_groups: ``{"tenant/namespace": group}``.
     """
 
     def __init__(
@@ -330,6 +354,9 @@ class ClusterState:
         state_file: str | os.PathLike[str] | None = None,
         heartbeat_namespaces: bool = True,
         started_at_ms: int | None = None,
+        namespace_isolation_policies: Mapping[str, Any] | None = None,
+        failure_domains: Mapping[str, Any] | None = None,
+        anti_affinity_groups: Mapping[str, str] | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self.cluster = cluster
@@ -367,6 +394,23 @@ class ClusterState:
         self._by_bundle: dict[str, list[TopicLoad]] | None = None  # topic -> bundle index; reset on split
         self._last_reported: dict[str, set[str]] = {}
         self.heartbeat_namespaces = heartbeat_namespaces
+        self._isolation: dict[str, dict[str, Any]] | None = None
+        self._domains: dict[str, list[str]] = {}
+        self._anti_affinity: dict[str, str] = {}
+        self._policies: PlacementPolicies | None = None  # parsed from the three above; None = stale
+        self.failure_domains_enabled = False  # broker.conf failureDomainsEnabled (Pulsar's default)
+        try:
+            if namespace_isolation_policies is not None:
+                self._isolation = {
+                    p.name: p.to_json()
+                    for p in parse_isolation_policies(dict(namespace_isolation_policies), "namespaceIsolationPolicies")
+                }
+            self._domains = {
+                d: list(b) for d, b in parse_failure_domains(dict(failure_domains or {}), "failureDomains").items()
+            }
+            self._anti_affinity = parse_anti_affinity_groups(dict(anti_affinity_groups or {}), "antiAffinityGroups")
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from None
         self.started_at_ms = started_at_ms if started_at_ms is not None else int(time.time() * 1000)
         self.state_file = Path(state_file) if state_file is not None else None
 
@@ -544,6 +588,130 @@ class ClusterState:
                         positions[given] = topic_hash(given)
             return {"namespace": namespace, "bundle": range_name(lo, hi), "topicHashPositions": positions}
 
+    # ------------------------------------------------------------------ placement constraints
+
+    def placement_policies(self) -> PlacementPolicies:
+        """The three constraints parsed by the decision core (what every placement here applies)."""
+        with self._lock:
+            if self._policies is None:
+                isolation = (
+                    parse_isolation_policies(self._isolation, "namespaceIsolationPolicies") if self._isolation else ()
+                )
+                self._policies = PlacementPolicies(
+                    isolation,
+                    {d: tuple(b) for d, b in self._domains.items()},
+                    dict(self._anti_affinity),
+                )
+            return self._policies
+
+    def namespace_isolation_policies(self) -> dict[str, Any]:
+        """``GET /admin/v2/clusters/{cluster}/namespaceIsolationPolicies``: ``{policyName:
+        NamespaceIsolationData}``; 404 when none was ever set (``internalGetNamespaceIsolationPolicies``:
+        "NamespaceIsolationPolicies for cluster X does not exist")."""
+        with self._lock:
+            if self._isolation is None:
+                raise PulsarRestError(404, f"NamespaceIsolationPolicies for cluster {self.cluster} does not exist")
+            return copy.deepcopy(self._isolation)
+
+    def namespace_isolation_policy(self, name: str) -> dict[str, Any]:
+        """``GET .../namespaceIsolationPolicies/{policyName}`` (404 unknown policy)."""
+        with self._lock:
+            policies = self.namespace_isolation_policies()
+            if name not in policies:
+                raise PulsarRestError(404, f"Cannot find NamespaceIsolationPolicy {name} for cluster {self.cluster}")
+            return policies[name]
+
+    def set_namespace_isolation_policy(self, name: str, data: Any, *, unload: bool = True) -> list[str]:
+        """``POST .../namespaceIsolationPolicies/{policyName}``: validated as ``NamespaceIsolationDataImpl.validate``
+        (400 "Invalid format of input policy data" otherwise), stored, and - ``unloadBundles``, default
+        true - every bundle of the namespaces its regexes match unloaded (re-placed under the new policy,
+        ``filterAndUnloadMatchedNamespaceAsync``). Returns the bundles unloaded."""
+        with self._lock:
+            try:
+                policy = NamespaceIsolationPolicy.from_json(name, data, name)
+            except ScenarioError as exc:
+                raise PulsarRestError(
+                    400, f"Invalid format of input policy data. policy: {name}; data: {json.dumps(data)} ({exc})"
+                ) from None
+            isolation = dict(self._isolation or {})
+            isolation[name] = policy.to_json()
+            self._isolation = isolation
+            self._policies = None
+            moved: list[str] = []
+            if unload:
+                for ns in sorted(ns for ns in self._boundaries if policy.matches_namespace(ns)):
+                    for bundle in self._bundle_names(ns):
+                        self._owners[bundle] = self._place(bundle, previous_owner=self._owners[bundle])
+                        moved.append(bundle)
+            self._persist()
+            return moved
+
+    def delete_namespace_isolation_policy(self, name: str) -> None:
+        """``DELETE .../namespaceIsolationPolicies/{policyName}`` (an unknown name is no error, as in Pulsar)."""
+        with self._lock:
+            isolation = dict(self._isolation or {})
+            isolation.pop(name, None)
+            self._isolation = isolation
+            self._policies = None
+            self._persist()
+
+    def failure_domains(self) -> dict[str, Any]:
+        """``GET /admin/v2/clusters/{cluster}/failureDomains``: ``{domainName: {"brokers": [brokerId]}}``
+        (``{}`` when none is configured)."""
+        with self._lock:
+            return {d: {"brokers": list(b)} for d, b in self._domains.items()}
+
+    def failure_domain(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            if name not in self._domains:
+                raise PulsarRestError(404, f"Domain {name} for cluster {self.cluster} does not exist")
+            return {"brokers": list(self._domains[name])}
+
+    def set_failure_domain(self, name: str, data: Any) -> None:
+        """``POST .../failureDomains/{domainName}`` with a ``FailureDomain`` body; 409 when one of its
+        brokers is in another domain (``validateBrokerExistsInOtherDomain``)."""
+        with self._lock:
+            try:
+                brokers = list(dict.fromkeys(parse_failure_domains({name: data}, "FailureDomain")[name]))
+            except ScenarioError as exc:
+                raise PulsarRestError(400, f"Invalid failure domain data: {exc}") from None
+            for other, members in self._domains.items():
+                duplicates = [b for b in members if b in brokers]
+                if other != name and duplicates:
+                    raise PulsarRestError(409, f"[{', '.join(duplicates)}] already exists in {other}")
+            self._domains[name] = brokers
+            self._policies = None
+            self._persist()
+
+    def delete_failure_domain(self, name: str) -> None:
+        with self._lock:
+            if self._domains.pop(name, None) is None:
+                raise PulsarRestError(404, f"Domain-name {name} or cluster {self.cluster} does not exist")
+            self._policies = None
+            self._persist()
+
+    def anti_affinity_group(self, namespace: str) -> str | None:
+        """``GET /admin/v2/namespaces/{tenant}/{namespace}/antiAffinity``: the group, None when unset (Pulsar
+        answers 204 then, for any namespace name: ``getLocalPolicies(..).orElse(new LocalPolicies())``)."""
+        with self._lock:
+            return self._anti_affinity.get(namespace)
+
+    def set_anti_affinity_group(self, namespace: str, group: str) -> None:
+        """``POST .../antiAffinity`` (the body is the group): 412 "antiAffinityGroup can't be empty" when blank."""
+        with self._lock:
+            _check_namespace_name(namespace)
+            if not group.strip():
+                raise PulsarRestError(412, "antiAffinityGroup can't be empty")
+            self._anti_affinity[namespace] = group
+            self._policies = None
+            self._persist()
+
+    def remove_anti_affinity_group(self, namespace: str) -> None:
+        with self._lock:
+            self._anti_affinity.pop(namespace, None)
+            self._policies = None
+            self._persist()
+
     # ------------------------------------------------------------------ mutations
 
     def split_bundle(
@@ -613,7 +781,8 @@ class ClusterState:
         """Unload a bundle and place it again at once; returns the new owner.
 
         Placement: the affinity broker set by an unload with ``destinationBroker`` if it is active;
-        otherwise Pulsar's modular placement reduced to its deterministic core — drop the previous
+        otherwise Pulsar's modular placement reduced to its deterministic core — the brokers the
+        placement constraints allow (isolation policies, then anti-affinity group), drop the previous
         owner (pulsar#20822), keep the brokers owning the fewest bundles of this namespace
         (``removeMostServicingBrokersForNamespace``), then the lowest msgRateIn+Out
         (``LeastLongTermMessageRate`` with current rates), ties -> broker order.
@@ -662,6 +831,8 @@ class ClusterState:
             self._owners = {bundle: mapping.get(o, o) for bundle, o in self._owners.items()}
             self._affinity = {bundle: mapping.get(o, o) for bundle, o in self._affinity.items()}
             self._last_reported = {mapping.get(b, b): s for b, s in self._last_reported.items()}
+            self._domains = {d: [mapping.get(b, b) for b in bs] for d, bs in self._domains.items()}
+            self._policies = None
             self.leader = mapping.get(self.leader, self.leader)
             self._persist()
 
@@ -681,6 +852,9 @@ class ClusterState:
                 "owners": dict(sorted(self._owners.items())),
                 "affinity": dict(self._affinity),
                 "topics": [asdict(t) for t in self._topics.values()],
+                "namespaceIsolationPolicies": copy.deepcopy(self._isolation),
+                "failureDomains": self.failure_domains(),
+                "antiAffinityGroups": dict(self._anti_affinity),
             }
 
     @classmethod
@@ -701,6 +875,9 @@ class ClusterState:
                 state_file=state_file,
                 heartbeat_namespaces=bool(data.get("heartbeatNamespaces", True)),
                 started_at_ms=data.get("startedAtMs"),
+                namespace_isolation_policies=data.get("namespaceIsolationPolicies"),
+                failure_domains=data.get("failureDomains"),
+                anti_affinity_groups=data.get("antiAffinityGroups"),
             )
         except KeyError as exc:
             raise ValueError(f"state is missing field {exc.args[0]!r}") from None
@@ -789,8 +966,9 @@ class ClusterState:
         affinity = self._affinity.pop(bundle, None)
         if affinity is not None and affinity in self._brokers:
             return affinity
-        candidates = [b for b in self._brokers if b != previous_owner] or list(self._brokers)
         namespace = bundle.rpartition("/")[0]
+        candidates = self._policy_candidates(bundle, namespace)
+        candidates = [b for b in candidates if b != previous_owner] or candidates
         per_ns = {b: 0 for b in candidates}
         for other, owner in self._owners.items():
             if other != bundle and owner in per_ns and other.rpartition("/")[0] == namespace:
@@ -803,6 +981,30 @@ class ClusterState:
             if other != bundle and holder in rates:
                 rates[holder] += sum(t.msg_rate_in + t.msg_rate_out for t in topics)
         return min(candidates, key=lambda b: rates[b])  # min() keeps the first of equals
+
+    def _policy_candidates(self, bundle: str, namespace: str) -> list[str]:
+        """``selectBroker``'s policy steps over the active brokers: ``applyNamespacePolicies``, then
+        ``filterAntiAffinityGroupOwnedBrokers`` (counting the group's namespaces each broker owns, this
+        bundle left out). No broker allowed: the bundle cannot be placed in Pulsar (lookups fail until
+        the policies change); the simulator keeps every bundle owned, so it falls back to all brokers."""
+        brokers = list(self._brokers)
+        policies = self.placement_policies()
+        if policies is NO_POLICIES or policies.empty:
+            return brokers
+        allowed = apply_namespace_policies(bundle, policies, brokers)
+        if not allowed:
+            return brokers
+        counts = anti_affinity_namespace_counts(namespace, policies, lambda ns: self._bundles_by_broker(ns, bundle))
+        return filter_anti_affinity_group_owned_brokers(
+            allowed, counts, policies.broker_to_domain, self.failure_domains_enabled
+        )
+
+    def _bundles_by_broker(self, namespace: str, leaving: str) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for other in self._bundle_names(namespace) if namespace in self._boundaries else []:
+            if other != leaving:
+                out.setdefault(self._owners[other], []).append(other)
+        return out
 
 
 def _topic_stats_json(t: TopicLoad, uptime_s: float) -> dict[str, Any]:

@@ -659,6 +659,95 @@ def _topic_hash_positions(sim: SimulatedPulsar, req: _Request) -> _Response:
     return _Response(200, sim.state.topic_hash_positions(namespace, bundle_range, req.params_all("topics")))
 
 
+# ---------------------------------------------------------------------- placement constraints
+# ClustersBase (namespaceIsolationPolicies, failureDomains) and Namespaces v2 (antiAffinity): paths,
+# status codes and bodies as Pulsar answers them (docs/simulator.md quotes the sources).
+
+
+@_route("GET", "/admin/v2/clusters/{}/namespaceIsolationPolicies")
+def _isolation_policies(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=404)  # validateClusterExistAsync(cluster, NOT_FOUND)
+    return _Response(200, sim.state.namespace_isolation_policies())
+
+
+@_route("GET", "/admin/v2/clusters/{}/namespaceIsolationPolicies/{}")
+def _isolation_policy(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=412)
+    return _Response(200, sim.state.namespace_isolation_policy(req.params["1"]))
+
+
+@_route("POST", "/admin/v2/clusters/{}/namespaceIsolationPolicies/{}")
+def _set_isolation_policy(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=412)
+    unload = (req.param("unloadBundles") or "true").lower() == "true"  # @DefaultValue("true")
+    sim.state.set_namespace_isolation_policy(req.params["1"], _json_body(req), unload=unload)
+    return _Response(204)
+
+
+@_route("DELETE", "/admin/v2/clusters/{}/namespaceIsolationPolicies/{}")
+def _delete_isolation_policy(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=412)
+    sim.state.delete_namespace_isolation_policy(req.params["1"])
+    return _Response(204)
+
+
+@_route("GET", "/admin/v2/clusters/{}/failureDomains")
+def _failure_domains(sim: SimulatedPulsar, req: _Request) -> _Response:
+    # getFailureDomains checks no cluster: a cluster without domains (or unknown) answers {}
+    if req.params["0"] != sim.state.cluster:
+        return _Response(200, {})
+    return _Response(200, sim.state.failure_domains())
+
+
+@_route("GET", "/admin/v2/clusters/{}/failureDomains/{}")
+def _failure_domain(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=412)
+    return _Response(200, sim.state.failure_domain(req.params["1"]))
+
+
+@_route("POST", "/admin/v2/clusters/{}/failureDomains/{}")
+def _set_failure_domain(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=412)
+    sim.state.set_failure_domain(req.params["1"], _json_body(req))
+    return _Response(204)
+
+
+@_route("DELETE", "/admin/v2/clusters/{}/failureDomains/{}")
+def _delete_failure_domain(sim: SimulatedPulsar, req: _Request) -> _Response:
+    _require_cluster(sim, req.params["0"], status=412)
+    sim.state.delete_failure_domain(req.params["1"])
+    return _Response(200)  # Response.ok()
+
+
+@_route("GET", "/admin/v2/namespaces/{}/{}/antiAffinity")
+def _anti_affinity(sim: SimulatedPulsar, req: _Request) -> _Response:
+    group = sim.state.anti_affinity_group(f"{req.params['0']}/{req.params['1']}")
+    if group is None:  # a resource method returning null: JAX-RS answers 204 No Content
+        return _Response(204)
+    return _Response(200, group.encode("utf-8"))  # a String entity: Jersey writes it as is, unquoted
+
+
+@_route("POST", "/admin/v2/namespaces/{}/{}/antiAffinity")
+def _set_anti_affinity(sim: SimulatedPulsar, req: _Request) -> _Response:
+    # the body is the group itself (PulsarAdmin posts Entity.entity(group, APPLICATION_JSON): a raw string)
+    group = req.body.decode("utf-8", errors="replace")
+    sim.state.set_anti_affinity_group(f"{req.params['0']}/{req.params['1']}", group)
+    return _Response(204)
+
+
+@_route("DELETE", "/admin/v2/namespaces/{}/{}/antiAffinity")
+def _remove_anti_affinity(sim: SimulatedPulsar, req: _Request) -> _Response:
+    sim.state.remove_anti_affinity_group(f"{req.params['0']}/{req.params['1']}")
+    return _Response(204)
+
+
+def _json_body(req: _Request) -> Any:
+    try:
+        return json.loads(req.body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PulsarRestError(400, f"Request body is not valid JSON: {exc}") from None
+
+
 @_route("GET", "/lookup/v2/topic/{}/{}/{}/{}")
 def _lookup(sim: SimulatedPulsar, req: _Request) -> _Response:
     domain, tenant, ns, local = (req.params[str(i)] for i in range(4))
@@ -667,9 +756,14 @@ def _lookup(sim: SimulatedPulsar, req: _Request) -> _Response:
     return _Response(200, sim.state.lookup(f"{domain}://{tenant}/{ns}/{local}"))
 
 
-def _require_cluster(sim: SimulatedPulsar, cluster: str) -> None:
-    if cluster != sim.state.cluster:
+def _require_cluster(sim: SimulatedPulsar, cluster: str, *, status: int | None = None) -> None:
+    """The brokers endpoints' 404 "Cluster does not exist: cluster=X"; with ``status``, ClustersBase's
+    ``validateClusterExistAsync(cluster, status)``: "Cluster X does not exist."."""
+    if cluster == sim.state.cluster:
+        return
+    if status is None:
         raise PulsarRestError(404, f"Cluster does not exist: cluster={cluster}")
+    raise PulsarRestError(status, f"Cluster {cluster} does not exist.")
 
 
 def _precheck_split_algorithm(algorithm: str | None, boundaries: list[int] | None) -> None:

@@ -5,7 +5,8 @@ the modules it is split into, one per concern (the Cruise Control habit of one c
 
 =====================  ============================================================================
 ``store.runs``         clusters and runs
-``store.snapshots``    a run's load samples; bundle time averages and strategy state across runs
+``store.snapshots``    a run's load samples and placement constraints; bundle time averages and
+                       strategy state across runs
 ``store.ranges``       the live bundle ranges of each namespace
 ``store.history``      ownership intervals and their causes ("where was bundle X at time T, and why")
 ``store.plans``        plans and their actions: creation, content hash, supersession, reads
@@ -117,8 +118,11 @@ from pulsar_rebalance.store.snapshots import (
     latest_broker_ema,
     load_bundle_time_averages,
     load_strategy_state,
+    placement_policies,
+    placement_policies_at,
     record_broker_load,
     record_bundle_load,
+    record_placement_policies,
     save_bundle_time_averages,
     save_strategy_state,
     upsert_brokers,
@@ -130,6 +134,7 @@ from pulsar_rebalance.store.views import (
     OwnershipChange,
     OwnershipDiff,
     OwnershipRecord,
+    PlacementPoliciesView,
     PlanView,
     RangeDiff,
     RunView,
@@ -153,6 +158,7 @@ __all__ = [
     "OwnershipChange",
     "OwnershipDiff",
     "OwnershipRecord",
+    "PlacementPoliciesView",
     "PlanView",
     "RangeDiff",
     "RunView",
@@ -187,6 +193,8 @@ __all__ = [
     "open_gate",
     "ownership_at",
     "ownership_history",
+    "placement_policies",
+    "placement_policies_at",
     "plan_at_gate",
     "gates_to_close",
     "mark_gate_closed",
@@ -199,6 +207,7 @@ __all__ = [
     "recently_unloaded_bundles",
     "record_broker_load",
     "record_bundle_load",
+    "record_placement_policies",
     "record_resend",
     "record_snapshot_check",
     "request_stop",

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from pulsar_rebalance.store._shared import InvalidRowError, UnknownRunError, _json_value, _require_text
+from pulsar_rebalance.core.policies import POLICY_KEYS
+from pulsar_rebalance.store._shared import InvalidRowError, UnknownRunError, _aware, _json_value, _require_text
 from pulsar_rebalance.store.ranges import split_bundle_name
-from pulsar_rebalance.store.tables import Broker, BrokerLoad, BundleLoad, BundleTimeAverage, Run, StrategyState
+from pulsar_rebalance.store.tables import (
+    Broker,
+    BrokerLoad,
+    BundleLoad,
+    BundleTimeAverage,
+    PlacementPolicy,
+    Run,
+    StrategyState,
+)
+from pulsar_rebalance.store.views import PlacementPoliciesView, _placement_policies_view
 
 
 def upsert_brokers(s: Session, *, cluster_id: int, run_id: str, brokers: Mapping[str, str]) -> None:
@@ -279,3 +290,54 @@ def broker_reports(s: Session, *, run_id: str) -> dict[str, dict[str, Any]]:
     """``{broker_id: LocalBrokerData JSON}`` exactly as collected in ``run_id``."""
     rows = s.execute(select(BrokerLoad.broker_id, BrokerLoad.raw_report).where(BrokerLoad.run_id == run_id))
     return {broker: dict(report) for broker, report in rows}
+
+
+_POLICY_COLUMNS = dict(
+    zip(POLICY_KEYS, ("namespace_isolation_policies", "failure_domains", "anti_affinity_groups"), strict=True)
+)
+
+
+def record_placement_policies(
+    s: Session, *, run_id: str, cluster_id: int, policies: Mapping[str, Any], at: datetime | None = None
+) -> None:
+    """Store the placement constraints ``run_id`` read (a retried task overwrites them).
+
+    ``policies``: exactly the ``decide`` contract's three fields, each a JSON object as the admin API
+    answered it (``{}`` for none); validated by the caller (collect_load), checked for shape here.
+    """
+    if set(policies) != set(POLICY_KEYS):
+        raise InvalidRowError(
+            "policies", f"must have exactly the keys {', '.join(POLICY_KEYS)}, got {sorted(policies)}"
+        )
+    values: dict[str, Any] = {"run_id": run_id, "cluster_id": cluster_id, "collected_at": _aware("at", at)}
+    for key, column in _POLICY_COLUMNS.items():
+        if not isinstance(policies[key], Mapping):
+            raise InvalidRowError(f"policies.{key}", f"must be a JSON object, got {type(policies[key]).__name__}")
+        values[column] = _json_value(f"policies.{key}", dict(policies[key]))
+    if s.get(Run, run_id) is None:
+        raise UnknownRunError(f"unknown run {run_id!r}; call start_run first")
+    stmt = pg_insert(PlacementPolicy).values(values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[PlacementPolicy.run_id], set_={c: getattr(stmt.excluded, c) for c in values if c != "run_id"}
+    )
+    s.execute(stmt)
+
+
+def placement_policies(s: Session, *, run_id: str) -> PlacementPoliciesView | None:
+    """The placement constraints ``run_id`` read (None: the run stored none, e.g. it predates them)."""
+    row = s.get(PlacementPolicy, run_id)
+    return _placement_policies_view(row) if row is not None else None
+
+
+def placement_policies_at(s: Session, *, cluster_id: int, at: datetime) -> PlacementPoliciesView | None:
+    """The placement constraints in force at instant ``at``, as last read before it: the newest
+    ``placement_policies`` row of the cluster collected at or before ``at`` (None: none read by then).
+    With :func:`ownership_at`, what answers "why was bundle X on broker Y at time T"."""
+    stmt = (
+        select(PlacementPolicy)
+        .where(PlacementPolicy.cluster_id == cluster_id, PlacementPolicy.collected_at <= _aware("at", at))
+        .order_by(PlacementPolicy.collected_at.desc(), PlacementPolicy.run_id.desc())
+        .limit(1)
+    )
+    row = s.scalars(stmt).first()
+    return _placement_policies_view(row) if row is not None else None

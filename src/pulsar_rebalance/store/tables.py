@@ -168,6 +168,21 @@ class BundleLoad(Base):
     long_term: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
+class PlacementPolicy(Base):
+    """The cluster's placement constraints as one run's collect_load read them from Pulsar's admin API, in
+    the ``decide`` contract's fields (the answers unchanged): part of "why was bundle X on broker Y at T"."""
+
+    __tablename__ = "placement_policies"
+    __table_args__ = (Index("ix_placement_policies_cluster_id_collected_at", "cluster_id", "collected_at"),)
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.run_id"), primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id"))
+    collected_at: Mapped[datetime] = mapped_column(TZ, server_default=func.now())
+    namespace_isolation_policies: Mapped[dict[str, Any]] = mapped_column(JSONB)  # {policyName: NamespaceIsolationData}
+    failure_domains: Mapped[dict[str, Any]] = mapped_column(JSONB)  # {domainName: {"brokers": [brokerId]}}
+    anti_affinity_groups: Mapped[dict[str, Any]] = mapped_column(JSONB)  # {"tenant/namespace": group}
+
+
 class BundleTimeAverage(Base):
     """The leader-side ``BundleData`` (short/long-term ``TimeAverageMessageData``) carried across runs."""
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pulsar_rebalance.core.plan import ACTION_ROW_FIELDS, Action, InvalidPlanError, action_from_mapping
 from pulsar_rebalance.core.plan import Plan as CorePlan
-from pulsar_rebalance.store.tables import BundleRange, Plan, PlanAction, Run
+from pulsar_rebalance.store.tables import BundleRange, PlacementPolicy, Plan, PlanAction, Run
 
 
 class _View:
@@ -29,6 +29,27 @@ class RunView(_View):
     finished_at: datetime | None
     params: dict[str, Any]
     work_dir: str | None
+
+
+@dataclass(frozen=True)
+class PlacementPoliciesView(_View):
+    """A run's placement constraints (``placement_policies``)."""
+
+    run_id: str
+    cluster_id: int
+    collected_at: datetime
+    namespace_isolation_policies: dict[str, Any]
+    failure_domains: dict[str, Any]
+    anti_affinity_groups: dict[str, Any]
+
+    def contract(self) -> dict[str, Any]:
+        """The three ``decide`` contract fields (``namespaceIsolationPolicies``, ``failureDomains``,
+        ``antiAffinityGroups``), as collect_load read them."""
+        return {
+            "namespaceIsolationPolicies": self.namespace_isolation_policies,
+            "failureDomains": self.failure_domains,
+            "antiAffinityGroups": self.anti_affinity_groups,
+        }
 
 
 @dataclass(frozen=True)
@@ -226,6 +247,10 @@ def _jsonable(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return _jsonable({f.name: getattr(value, f.name) for f in fields(value)})
     return value
+
+
+def _placement_policies_view(r: PlacementPolicy) -> PlacementPoliciesView:
+    return PlacementPoliciesView(**{f.name: getattr(r, f.name) for f in fields(PlacementPoliciesView)})
 
 
 def _run_view(r: Run) -> RunView:
