@@ -123,6 +123,13 @@ with DAG(
             description="a plan id: plan to return its completed unloads to their previous "
             "owners (needs approval like any plan) instead of running the shedder",
         ),
+        "fix_policy_violations": Param(
+            False,
+            type="boolean",
+            description="plan only the moves that put the bundles breaking their namespace's placement "
+            "policies (isolation, anti-affinity) on brokers the policies allow, as few as possible (needs "
+            "approval like any plan) instead of running the shedder",
+        ),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
         "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
         "max_missing_brokers": Param(

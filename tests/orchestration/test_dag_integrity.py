@@ -187,6 +187,7 @@ def test_the_trigger_form_and_run_params_agree_on_what_is_valid(airflow_db):
         "max_missing_brokers": [-0.1, 0, 0.5, 1],
         "approval_timeout_minutes": [0, 0.5, 60],
         "rollback_plan": [None, "p-20260101-000000", "../etc", "x" * 65],
+        "fix_policy_violations": [False, True, None, 1, "true"],
         "config": [
             {},
             {"loadBalancerBrokerOverloadedThresholdPercentage": 80},

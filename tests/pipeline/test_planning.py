@@ -397,3 +397,141 @@ def test_the_guard_refuses_a_destination_the_stored_isolation_policy_forbids():
         decision=move, params=params, reports=REPORTS, topics_by_bundle={}, ownership={}, placement_policies=empty
     )
     assert len(kept.actions) == 1
+
+
+def _iso_policy(name: str, namespaces: str, primary: str) -> dict:
+    return {
+        name: {
+            "namespaces": [namespaces],
+            "primary": [primary],
+            "secondary": [],
+            "auto_failover_policy": {
+                "policy_type": "min_available",
+                "parameters": {"min_limit": "1", "usage_threshold": "80"},
+            },
+        }
+    }
+
+
+# pay/* may live on b3 only, but pay/a sits on b1; o/x and o/y (anti-affinity group 'orders') share b2
+# while b1 holds no namespace of the group. Every bundle that moves carries a tenth of its broker's traffic.
+PAY_A, O_X = "pay/a/0x00000000_0xffffffff", "o/x/0x00000000_0xffffffff"
+O_Y = ("o/y/0x00000000_0x80000000", "o/y/0x80000000_0xffffffff")
+VIOLATING = {
+    "b1:8080": report(30.0, 30.0, 30.0, {PAY_A: (100.0, 1e6), "s/q/0x00000000_0xffffffff": (900.0, 9e6)}),
+    "b2:8080": report(50.0, 50.0, 50.0, {O_X: (100.0, 1e6), O_Y[0]: (450.0, 4.5e6), O_Y[1]: (450.0, 4.5e6)}),
+    "b3:8080": report(20.0, 20.0, 20.0, {"pay/b/0x00000000_0xffffffff": (100.0, 1e6)}),
+}
+CONSTRAINTS = {
+    "namespaceIsolationPolicies": _iso_policy("pay-on-b3", "pay/.*", "b3"),
+    "failureDomains": {},
+    "antiAffinityGroups": {"o/x": "orders", "o/y": "orders"},
+}
+
+
+def _owners(reports: dict) -> dict[str, str]:
+    return {b: br for br, r in reports.items() for b in r["lastStats"]}
+
+
+def test_the_fix_plan_moves_each_violating_bundle_once_through_the_guard_and_records_the_compliance():
+    from pulsar_rebalance.core.plan_summary import summarize_plan
+    from pulsar_rebalance.pipeline.planning import build_fix_plan
+
+    params = RunParams.from_json({"fix_policy_violations": True})
+    draft, cycle = build_fix_plan(
+        params=params, reports=VIOLATING, ownership=_owners(VIOLATING), placement_policies=CONSTRAINTS
+    )
+    # pay/a to b3 (its only primary); o/x, the smaller namespace on b2, to b1 - o/y then breaks nothing
+    assert [(a.bundle, a.source_broker, a.destination_broker) for a in draft.actions] == [
+        (PAY_A, "b1:8080", "b3:8080"),
+        (O_X, "b2:8080", "b1:8080"),
+    ]
+    assert draft.actions[0].reason.startswith("policy violation: isolation-policy: b1:8080 is neither primary")
+    assert draft.actions[1].reason.startswith("policy violation: anti-affinity-group: o/x shares broker b2:8080")
+    assert cycle["label"] == "FixPolicyViolations" and len(cycle["unloads"]) == 2
+    s = draft.summary
+    assert s["guard"]["failed"] == [] and s["guard"]["kept"] == 2  # checked by the guard like any plan
+    assert s["strategies"]["shedding"] == "fix_policy_violations"
+    fix = s["fixPolicyViolations"]
+    assert fix["moves"] == 2 and fix["unfixable"] == []
+    assert sorted(v["bundle"] for v in fix["resolved"]) == sorted(O_Y)
+    assert any("o/y/0x00000000_0x80000000 on b2:8080 (anti-affinity-group) is not moved" in n for n in s["notes"])
+    # the compliance view: what the run's ownership breaks (before the fix), with rule and why
+    assert sorted((v["bundle"], v["rule"]) for v in s["placement"]["violations"]) == sorted(
+        [(PAY_A, "isolation-policy"), (O_X, "anti-affinity-group")] + [(b, "anti-affinity-group") for b in O_Y]
+    )
+    placement = summarize_plan(summary=s, actions=[a.to_row() for a in draft.actions]).placement
+    assert placement is not None and placement.fix
+    assert placement.constraints_of(0) == "isolation policy 'pay-on-b3': primary b3"
+    assert placement.constraints_of(1) == (
+        "no isolation policy for o/x: shared brokers only (not a primary of 'pay-on-b3'); "
+        "anti-affinity group 'orders' (with o/y)"
+    )
+    assert s["maxUsageAfterPredicted"] <= s["maxUsageBefore"]
+
+
+def test_an_empty_fix_plan_says_why_and_a_bundle_nowhere_to_go_is_a_warning():
+    from pulsar_rebalance.core.plan_summary import why_nothing_planned
+    from pulsar_rebalance.pipeline.planning import build_fix_plan
+
+    params = RunParams.from_json({"fix_policy_violations": True})
+    compliant = {**_owners(VIOLATING), PAY_A: "b3:8080", O_X: "b1:8080"}
+    draft, _ = build_fix_plan(params=params, reports=VIOLATING, ownership=compliant, placement_policies=CONSTRAINTS)
+    assert draft.empty and draft.summary["placement"]["violations"] == []
+    assert why_nothing_planned(draft.summary)[0] == ("FixPolicyViolations (no bundle breaks its namespace's policies)")
+    # no constraint stored at all: the same
+    none, _ = build_fix_plan(params=params, reports=VIOLATING, ownership=compliant, placement_policies=None)
+    assert none.empty and "no bundle breaks its namespace's policies" in why_nothing_planned(none.summary)[0]
+    # pay/* isolated to b9, which is not in the cluster: pay/a cannot move anywhere
+    gone = {
+        **CONSTRAINTS,
+        "namespaceIsolationPolicies": _iso_policy("pay-on-b9", "pay/.*", "b9"),
+        "antiAffinityGroups": {},
+    }
+    stuck, _ = build_fix_plan(params=params, reports=VIOLATING, ownership=_owners(VIOLATING), placement_policies=gone)
+    assert stuck.empty
+    assert any(
+        w.startswith(f"{PAY_A} on b1:8080 breaks isolation-policy and is not moved: no other live broker")
+        for w in stuck.summary["warnings"]
+    )
+    assert "none can move to a broker the policies allow" in why_nothing_planned(stuck.summary)[0]
+
+
+def test_every_plan_records_the_constraints_of_its_moves_and_the_runs_violations():
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    move = decision(unloads=[{"broker": "b2:8080", "bundle": O_X, "destination": "b1:8080", "reason": "x"}])
+    draft = build_plan(
+        decision=move,
+        params=params,
+        reports=VIOLATING,
+        topics_by_bundle={},
+        ownership=_owners(VIOLATING),
+        placement_policies=CONSTRAINTS,
+    )
+    placement = draft.summary["placement"]
+    assert placement["actions"] == {
+        "0": [
+            {
+                "rule": "isolation-policy",
+                "text": "no isolation policy for o/x: shared brokers only (not a primary of 'pay-on-b3')",
+            },
+            {"rule": "anti-affinity-group", "text": "anti-affinity group 'orders' (with o/y)"},
+        ]
+    }
+    assert len(placement["violations"]) == 4 and placement["empty"] is False
+    # a run without stored constraints records none (shown as not recorded)
+    bare = build_plan(decision=move, params=params, reports=VIOLATING, topics_by_bundle={}, ownership={})
+    assert bare.summary["placement"] is None
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"fix_policy_violations": "yes"}, "fix_policy_violations must be true or false"),
+        ({"fix_policy_violations": True, "rollback_plan": "p-1"}, "set one of them"),
+    ],
+)
+def test_fix_policy_violations_is_a_boolean_and_not_with_a_rollback(doc, message):
+    with pytest.raises(ConfigError, match=message) as exc:
+        RunParams.from_json(doc)
+    assert exc.value.key == "fix_policy_violations"

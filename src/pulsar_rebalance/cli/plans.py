@@ -1,4 +1,4 @@
-"""``pulsar-rebalance plans list|show|approve|reject`` and ``pulsar-rebalance db upgrade``.
+"""``pulsar-rebalance plans list|show|violations|approve|reject`` and ``pulsar-rebalance db upgrade``.
 
 The database comes from ``PULSAR_REBALANCE_DATABASE_URL`` (or ``DATABASE_URL``); it is never taken
 from argv so it cannot leak into shell history or process listings.
@@ -62,6 +62,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(.png, .svg or .pdf; a directory: DIR/<plan id>.png)",
     )
     p.set_defaults(func=_show)
+
+    p = psub.add_parser(
+        "violations",
+        help="compliance: the bundles that break their namespace's placement policies in the plan's run "
+        "(fix them with a run with fix_policy_violations=true)",
+    )
+    p.add_argument("plan_id")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_violations)
 
     for verb in ("approve", "reject"):
         p = psub.add_parser(verb, help=f"{verb} a pending plan (recorded with who, when and comment)")
@@ -313,6 +322,59 @@ def _write_guard(out, guard: dict | None) -> None:
         )
 
 
+FIX_HINT = (
+    'plan the fix (approval-gated like any plan): trigger the pulsar_rebalance DAG with {"fix_policy_violations": true}'
+)
+
+
+def _write_compliance(out, summary: dict) -> None:
+    """The plan's compliance section (core.plan_summary.PlacementReport): the bundles that break their
+    namespace's current policies in the run's ownership, with rule and why."""
+    from pulsar_rebalance.core.plan_summary import PlacementReport
+
+    p = PlacementReport.of(summary)
+    if p is None:
+        out.write("compliance: not recorded (the run stored no placement constraints)\n")
+        return
+    if p.empty:
+        out.write("compliance: no placement constraint (isolation policy, anti-affinity group) is set\n")
+    elif not p.violations:
+        out.write("compliance: every bundle is on a broker its namespace's policies allow\n")
+    else:
+        n = len({v.bundle for v in p.violations})
+        out.write(f"compliance: WARNING: {n} bundle(s) break their namespace's placement policies:\n")
+        for v in p.violations:
+            out.write(f"  - {v.bundle} on {v.broker} [{v.rule}]: {v.why}\n")
+        if not p.fix:
+            out.write(f"  {FIX_HINT}\n")
+    for v in p.unfixable:
+        out.write(f"  not moved: {v.bundle} on {v.broker} [{v.rule}]: {v.why_not_moved}\n")
+
+
+def _violations(args: argparse.Namespace) -> int:
+    from pulsar_rebalance.core.plan_summary import PlacementReport
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    with session_scope(_engine()) as s:
+        plan = repo.get_plan(s, plan_id=args.plan_id)
+    summary = plan.summary or {}
+    if args.json:
+        p = PlacementReport.of(summary)
+        doc = {
+            "plan_id": plan.plan_id,
+            "run_id": plan.run_id,
+            "recorded": p is not None,
+            "violations": (summary.get("placement") or {}).get("violations", []) if p is not None else None,
+            "unfixable": ((summary.get("fixPolicyViolations") or {}).get("unfixable") or []),
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    sys.stdout.write(f"Plan {plan.plan_id}  run={plan.run_id}\n")
+    _write_compliance(sys.stdout, summary)
+    return 0
+
+
 def _pct(x: float | None) -> str:
     return "   n/a" if x is None else f"{100 * x:5.1f}%"
 
@@ -372,6 +434,10 @@ def _show(args: argparse.Namespace) -> int:
             + "\n"
         )
     _write_guard(out, s_.get("guard"))
+    _write_compliance(out, s_)
+    from pulsar_rebalance.core.plan_summary import PlacementReport
+
+    placement = PlacementReport.of(s_)
     out.write("\nactions:\n")
     for a in plan.actions:
         what = (
@@ -380,6 +446,8 @@ def _show(args: argparse.Namespace) -> int:
             else f"unload {a.bundle}  {a.source_broker} -> {a.destination_broker}"
         )
         out.write(f"  [{a.seq}] {what}  [{a.state}]\n        why: {a.reason}\n")
+        if a.kind == "unload" and placement is not None:
+            out.write(f"        checked against: {placement.constraints_of(a.seq)}\n")
         if a.error:
             out.write(f"        {'skipped' if a.state == 'skipped' else 'error'}: {a.error}\n")
     out.write(f"\nbrokers (predicted weighted max usage{'; measured after' if measured else ''}):\n")

@@ -14,7 +14,11 @@ translated to what a Pulsar operator weighs before approving unloads and splits:
 * **warnings**: ``summary.warnings`` (snapshot problems, Pulsar's own shedding still enabled, ...)
   plus hot bundles the split algorithm could not split;
 * **do-no-harm guard** (``summary.guard``, :mod:`pulsar_rebalance.core.guard`): how many planned
-  actions it kept and dropped, each dropped one with its reason, and the limits it applied.
+  actions it kept and dropped, each dropped one with its reason, and the limits it applied;
+* **placement constraints** (``summary.placement``, :mod:`pulsar_rebalance.core.compliance`): per
+  unload the constraints it was checked against, and the **compliance** view - the bundles that break
+  their namespace's policies in the run's ownership, with rule and why (and, for a
+  ``fix_policy_violations`` plan, the bundles it cannot move).
 
 Inputs are the JSON that planning stores (``plans.summary``, each action's ``predicted``,
 ``plans.result``), so the summary of an old plan is computed the same way as a new one's. Values a
@@ -216,6 +220,76 @@ class GuardReport:
 
 
 @dataclass(frozen=True)
+class ViolationLine:
+    """A bundle whose owner breaks its namespace's placement policy (``rule``: core.policies.VIOLATION_RULES)."""
+
+    bundle: str
+    broker: str
+    rule: str
+    why: str
+    why_not_moved: str | None = None
+    """For a fix plan: why the bundle is not moved (no allowed broker can take it)."""
+
+
+def _violation_line(v: Mapping[str, Any]) -> ViolationLine:
+    return ViolationLine(
+        bundle=str(v.get("bundle")),
+        broker=str(v.get("broker")),
+        rule=str(v.get("rule")),
+        why=str(v.get("why") or ""),
+        why_not_moved=v.get("whyNotMoved"),
+    )
+
+
+@dataclass(frozen=True)
+class PlacementReport:
+    """``summary.placement``: the run's placement constraints as the plan was checked against them.
+
+    ``constraints``: unload ``seq`` -> the constraints its move was checked against (texts; empty: none
+    applies to its namespace). ``violations``: the compliance view of the run's ownership.
+    ``unfixable``: for a ``fix_policy_violations`` plan, the violating bundles it does not move
+    (``fix`` is True for such a plan)."""
+
+    empty: bool
+    failure_domains_enabled: bool
+    constraints: Mapping[int, tuple[str, ...]]
+    violations: tuple[ViolationLine, ...]
+    fix: bool = False
+    unfixable: tuple[ViolationLine, ...] = ()
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> PlacementReport | None:
+        p = summary.get("placement")
+        if not isinstance(p, Mapping):
+            return None
+        fix = summary.get("fixPolicyViolations")
+        constraints: dict[int, tuple[str, ...]] = {}
+        for seq, cs in (p.get("actions") or {}).items():
+            constraints[int(seq)] = tuple(str(c.get("text")) for c in cs or () if isinstance(c, Mapping))
+        return cls(
+            empty=bool(p.get("empty")),
+            failure_domains_enabled=bool(p.get("failureDomainsEnabled")),
+            constraints=constraints,
+            violations=tuple(_violation_line(v) for v in p.get("violations") or () if isinstance(v, Mapping)),
+            fix=isinstance(fix, Mapping),
+            unfixable=tuple(
+                _violation_line(v)
+                for v in (fix.get("unfixable") or () if isinstance(fix, Mapping) else ())
+                if isinstance(v, Mapping)
+            ),
+        )
+
+    def constraints_of(self, seq: int) -> str:
+        """One unload's constraints in one line (``; `` between them), or what applied when none did."""
+        cs = self.constraints.get(seq)
+        if cs is None:
+            return "not checked (a split, or no move)"
+        if cs:
+            return "; ".join(cs)
+        return "none (no placement constraint is stored for this run)" if self.empty else "none for its namespace"
+
+
+@dataclass(frozen=True)
 class PlanSummary:
     unloads: tuple[UnloadLine, ...]
     splits: tuple[SplitLine, ...]
@@ -228,6 +302,7 @@ class PlanSummary:
     action_states: dict[str, int] = field(default_factory=dict)
     why_nothing: tuple[str, ...] = ()  # for a plan without actions: why nothing was planned
     guard: GuardReport | None = None  # None: a plan made before the guard existed
+    placement: PlacementReport | None = None  # None: a run that stored no placement constraints
 
     @property
     def actions(self) -> int:
@@ -294,6 +369,7 @@ def summarize_plan(
         action_states=dict(sorted(states.items())),
         why_nothing=() if actions else why_nothing_planned(s),
         guard=GuardReport.of(s.get("guard")),
+        placement=PlacementReport.of(s),
     )
 
 

@@ -50,6 +50,7 @@ class RunParams:
     auto_approve_max_unloads: int | None = None  # read by the approval gate; None = off
     required_approvals: int = 1  # different people who must approve a plan (2 = four eyes)
     rollback_plan: str | None = None  # plan this run rolls back (instead of running the shedder)
+    fix_policy_violations: bool = False  # plan to move the bundles that break their namespace's policies (only)
     seed: int = 0
     max_missing_brokers: float = 0.1  # fraction of brokers that may not answer collect_load (else the run fails)
 
@@ -97,6 +98,14 @@ class RunParams:
         _int_in("required_approvals", required, 1, MAX_REQUIRED_APPROVALS)
         pacing = _number_in("unload_pacing_seconds", doc.get("unload_pacing_seconds", 0.0), 0.0, MAX_PACING_SECONDS)
         drift = _number_in("drift_tolerance", doc.get("drift_tolerance", cls.drift_tolerance), 0.0, MAX_DRIFT_TOLERANCE)
+        fix = doc.get("fix_policy_violations", False)
+        if not isinstance(fix, bool):
+            raise ConfigError(f"fix_policy_violations must be true or false, got {fix!r}", key="fix_policy_violations")
+        if fix and doc.get("rollback_plan"):
+            raise ConfigError(
+                "fix_policy_violations and rollback_plan are two different plans: set one of them",
+                key="fix_policy_violations",
+            )
         params = cls(
             namespaces=tuple(ns),
             cluster=doc.get("cluster") or None,
@@ -115,6 +124,7 @@ class RunParams:
             auto_approve_max_unloads=auto,
             required_approvals=required,
             rollback_plan=_rollback(doc.get("rollback_plan")),
+            fix_policy_violations=fix,
             seed=int(doc.get("seed", 0) or 0),
             max_missing_brokers=float(missing),
         )

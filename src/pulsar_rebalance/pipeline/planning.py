@@ -240,8 +240,127 @@ def build_plan(
             "splitAlgorithm": algorithm,
         },
         "dryRun": params.dry_run,
+        "placement": placement_section(planned, reports, ownership, placement_policies, cfg),
     }
     return PlanDraft(actions=planned, summary=summary, notes=notes)
+
+
+def placement_section(
+    actions: Sequence[Action],
+    reports: Mapping[str, Mapping[str, Any]],
+    ownership: Mapping[str, str],
+    placement_policies: Mapping[str, Any] | None,
+    cfg: Any,
+) -> dict[str, Any] | None:
+    """The summary's ``placement``: per unload (by ``seq``) the constraints the guard checked it against
+    (core.compliance), and the **compliance** view - the bundles of the run's ownership that break their
+    namespace's current policies, among the brokers that reported (core.policies.violations). None when
+    the run stored no placement constraints (a run from before they were collected)."""
+    from pulsar_rebalance.core.compliance import describe_constraints, violation_to_json
+    from pulsar_rebalance.core.policies import violations
+
+    if placement_policies is None:
+        return None
+    policies = parse_policies(placement_policies, "placementPolicies")
+    fde = cfg.failure_domains_enabled
+    return {
+        "empty": policies.empty,
+        "failureDomainsEnabled": fde,
+        "actions": {
+            str(a.seq): [c.to_json() for c in describe_constraints(a.bundle, policies, failure_domains_enabled=fde)]
+            for a in actions
+            if a.kind == "unload"
+        },
+        "violations": [
+            violation_to_json(v)
+            for v in violations(ownership, policies, list(reports), fde, _persistent_enabled(reports))
+        ],
+    }
+
+
+def _persistent_enabled(reports: Mapping[str, Mapping[str, Any]]):
+    """Whether a broker enables persistent topics, from its load report (as the guard reads it)."""
+    from pulsar_rebalance.core.load import LocalBrokerData
+
+    parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
+    return lambda broker: broker not in parsed or parsed[broker].persistent_topics_enabled
+
+
+def build_fix_plan(
+    *,
+    params: RunParams,
+    reports: Mapping[str, Mapping[str, Any]],
+    ownership: Mapping[str, str],
+    placement_policies: Mapping[str, Any] | None,
+    snapshot_check: Mapping[str, Any] | None = None,
+) -> tuple[PlanDraft, dict[str, Any]]:
+    """The ``fix_policy_violations`` plan: each bundle that breaks its namespace's current policies moves
+    once, to the least used broker the policies allow (core.compliance.fix_plan), and nothing else.
+
+    The moves are an ordinary decision's unloads: :func:`build_plan` guards them (the do-no-harm guard
+    may re-place or cut a move, and says so), predicts them and records the summary; the plan needs
+    approval like any plan. A bundle no allowed broker can take is a warning; an empty plan says why.
+    Returns the draft and the decision (cycle) it was made from."""
+    from pulsar_rebalance.core.compliance import fix_plan, violation_to_json
+    from pulsar_rebalance.core.policies import NO_POLICIES
+    from pulsar_rebalance.core.prediction import LoadState
+
+    cfg = params.lb_config()
+    policies = parse_policies(placement_policies, "placementPolicies") if placement_policies else NO_POLICIES
+    excluded = set((snapshot_check or {}).get("excludedBundles", []))
+    owners = {b: o for b, o in ownership.items() if b not in excluded}
+    fix = fix_plan(
+        owners,
+        policies,
+        list(reports),
+        load=LoadState(reports, resource_weights(cfg)),
+        failure_domains_enabled=cfg.failure_domains_enabled,
+        persistent_enabled=_persistent_enabled(reports),
+    )
+    detail = (
+        f"{len({v.bundle for v in fix.violations})} bundle(s) break their namespace's policies: "
+        f"{len(fix.moves)} move(s), {len(fix.resolved)} resolved by those moves, {len(fix.unfixable)} cannot move"
+        if fix.violations
+        else None
+    )
+    cycle = {
+        "label": "FixPolicyViolations",
+        "reason": fix.why_empty() if fix.empty else "fix_policy_violations",
+        "detail": detail,
+        "splits": [],
+        "unloads": [
+            {"bundle": m.bundle, "broker": m.source, "destination": m.destination, "reason": m.reason}
+            for m in fix.moves
+        ],
+    }
+    decision = {"cycle": cycle}
+    draft = build_plan(
+        decision=decision,
+        params=params,
+        reports=reports,
+        topics_by_bundle={},
+        ownership=ownership,
+        snapshot_check=snapshot_check,
+        placement_policies=placement_policies,
+    )
+    draft.summary["warnings"] += [u.message for u in fix.unfixable]
+    draft.summary["notes"] += [
+        f"{v.bundle} on {v.broker} ({v.rule}) is not moved: an earlier move of this plan took the other "
+        "namespace of its anti-affinity group away"
+        for v in fix.resolved
+    ]
+    draft.summary["strategies"] = {
+        "shedding": "fix_policy_violations",
+        "placement": "least used broker the policies allow",
+        "splitAlgorithm": None,
+    }
+    draft.summary["fixPolicyViolations"] = {
+        "violations": [violation_to_json(v) for v in fix.violations],
+        "moves": len(fix.moves),
+        "resolved": [violation_to_json(v) for v in fix.resolved],
+        "unfixable": [{**violation_to_json(u.violation), "whyNotMoved": u.why} for u in fix.unfixable],
+    }
+    return draft, cycle
 
 
 def _guard(
@@ -462,5 +581,6 @@ def build_rollback_plan(
         "dataQuality": _data_quality(reports, ownership),
         "strategies": {"shedding": "rollback", "placement": "previous owner", "splitAlgorithm": None},
         "dryRun": params.dry_run,
+        "placement": placement_section(actions, reports, ownership, placement_policies, cfg),
     }
     return PlanDraft(actions=actions, summary=summary, notes=notes)

@@ -353,12 +353,24 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
                 topics_by_bundle={},
                 ownership=ownership,
                 snapshot_check=snapshot_check,
+                placement_policies=policies,
             )
             draft.summary["skipped"] = {
                 "awaits": plan_id,
                 "expiresAt": expires.isoformat() if expires is not None else None,
             }
             return _store_plan(spark, ctx, engine, run, params, draft, decision, now, supersede=False)
+    if params.fix_policy_violations:  # this run plans only the moves that fix placement-policy violations
+        from pulsar_rebalance.pipeline.planning import build_fix_plan
+
+        draft, cycle = build_fix_plan(
+            params=params,
+            reports=reports,
+            ownership=ownership,
+            placement_policies=policies,
+            snapshot_check=snapshot_check,
+        )
+        return _store_plan(spark, ctx, engine, run, params, draft, {"cycle": cycle}, now)
     if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
         from pulsar_rebalance.pipeline.planning import build_rollback_plan
 

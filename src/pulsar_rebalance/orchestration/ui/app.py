@@ -108,6 +108,7 @@ def create_app() -> FastAPI:
             "gate": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/"
             f"{quote(gate.get('task_id') or GATE_TASK_ID, safe='')}/required_actions",
             "run": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}",
+            "dag": f"{root}/dags/{quote(dag_id, safe='')}",
             "chart": f"{_own_root(request)}/plans/{quote(plan.plan_id, safe='')}/chart.png",
         }
         return _page(
