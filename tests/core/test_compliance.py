@@ -87,8 +87,7 @@ def test_each_violating_bundle_moves_once_to_the_least_used_allowed_broker_and_t
 
 def test_least_used_follows_the_load_when_given() -> None:
     from pulsar_rebalance.core.prediction import LoadState
-
-    from .test_guard import report
+    from tests.core.test_guard import report
 
     pol = parse_policies({"namespaceIsolationPolicies": {"iso": _iso("iso/.*", "b[01]", "b9", 1)}}, "")
     owners = {"iso/a/0x00000000_0x80000000": "b2:8080", "iso/a/0x80000000_0xffffffff": "b2:8080"}

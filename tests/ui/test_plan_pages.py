@@ -427,3 +427,103 @@ def test_a_threshold_shedder_move_the_guard_cuts_is_reported_on_the_page_and_by_
     assert "do-no-harm guard: WARNING: 1 of 1 planned action(s) dropped, 0 kept:" in out
     assert f"  - dropped unload {hot} broker-1:8080 -> broker-2:8080 [worst-broker, overload-threshold" in out
     assert "why nothing was planned:\n  - the do-no-harm guard removed every planned action (1)" in out
+
+
+def test_the_plan_page_and_the_cli_show_each_moves_constraints_and_the_runs_policy_violations(
+    viewer, db_url, monkeypatch
+):
+    """Two plans of one cluster whose pay/a sits off its isolation policy's broker and whose o/x and o/y
+    (anti-affinity group 'orders') share a broker: a ThresholdShedder-style plan shows the compliance
+    section with the way to plan the fix, and the fix_policy_violations plan (made by the real planning
+    code) shows its moves, what each was checked against, on the page, in ``plans show`` and in
+    ``plans violations``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from pulsar_rebalance.pipeline.params import RunParams
+    from pulsar_rebalance.pipeline.planning import build_fix_plan, build_plan
+    from tests.pipeline.test_planning import CONSTRAINTS, O_X, PAY_A, VIOLATING, _owners, decision
+
+    ownership = _owners(VIOLATING)
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    shed = build_plan(
+        decision=decision(unloads=[{"broker": "b1:8080", "bundle": PAY_A, "destination": "b3:8080", "reason": "x"}]),
+        params=params,
+        reports=VIOLATING,
+        topics_by_bundle={},
+        ownership=ownership,
+        placement_policies=CONSTRAINTS,
+    )
+    fix, cycle = build_fix_plan(
+        params=RunParams.from_json({"fix_policy_violations": True}),
+        reports=VIOLATING,
+        ownership=ownership,
+        placement_policies=CONSTRAINTS,
+    )
+    stored = {}
+    for run_id, draft, cyc in (("run-shed", shed, {}), ("run-fix", fix, cycle)):
+        stored[run_id] = _store_plan(
+            db_url,
+            run_id,
+            strategies=draft.summary["strategies"],
+            summary=draft.summary,
+            decision=cyc,
+            actions=[a.to_row() for a in draft.actions],
+        )
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+
+    page = viewer.get(f"{URL_PREFIX}/plans/{stored['run-shed']}").text
+    compliance = page.split("<h2>Compliance with placement policies</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "4 bundles break their namespace's placement policies" in compliance
+    rows = compliance.split('id="violations"', 1)[1]
+    assert f'<td class="mono">{PAY_A}</td><td class="mono">b1:8080</td><td>isolation-policy</td>' in rows
+    assert "b1:8080 is neither primary nor secondary in policy &#39;pay-on-b3&#39; for pay/a" in rows
+    assert "o/x shares broker b2:8080 with o/y of anti-affinity group &#39;orders&#39;" in rows
+    assert 'id="fix-link"' in compliance and 'href="/dags/pulsar_rebalance"' in compliance
+    assert "{&#34;fix_policy_violations&#34;: true}" in compliance or '{"fix_policy_violations": true}' in compliance
+    actions = page.split('id="actions"', 1)[1]
+    assert "checked against: isolation policy &#39;pay-on-b3&#39;: primary b3" in actions
+
+    page = viewer.get(f"{URL_PREFIX}/plans/{stored['run-fix']}").text
+    actions = page.split('id="actions"', 1)[1].split("</table>", 1)[0]
+    assert actions.count("policy violation: ") == 2
+    assert f"{O_X}</td>" in actions and 'b2:8080<span class="arrow">→</span>b1:8080' in actions
+    assert (
+        "checked against: no isolation policy for o/x: shared brokers only (not a primary of &#39;pay-on-b3&#39;); "
+        "anti-affinity group &#39;orders&#39; (with o/y)" in actions
+    )
+    assert 'id="fix-link"' not in page  # this plan is the fix
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pulsar_rebalance.cli", "plans", *args],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url),
+            timeout=120,
+        )
+
+    shown = cli("show", stored["run-fix"])
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "compliance: WARNING: 4 bundle(s) break their namespace's placement policies:" in out
+    assert f"  - {PAY_A} on b1:8080 [isolation-policy]: b1:8080 is neither primary nor secondary" in out
+    assert f"unload {PAY_A}  b1:8080 -> b3:8080" in out
+    assert "        checked against: isolation policy 'pay-on-b3': primary b3\n" in out
+    assert "trigger the pulsar_rebalance DAG" not in out  # already the fix
+    listed = cli("violations", stored["run-shed"])
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith(f"Plan {stored['run-shed']}  run=run-shed\ncompliance: WARNING: 4 bundle(s)")
+    assert 'trigger the pulsar_rebalance DAG with {"fix_policy_violations": true}' in listed.stdout
+    doc = json.loads(cli("violations", stored["run-shed"], "--json").stdout)
+    assert doc["recorded"] is True and len(doc["violations"]) == 4 and doc["unfixable"] == []
+    assert {v["rule"] for v in doc["violations"]} == {"isolation-policy", "anti-affinity-group"}
+    # a plan stored without the placement section (a run from before constraints were collected)
+    old = _store_plan(db_url, "run-old")
+    assert "compliance: not recorded" in cli("violations", old).stdout
+    assert json.loads(cli("violations", old, "--json").stdout)["violations"] is None
+    assert 'id="compliance">Not recorded' in viewer.get(f"{URL_PREFIX}/plans/{old}").text
+    missing = cli("violations", "no-such-plan")
+    assert missing.returncode != 0 and "no-such-plan" in missing.stderr and "Traceback" not in missing.stderr
