@@ -286,7 +286,7 @@ class PlacementReport:
             return "not checked (a split, or no move)"
         if cs:
             return "; ".join(cs)
-        return "none (no placement constraint is stored for this run)" if self.empty else "none for its namespace"
+        return "none (no placement constraint is set for this cluster)" if self.empty else "none for its namespace"
 
 
 @dataclass(frozen=True)
