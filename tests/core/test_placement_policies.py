@@ -122,6 +122,16 @@ def test_policies_are_read_in_the_admin_endpoints_shapes() -> None:
             "namespaceIsolationPolicies.iso.auto_failover_policy.parameters.usage_threshold",
             "required",
         ),
+        (
+            {
+                "auto_failover_policy": {
+                    "policy_type": "min_available",
+                    "parameters": {"min_limit": "-1", "usage_threshold": "80"},
+                }
+            },
+            "namespaceIsolationPolicies.iso.auto_failover_policy.parameters.min_limit",
+            "-1 is negative",
+        ),
         ({"unload_scope": "some"}, "namespaceIsolationPolicies.iso.unload_scope", "expected one of"),
         ({"primaries": ["b"]}, "namespaceIsolationPolicies.iso.primaries", "unknown field"),
     ],
@@ -436,3 +446,37 @@ def test_global_planner_moves_an_isolated_bundle_only_to_its_brokers() -> None:
     assert "idle" in free.values()  # without the policy the idlest broker takes a bundle
     constrained = moves(**policies)
     assert constrained and set(constrained.values()) == {"iso2"}
+
+
+@pytest.mark.parametrize(
+    ("policy", "fragment"),
+    [
+        (isolation(["t/ns"], ["broker-("], []), "namespaceIsolationPolicies.iso.primary[0]: invalid policy regex"),
+        (isolation([], ["b1"], []), "namespaceIsolationPolicies.iso.namespaces: at least one namespace regex"),
+        (
+            {
+                **isolation(["t/ns"], ["b1"], []),
+                "auto_failover_policy": {
+                    "policy_type": "min_available",
+                    "parameters": {"min_limit": "-2", "usage_threshold": "80"},
+                },
+            },
+            "namespaceIsolationPolicies.iso.auto_failover_policy.parameters.min_limit: -2 is negative",
+        ),
+    ],
+)
+def test_the_decide_command_refuses_an_invalid_policy_with_exit_2_naming_it(
+    tmp_path: Any, policy: dict[str, Any], fragment: str
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    doc = {"shedding": "ThresholdShedder", "namespaceIsolationPolicies": {"iso": policy}, "cycles": [{"brokers": {}}]}
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "decide", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("pulsar-rebalance decide: error: ") and fragment in proc.stderr, proc.stderr

@@ -78,7 +78,9 @@ class MinAvailablePolicy:
         return total_primary_candidates < self.min_limit
 
     @classmethod
-    def from_json(cls, raw: object, path: str) -> MinAvailablePolicy:
+    def from_json(cls, raw: object, path: str, *, allow_negative: bool = False) -> MinAvailablePolicy:
+        """``allow_negative``: accept a negative ``min_limit`` as Pulsar does (the simulator's admin API);
+        the contract and collect refuse it."""
         obj = require_object(raw, path)
         _check_keys(obj, frozenset({"policy_type", "parameters"}), path)
         ptype = obj.get("policy_type")
@@ -92,7 +94,15 @@ class MinAvailablePolicy:
         if "parameters" not in obj:
             raise ScenarioError(pp, "required object is missing")
         params = require_object(obj["parameters"], pp)
-        return cls(_int_param(params, "min_limit", pp), _int_param(params, "usage_threshold", pp))
+        min_limit = _int_param(params, "min_limit", pp)
+        if min_limit < 0 and not allow_negative:
+            # a deviation: Pulsar's MinAvailablePolicy parses any int and, with a negative one, never fails
+            # over to the secondaries; 0 says that explicitly, so a negative value is most likely a typo
+            raise ScenarioError(
+                field_path(pp, "min_limit"),
+                f"{min_limit} is negative (Pulsar would never fail over to the secondaries; 0 says that explicitly)",
+            )
+        return cls(min_limit, _int_param(params, "usage_threshold", pp))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,7 +194,9 @@ class NamespaceIsolationPolicy:
         return self.is_secondary_broker(parse_broker_host(broker_id)) or self.is_secondary_broker(broker_id)
 
     @classmethod
-    def from_json(cls, name: str, raw: object, path: str) -> NamespaceIsolationPolicy:
+    def from_json(
+        cls, name: str, raw: object, path: str, *, allow_negative_min_limit: bool = False
+    ) -> NamespaceIsolationPolicy:
         """Validated as ``NamespaceIsolationDataImpl.validate`` does: ``namespaces`` and ``primary`` non-empty,
         ``secondary`` present, ``auto_failover_policy`` present, every regex compiles."""
         obj = require_object(raw, path)
@@ -201,7 +213,9 @@ class NamespaceIsolationPolicy:
         ap = field_path(path, "auto_failover_policy")
         if obj.get("auto_failover_policy") is None:
             raise ScenarioError(ap, "required object is missing")
-        failover = MinAvailablePolicy.from_json(obj["auto_failover_policy"], ap)
+        failover = MinAvailablePolicy.from_json(
+            obj["auto_failover_policy"], ap, allow_negative=allow_negative_min_limit
+        )
         scope = obj.get("unload_scope")
         if scope is not None and scope not in UNLOAD_SCOPES:
             raise ScenarioError(
@@ -302,10 +316,17 @@ POLICY_KEYS = ("namespaceIsolationPolicies", "failureDomains", "antiAffinityGrou
 """The contract's field names (top level of a ``decide`` document, or per cycle)."""
 
 
-def parse_isolation_policies(raw: object, path: str) -> tuple[NamespaceIsolationPolicy, ...]:
+def parse_isolation_policies(
+    raw: object, path: str, *, allow_negative_min_limit: bool = False
+) -> tuple[NamespaceIsolationPolicy, ...]:
     """``namespaceIsolationPolicies``: the endpoint's ``{policyName: NamespaceIsolationData}``."""
     obj = require_object(raw, path)
-    return tuple(NamespaceIsolationPolicy.from_json(name, v, field_path(path, name)) for name, v in obj.items())
+    return tuple(
+        NamespaceIsolationPolicy.from_json(
+            name, v, field_path(path, name), allow_negative_min_limit=allow_negative_min_limit
+        )
+        for name, v in obj.items()
+    )
 
 
 def parse_failure_domains(raw: object, path: str) -> dict[str, tuple[str, ...]]:

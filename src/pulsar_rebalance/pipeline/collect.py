@@ -301,9 +301,9 @@ def read_placement_policies(
     and one ``GET .../namespaces/{tenant}/{namespace}/antiAffinity`` per namespace of the run, returned
     as the ``decide`` contract's three fields (the answers unchanged; namespaces without a group left
     out) and parsed by the decision core. An answer the core rejects - an invalid regex, a policy with no
-    namespace or no primary, an unknown ``auto_failover_policy`` - or a negative ``min_limit`` (Pulsar
-    accepts it and never fails over to secondaries; most likely a typo, so it is refused here rather than
-    planned around) raises :class:`MalformedResponseError` naming the policy or domain.
+    namespace or no primary, an unknown ``auto_failover_policy``, a negative ``min_limit`` (Pulsar accepts
+    it and never fails over to secondaries; most likely a typo, refused rather than planned around) -
+    raises :class:`MalformedResponseError` naming the policy or domain.
     """
     base = client.base_url
     isolation_url = f"{base}/admin/v2/clusters/{cluster}/namespaceIsolationPolicies"
@@ -317,14 +317,6 @@ def read_placement_policies(
             raise MalformedResponseError(
                 f"namespace isolation policy {name!r} of cluster {cluster} is invalid: {exc}", url=isolation_url
             ) from exc
-        min_limit = policy.auto_failover_policy.min_limit
-        if min_limit < 0:
-            raise MalformedResponseError(
-                f"namespace isolation policy {name!r} of cluster {cluster} is invalid: "
-                f"{path}.auto_failover_policy.parameters.min_limit: {min_limit} is negative (Pulsar would never "
-                "fail over to the secondaries; 0 says that explicitly)",
-                url=isolation_url,
-            )
         parsed.append(policy)
     domains_raw = client.failure_domains(cluster)
     domains: dict[str, tuple[str, ...]] = {}

@@ -403,7 +403,9 @@ class ClusterState:
             if namespace_isolation_policies is not None:
                 self._isolation = {
                     p.name: p.to_json()
-                    for p in parse_isolation_policies(dict(namespace_isolation_policies), "namespaceIsolationPolicies")
+                    for p in parse_isolation_policies(
+                        dict(namespace_isolation_policies), "namespaceIsolationPolicies", allow_negative_min_limit=True
+                    )
                 }
             self._domains = {
                 d: list(b) for d, b in parse_failure_domains(dict(failure_domains or {}), "failureDomains").items()
@@ -595,7 +597,11 @@ class ClusterState:
         with self._lock:
             if self._policies is None:
                 isolation = (
-                    parse_isolation_policies(self._isolation, "namespaceIsolationPolicies") if self._isolation else ()
+                    parse_isolation_policies(
+                        self._isolation, "namespaceIsolationPolicies", allow_negative_min_limit=True
+                    )
+                    if self._isolation
+                    else ()
                 )
                 self._policies = PlacementPolicies(
                     isolation,
@@ -628,7 +634,8 @@ class ClusterState:
         ``filterAndUnloadMatchedNamespaceAsync``). Returns the bundles unloaded."""
         with self._lock:
             try:
-                policy = NamespaceIsolationPolicy.from_json(name, data, name)
+                # Pulsar accepts a negative min_limit (it never fails over then); the contract does not
+                policy = NamespaceIsolationPolicy.from_json(name, data, name, allow_negative_min_limit=True)
             except ScenarioError as exc:
                 raise PulsarRestError(
                     400, f"Invalid format of input policy data. policy: {name}; data: {json.dumps(data)} ({exc})"
