@@ -242,3 +242,38 @@ def test_bad_events_and_no_constraints() -> None:
     m = _small({}, {f"s/x/{FULL}": "b0:8080"})
     assert m.placement == NO_POLICIES and m.violations() == []
     assert m.placement_candidates(f"s/x/{FULL}") == (m.live_brokers(), m.live_brokers())
+
+
+def test_the_fix_run_puts_every_violating_bundle_back_within_its_policy_with_one_move_each() -> None:
+    """After the mid-run policy change, the fix plan (``core.compliance.fix_plan``, what a run with
+    ``fix_policy_violations`` plans) moves each violating bundle once, to a broker the policy allows,
+    and nothing else; applied to the model, no violation is left."""
+    from pulsar_rebalance.core.compliance import fix_plan
+    from pulsar_rebalance.core.guard import resource_weights
+    from pulsar_rebalance.core.prediction import LoadState
+
+    model = placement_constraints(SEED, change_at=CHANGE).model
+    model.advance(CHANGE)
+    found = model.violations()
+    assert found
+    violating = {v.bundle for v in found}
+    reports = model.load_reports(model.bundle_stats())
+    plan = fix_plan(
+        dict(model.owners),
+        model.placement,
+        model.live_brokers(),
+        load=LoadState(reports, resource_weights(model.config)),
+        failure_domains_enabled=model.failure_domains_enabled,
+    )
+    assert not plan.unfixable
+    moved = [m.bundle for m in plan.moves]
+    assert len(moved) == len(set(moved)) == len(violating - {v.bundle for v in plan.resolved})  # one move each
+    assert set(moved) <= violating  # a bundle that is fine is never moved
+    res = model.apply(
+        {
+            "splits": [],
+            "unloads": [{"bundle": m.bundle, "broker": m.source, "destination": m.destination} for m in plan.moves],
+        }
+    )
+    assert res.unloads == len(moved) and not res.rejected
+    assert model.violations() == []
