@@ -480,3 +480,54 @@ def test_the_decide_command_refuses_an_invalid_policy_with_exit_2_naming_it(
     )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("pulsar-rebalance decide: error: ") and fragment in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("shedding", "placement"),
+    [
+        ("ThresholdShedder", "LeastLongTermMessageRate"),
+        ("OverloadShedder", "LeastResourceUsageWithWeight"),
+        ("UniformLoadShedder", "LeastLongTermMessageRate"),
+        ("AvgShedder", "AvgShedder"),
+        ("TransferShedder", "LeastResourceUsageWithWeight"),
+    ],
+)
+def test_every_strategy_places_within_the_isolation_policy_and_the_anti_affinity_group(
+    shedding: str, placement: str
+) -> None:
+    """LoadManagerSharedTest / BrokerIsolationPoliciesFilterTest / AntiAffinityNamespaceGroupTest's rules
+    through ``decide``'s lookups (``place``) for every shedding strategy and its placement, modular and
+    extensible: an isolated namespace lands on its primaries (its secondary when fewer than ``min_limit``
+    primaries are up), a namespace without a policy keeps off them, and a namespace of an anti-affinity
+    group keeps off the broker that owns another namespace of the group."""
+    names = [f"broker-{i}:8080" for i in range(1, 6)]
+    iso = f"iso/ns/{FULL}"
+    free = f"other/ns/{FULL}"
+    grouped = f"g/two/{FULL}"
+
+    def place(available: list[str], min_limit: int = 1) -> dict[str, str | None]:
+        brokers = {b: broker([f"g/one/{FULL}"] if b == "broker-5:8080" else []) for b in available}
+        doc: dict[str, Any] = {
+            "shedding": shedding,
+            "placement": placement,
+            "namespaceIsolationPolicies": {
+                "p": isolation(["iso/.*"], ["broker-[12]:8080"], ["broker-3:8080"], min_limit)
+            },
+            "antiAffinityGroups": {"g/one": "grp", "g/two": "grp"},
+            "cycles": [{"nowMs": NOW, "brokers": brokers, "place": [iso, free, grouped]}],
+        }
+        out = decide_scenario(doc)["cycles"][0]["placements"]
+        return {b: out[b]["broker"] for b in (iso, free, grouped)}
+
+    got = place(names)
+    assert got[iso] in ("broker-1:8080", "broker-2:8080")
+    # without a policy: the shared brokers (primary in no policy; a secondary is shared); the group's second
+    # namespace also keeps off broker-5, which owns its first
+    assert got[free] in ("broker-3:8080", "broker-4:8080", "broker-5:8080")
+    assert got[grouped] in ("broker-3:8080", "broker-4:8080")
+    got = place(names, min_limit=2)  # both primaries up: still the primaries
+    assert got[iso] in ("broker-1:8080", "broker-2:8080")
+    got = place([b for b in names if b != "broker-2:8080"], min_limit=2)  # one primary up < 2: secondary too
+    assert got[iso] in ("broker-1:8080", "broker-3:8080")
+    got = place(["broker-3:8080", "broker-4:8080", "broker-5:8080"])  # no primary: the secondary only
+    assert got[iso] == "broker-3:8080"
