@@ -211,7 +211,9 @@ def spark_job(
     ]
     done, sampler, wall = run_measured(cmd, env, timeout_s=3600)
     if done.returncode != 0:
-        raise RuntimeError(f"{job} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+        raise RuntimeError(
+            f"{job} failed (exit {done.returncode}):\n{done.stderr[-4000:]}\n--- stdout ---\n{done.stdout[-4000:]}"
+        )
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith(f"RESULT {job} "))
     heap, execution = executor_metrics(events)
     mb, peak = 2**20, sampler.peak
@@ -473,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
             if marker.is_file():
                 generated = Measured(**json.loads(marker.read_text()))
                 generated.result["reused"] = True
+                gen_url = pg.url_for(gen_db)
+                migrate(gen_url)  # a snapshot cached by an older version: its schema brought up to date
+                dispose_engines(gen_url)
                 log(f"  synthetic_snapshot reused from {gen_work} (generated in {generated.wall_s:.1f} s)")
             else:
                 shutil.rmtree(gen_work, ignore_errors=True)
