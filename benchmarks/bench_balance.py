@@ -204,11 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.render:
         doc = json.loads(JSON.read_text(encoding="utf-8"))
-        targets = {
-            "balance-report": [ROOT / "docs" / "benchmarks" / "balance.md"],
-            "balance-headline": [ROOT / "README.md"],
-        }
-        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, targets)
+        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
         return 0
     if args.quick:
         args.no_write = True
@@ -338,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         SCRIPT,
         str(JSON.relative_to(ROOT)),
         doc,
-        {"balance-report": [out_dir / "balance.md"], "balance-headline": [ROOT / "README.md"]},
+        TARGETS,
     )
     return 0
 
@@ -890,6 +886,8 @@ BLOCKS = {
 }
 SCRIPT = "benchmarks/bench_balance.py"
 JSON = ROOT / "docs" / "benchmarks" / "balance.json"
+TARGETS = {"balance-report": [ROOT / "docs" / "benchmarks" / "balance.md"], "balance-headline": [ROOT / "README.md"]}
+"""The files each block is written into."""
 
 
 if __name__ == "__main__":

@@ -30,16 +30,13 @@ from pulsar_rebalance.core.policies import (
     violations,
 )
 from pulsar_rebalance.core.prediction import LoadState, Move
+from pulsar_rebalance.core.shedders.base import namespace_of
 
 FIX_REASON_PREFIX = "policy violation: "
 """A fix plan's moves' reasons start with this."""
 
 NOTHING_TO_FIX = "no bundle breaks its namespace's policies"
 """Why a fix plan is empty when no bundle violates."""
-
-
-def _namespace(bundle: str) -> str:
-    return bundle.rpartition("/")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +63,7 @@ def describe_constraints(
     """
     if policies.empty:
         return []
-    ns = _namespace(bundle)
+    ns = namespace_of(bundle)
     out: list[Constraint] = []
     policy = policies.policy_for(ns) if policies.isolation else None
     if policy is not None:
@@ -193,13 +190,13 @@ def fix_plan(
         first.setdefault(v.bundle, v)
 
     def on_unit(v: Violation) -> int:
-        ns, u = _namespace(v.bundle), unit(v.broker)
-        return sum(1 for b, o in cur.items() if o in owned and _namespace(b) == ns and unit(o) == u)
+        ns, u = namespace_of(v.bundle), unit(v.broker)
+        return sum(1 for b, o in cur.items() if o in owned and namespace_of(b) == ns and unit(o) == u)
 
     isolation = [v for v in first.values() if v.rule != "anti-affinity-group"]
     affinity = sorted(
         (v for v in first.values() if v.rule == "anti-affinity-group"),
-        key=lambda v: (on_unit(v), _namespace(v.bundle)),
+        key=lambda v: (on_unit(v), namespace_of(v.bundle)),
     )
     check = DestinationFilter(
         policies, owned, failure_domains_enabled=failure_domains_enabled, persistent_enabled=persistent_enabled
@@ -208,7 +205,7 @@ def fix_plan(
     unfixable: list[Unfixable] = []
     resolved: list[Violation] = []
     for v in [*isolation, *affinity]:
-        bundle, source, ns = v.bundle, v.broker, _namespace(v.bundle)
+        bundle, source, ns = v.bundle, v.broker, namespace_of(v.bundle)
         group = policies.anti_affinity_group(ns)
         members = set(policies.group_namespaces(group)) if group is not None else set()
         if v.rule == "anti-affinity-group" and not _still_violates(
@@ -223,7 +220,7 @@ def fix_plan(
         permitted = [b for b in allowed if check.permits(bundle, source, b)]
         if members:
             others = members - {ns}
-            taken = {unit(o) for b, o in cur.items() if o in owned and _namespace(b) in others}
+            taken = {unit(o) for b, o in cur.items() if o in owned and namespace_of(b) in others}
             free = [b for b in permitted if unit(b) not in taken]
         else:
             free = permitted
@@ -263,7 +260,7 @@ def _still_violates(
 ) -> bool:
     """Whether ``bundle`` still breaks its anti-affinity group in the ownership ``cur`` (only the group's
     bundles matter)."""
-    sub = {b: o for b, o in cur.items() if _namespace(b) in members}
+    sub = {b: o for b, o in cur.items() if namespace_of(b) in members}
     return any(
         v.bundle == bundle and v.rule == "anti-affinity-group"
         for v in violations(sub, policies, brokers, failure_domains_enabled, persistent_enabled)

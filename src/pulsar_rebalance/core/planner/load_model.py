@@ -284,8 +284,6 @@ class ClusterView:
         # one report is one sample: smooth each broker's reported usage across cycles (the change its traffic
         # explains is taken at once, the unexplained rest with weight ``usage_smoothing``), and measure the
         # noise from how far each new sample lands from that prediction
-        self.smoothed: dict[str, tuple[list[float], list[float]]] = {}
-        """Per broker (smoothed usage per resource, summed features): what the planner remembers."""
         self.temporal_noise = 0.0
         if previous:
             innovations: list[list[float]] = [[] for _ in RESOURCES]
@@ -318,7 +316,10 @@ class ClusterView:
                 ]
                 self.temporal_noise = max(spreads, default=0.0)
                 self.coef, self.trusted, self.learned, noise = self._fit(reported, broker_feat, prior, smoothing)
-        self.smoothed = {b: (list(reported[b]), list(broker_feat[b])) for b in self.brokers}
+        self.smoothed: dict[str, tuple[list[float], list[float]]] = {
+            b: (list(reported[b]), list(broker_feat[b])) for b in self.brokers
+        }
+        """Per broker (smoothed usage per resource, summed features): what the planner remembers."""
         self.noise = max(max((n * w for n, w in zip(noise, self.weights) if w > 0), default=0.0), self.temporal_noise)
         """Robust spread of the reports around the fit (usage fraction, weighted): what a move must beat."""
         # the base that goes with the coefficients used (smoothed, remembered or proxy): the median over
