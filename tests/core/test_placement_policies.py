@@ -288,48 +288,71 @@ def test_anti_affinity_namespace_filtering_without_domain() -> None:
 # ---------------------------------------------------------------------------------------------
 # doLoadShedding: the vetoes before selectBroker, and destinations within the policies
 # ---------------------------------------------------------------------------------------------
-def _shed(owned_extra: dict[str, list[str]], **top: Any) -> dict[str, Any]:
-    """ThresholdShedder selects broker-0's heavy bundle of my-tenant/use/my-ns0 (cpu 80 % vs 20 %)."""
+# Every modular strategy with the placement it ships with, and bundle rates that make it select broker-0's
+# bundle of my-tenant/use/my-ns0 (each strategy's own selection rule: ThresholdShedder and OverloadShedder
+# take the highest throughput first; UniformLoadShedder and AvgShedder take bundles that fit the gap they
+# move, by message rate and by throughput; AvgShedder needs its two consecutive hits).
+MODULAR = {
+    "ThresholdShedder": ("LeastLongTermMessageRate", (1000, 20 * MB), (5000, 10 * MB), 1),
+    "OverloadShedder": ("LeastResourceUsageWithWeight", (1000, 20 * MB), (5000, 10 * MB), 1),
+    "UniformLoadShedder": ("LeastLongTermMessageRate", (1000, 2 * MB), (5000, 10 * MB), 1),
+    "AvgShedder": ("AvgShedder", (10, 2 * MB), (10, 10 * MB), 2),
+}
+
+
+def _shed(shedding: str, owned_extra: dict[str, list[str]], **top: Any) -> dict[str, Any]:
+    """``shedding`` selects broker-0's bundle of my-tenant/use/my-ns0 (cpu 90 % vs 20 %); broker-1 and
+    broker-2 own a light bundle of their own plus ``owned_extra``. Returns the executed level of the
+    last cycle."""
+    placement, hot_rate, light_rate, cycles = MODULAR[shedding]
     hot = "my-tenant/use/my-ns0/0x00000000_0x80000000"
     light = "other/ns/0x00000000_0x80000000"
-    brokers = {
-        "broker-0": broker([hot, light], cpu=80, last={hot: stats(10, 20 * MB), light: stats(10, 10 * MB)}),
-        "broker-1": broker(owned_extra.get("broker-1", []), cpu=20),
-        "broker-2": broker(owned_extra.get("broker-2", []), cpu=20),
-    }
-    doc = {"shedding": "ThresholdShedder", "placement": "LeastLongTermMessageRate", **top}
-    doc["cycles"] = [{"nowMs": NOW, "brokers": brokers}]
-    cycle = decide_scenario(doc)["cycles"][0]
-    assert [u["bundle"] for u in cycle["unloads"]] == [hot]
+    brokers = {"broker-0": broker([hot, light], cpu=90, last={hot: stats(*hot_rate), light: stats(*light_rate)})}
+    for name in ("broker-1", "broker-2"):
+        filler = f"fill/{name}/0x00000000_0x80000000"
+        brokers[name] = broker([filler, *owned_extra.get(name, [])], cpu=20, last={filler: stats(1, 1 * MB)})
+    doc = {"shedding": shedding, "placement": placement, **top}
+    doc["cycles"] = [{"nowMs": NOW + i * 60_000, "brokers": brokers} for i in range(cycles)]
+    cycle = decide_scenario(doc)["cycles"][-1]
+    assert [u["bundle"] for u in cycle["unloads"]] == [hot], cycle
     return cycle["executed"]
 
 
-def test_load_shedding_util_with_anti_affinity_namespace() -> None:
-    """AntiAffinityNamespaceGroupTest.testLoadSheddingUtilWithAntiAffinityNamespace at the executed level:
-    broker-0 owns ns-0 -> it may unload; broker-1 owns ns-1 -> still; broker-2 owns ns-2 -> every broker
-    owns one namespace of the group: shouldAntiAffinityNamespaceUnload refuses."""
+@pytest.mark.parametrize("shedding", list(MODULAR))
+def test_load_shedding_util_with_anti_affinity_namespace(shedding: str) -> None:
+    """AntiAffinityNamespaceGroupTest.testLoadSheddingUtilWithAntiAffinityNamespace at the executed level,
+    for every modular strategy: broker-0 owns ns-0 -> it may unload; broker-1 owns ns-1 -> still, to
+    broker-2; broker-2 owns ns-2 -> every broker owns one namespace of the group:
+    shouldAntiAffinityNamespaceUnload refuses. (AvgShedder plans broker-1, the low broker of its pair;
+    when broker-1 is no candidate its placement falls back to selectBroker, as PR #26246 merged it.)"""
     group = {"antiAffinityGroups": {f"my-tenant/use/my-ns{i}": "my-antiaffinity" for i in range(5)}}
     ns = "my-tenant/use/my-ns{}/0x80000000_0xffffffff"
-    executed = _shed({}, **group)
+    executed = _shed(shedding, {}, **group)
     [unload] = executed["unloads"]
     assert unload["destination"] in ("broker-1", "broker-2")
-    executed = _shed({"broker-1": [ns.format(1)]}, **group)
+    executed = _shed(shedding, {"broker-1": [ns.format(1)]}, **group)
     assert [u["destination"] for u in executed["unloads"]] == ["broker-2"]
-    executed = _shed({"broker-1": [ns.format(1)], "broker-2": [ns.format(2)]}, **group)
+    executed = _shed(shedding, {"broker-1": [ns.format(1)], "broker-2": [ns.format(2)]}, **group)
     assert executed["unloads"] == []
     [dropped] = executed["dropped"]
     assert dropped["dropped"] == "AntiAffinityNamespace" and "my-antiaffinity" in dropped["detail"]
 
 
-def test_should_namespace_policies_unload() -> None:
-    """ModularLoadManagerImplTest's shouldNamespacePoliciesUnload test: no policy -> unload; a policy whose
-    only broker (primary and secondary) is the owner -> no unload; another secondary -> unload, there."""
+@pytest.mark.parametrize("shedding", list(MODULAR))
+def test_should_namespace_policies_unload(shedding: str) -> None:
+    """ModularLoadManagerImplTest's shouldNamespacePoliciesUnload test at the executed level, for every
+    modular strategy: no policy -> unload; a policy whose only broker (primary and secondary) is the owner
+    -> no unload; another secondary with min_available 2 -> unload, there."""
     ns = "my-tenant/use/my-ns0"
-    executed = _shed({}, namespaceIsolationPolicies={"p": isolation([f"{ns}.*"], ["broker-0"], ["broker-0"])})
+    executed = _shed(shedding, {})
+    assert len(executed["unloads"]) == 1
+    executed = _shed(shedding, {}, namespaceIsolationPolicies={"p": isolation([f"{ns}.*"], ["broker-0"], ["broker-0"])})
     assert executed["unloads"] == []
     [dropped] = executed["dropped"]
     assert dropped["dropped"] == "NamespacePolicies"
-    executed = _shed({}, namespaceIsolationPolicies={"p": isolation([f"{ns}.*"], ["broker-0"], ["broker-2"], 2)})
+    executed = _shed(
+        shedding, {}, namespaceIsolationPolicies={"p": isolation([f"{ns}.*"], ["broker-0"], ["broker-2"], 2)}
+    )
     assert [u["destination"] for u in executed["unloads"]] == ["broker-2"]
 
 
@@ -531,3 +554,45 @@ def test_every_strategy_places_within_the_isolation_policy_and_the_anti_affinity
     assert got[iso] in ("broker-1:8080", "broker-3:8080")
     got = place(["broker-3:8080", "broker-4:8080", "broker-5:8080"])  # no primary: the secondary only
     assert got[iso] == "broker-3:8080"
+
+
+def test_global_planner_warns_of_a_constraint_no_move_can_meet_and_moves_nothing_for_it() -> None:
+    """Issue 18: an isolation policy whose primaries and secondaries are all down and an anti-affinity
+    group with more namespaces than brokers are warned of on every plan (balanced or not); the planner
+    neither moves the isolated bundles anywhere else nor puts two namespaces of the group together
+    where a broker without one exists."""
+    iso = "iso/ns/0x00000000_0x80000000"
+    a, b, c, d = (f"g/{n}/0x00000000_0x80000000" for n in "abcd")
+    last = {iso: stats(300, 30 * MB), a: stats(100, 10 * MB), "t/x/0x00000000_0x80000000": stats(200, 20 * MB)}
+    brokers = {
+        "hot": broker(list(last), cpu=90, last=last),
+        "cool": broker([b], cpu=10, last={b: stats(10, 1 * MB)}),
+        "warm": broker([c, d], cpu=30, last={c: stats(10, 1 * MB), d: stats(10, 1 * MB)}),
+    }
+    policies = {
+        "namespaceIsolationPolicies": {"iso": isolation(["iso/.*"], ["gone-.*"], ["also-gone"])},
+        "antiAffinityGroups": {"g/a": "grp", "g/b": "grp", "g/c": "grp", "g/d": "grp"},
+    }
+    doc = {"shedding": "GlobalPlanner", "cycles": [{"nowMs": NOW, "brokers": brokers}], **policies}
+    cycle = decide_scenario(doc)["cycles"][0]
+    warnings = cycle["stats"]["warnings"]
+    assert any(
+        "isolation policy 'iso'" in w and "0 primary broker(s) available" in w and "no allowed broker" in w
+        for w in warnings
+    ), warnings
+    assert any("anti-affinity group 'grp' has 4 namespaces" in w and "only 3 available brokers" in w for w in warnings)
+    moved = {u["bundle"] for u in cycle["unloads"]}
+    assert iso not in moved and a not in moved and moved  # only the bundle without constraints moves
+    # balanced: still warned of
+    calm = {name: {**br, "cpu": {"usage": 40.0, "limit": 100.0}} for name, br in brokers.items()}
+    doc["cycles"] = [{"nowMs": NOW, "brokers": calm}]
+    cycle = decide_scenario(doc)["cycles"][0]
+    assert cycle["reason"] == "Balanced" and len(cycle["stats"]["warnings"]) == 2
+    # one primary back up: no isolation warning any more (min_limit 1 met)
+    del policies["antiAffinityGroups"]
+    doc = {
+        "shedding": "GlobalPlanner",
+        "cycles": [{"nowMs": NOW, "brokers": calm}],
+        "namespaceIsolationPolicies": {"iso": isolation(["iso/.*"], ["cool"], [])},
+    }
+    assert not decide_scenario(doc)["cycles"][0]["stats"].get("warnings")

@@ -209,6 +209,23 @@ def test_plan_without_destination_records_why_and_is_empty():
     assert draft.empty and "placement found no destination" in draft.notes[0]
 
 
+def test_the_strategys_own_warnings_reach_the_plan_summary():
+    """A constraint no move can meet (the planner's stats.warnings) is on the plan page, kind 'strategy'."""
+    d = {"cycle": {"label": "Skip", "reason": "Balanced", "unloads": [], "splits": [], "stats": {"warnings": ["w1"]}}}
+    draft = build_plan(
+        decision=d,
+        params=RunParams.from_json({"shedding_strategy": "GlobalPlanner"}),
+        reports=REPORTS,
+        topics_by_bundle={},
+        ownership={},
+        snapshot_check={"warnings": [{"kind": "snapshot", "message": "s1"}], "excludedBundles": []},
+    )
+    assert draft.summary["warnings"][:2] == [
+        {"kind": "snapshot", "message": "s1"},
+        {"kind": "strategy", "message": "w1"},
+    ]
+
+
 @pytest.mark.parametrize(
     "doc, key",
     [

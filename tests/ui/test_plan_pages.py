@@ -46,8 +46,13 @@ def _routes(plan_id: str) -> list[tuple[str, str]]:
 
 
 def test_the_app_has_the_pages_and_nothing_else():
-    paths = {r.path for r in create_app().routes}
-    assert paths == {"/", "/plans/{plan_id}", "/plans/{plan_id}/chart.png"}  # no /docs, /redoc, /openapi.json
+    routes = {(m, r.path) for r in create_app().routes for m in r.methods}
+    assert routes == {  # no /docs, /redoc, /openapi.json; one POST: the Plan to fix button
+        ("GET", "/"),
+        ("GET", "/plans/{plan_id}"),
+        ("GET", "/plans/{plan_id}/chart.png"),
+        ("POST", "/plans/{plan_id}/fix"),
+    }
 
 
 def test_every_route_answers_401_without_a_token(client, seeded_db):
@@ -68,11 +73,12 @@ def test_a_user_without_read_access_to_the_dag_gets_403(client, seeded_db):
         assert r.status_code == 403, (method, url, r.status_code)
 
 
-def test_a_viewer_reads_every_route_with_a_bearer_token_or_the_ui_cookie(client, seeded_db):
+def test_a_viewer_reads_every_page_with_a_bearer_token_or_the_ui_cookie_and_may_not_trigger(client, seeded_db):
     token = _token("viewer", "viewer")
     for method, url in _routes(seeded_db.pending):
-        assert client.request(method, url, headers={"Authorization": f"Bearer {token}"}).status_code == 200, url
-        assert client.request(method, url, cookies={"_token": token}).status_code == 200, url
+        expected = 403 if method == "POST" else 200  # a viewer may not create DAG runs
+        assert client.request(method, url, headers={"Authorization": f"Bearer {token}"}).status_code == expected, url
+        assert client.request(method, url, cookies={"_token": token}).status_code == expected, url
 
 
 @pytest.fixture
@@ -481,7 +487,8 @@ def test_the_plan_page_and_the_cli_show_each_moves_constraints_and_the_runs_poli
     assert f'<td class="mono">{PAY_A}</td><td class="mono">b1:8080</td><td>isolation-policy</td>' in rows
     assert "b1:8080 is neither primary nor secondary in policy &#39;pay-on-b3&#39; for pay/a" in rows
     assert "o/x shares broker b2:8080 with o/y of anti-affinity group &#39;orders&#39;" in rows
-    assert 'id="fix-link"' in compliance and 'href="/dags/pulsar_rebalance"' in compliance
+    fix_url = f"{URL_PREFIX}/plans/{stored['run-shed']}/fix"
+    assert f'<form method="post" action="{fix_url}" target="_top"' in compliance and 'id="fix-button"' in compliance
     assert "{&#34;fix_policy_violations&#34;: true}" in compliance or '{"fix_policy_violations": true}' in compliance
     actions = page.split('id="actions"', 1)[1]
     assert "checked against: isolation policy &#39;pay-on-b3&#39;: primary b3" in actions
@@ -494,7 +501,7 @@ def test_the_plan_page_and_the_cli_show_each_moves_constraints_and_the_runs_poli
         "checked against: no isolation policy for o/x: shared brokers only (not a primary of &#39;pay-on-b3&#39;); "
         "anti-affinity group &#39;orders&#39; (with o/y)" in actions
     )
-    assert 'id="fix-link"' not in page  # this plan is the fix
+    assert 'id="fix-button"' not in page  # this plan is the fix
 
     def cli(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -527,3 +534,38 @@ def test_the_plan_page_and_the_cli_show_each_moves_constraints_and_the_runs_poli
     assert 'id="compliance">Not recorded' in viewer.get(f"{URL_PREFIX}/plans/{old}").text
     missing = cli("violations", "no-such-plan")
     assert missing.returncode != 0 and "no-such-plan" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_plan_to_fix_triggers_one_gated_fix_run_for_a_user_who_may_and_no_one_else(client, seeded_db):
+    """The compliance section's button: POST /plans/{id}/fix creates a manual run of the DAG with
+    {"fix_policy_violations": true} for a user Airflow lets create runs (the DAG as the dag-processor
+    stores it), and redirects to that run in Airflow; a viewer gets 403, a cross-site form 403, an
+    unknown plan 404, and none of them creates a run."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    from tests.orchestration.test_dag_integrity import _trigger_api
+
+    _trigger_api()  # the DAG in Airflow's DB, as the dag-processor leaves it
+    fix = f"{URL_PREFIX}/plans/{seeded_db.pending}/fix"
+
+    def runs() -> list[DagRun]:
+        with create_session() as session:
+            found = session.query(DagRun).filter(DagRun.dag_id == "pulsar_rebalance").all()
+            session.expunge_all()
+            return found
+
+    before = {r.run_id for r in runs()}
+    op = {"Authorization": f"Bearer {_token('op', 'op')}"}
+    assert client.post(fix, headers={"Authorization": f"Bearer {_token('viewer', 'viewer')}"}).status_code == 403
+    cross = client.post(fix, headers={**op, "Origin": "https://evil.example"}, follow_redirects=False)
+    assert cross.status_code == 403
+    assert client.post(f"{URL_PREFIX}/plans/p-nope/fix", headers=op, follow_redirects=False).status_code == 404
+    assert {r.run_id for r in runs()} == before
+
+    r = client.post(fix, headers={**op, "Origin": "http://testserver"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    [new] = [run for run in runs() if run.run_id not in before]
+    assert r.headers["location"] == f"/dags/pulsar_rebalance/runs/{quote(new.run_id, safe='')}"
+    assert new.conf == {"fix_policy_violations": True} and new.run_type == "manual"
+    assert new.triggering_user_name == "op"

@@ -770,6 +770,61 @@ def violations(
     return out
 
 
+def unmet_constraints(
+    policies: PlacementPolicies,
+    brokers: Sequence[str],
+    owners: Mapping[str, str],
+    failure_domains_enabled: bool = False,
+) -> list[str]:
+    """Constraints the available ``brokers`` cannot meet, in words (empty: all can be met). ``owners``
+    (bundle -> broker) tells which namespaces exist. No move can fix these, so the planner warns
+    instead of moving:
+
+    * an isolation policy with fewer than ``min_limit`` primaries available: its namespaces fail over
+      to its secondaries (Pulsar's ``min_available`` rule), or, with no secondary available either,
+      have no broker at all (Pulsar cannot place them; they stay where they are);
+    * an anti-affinity group with more namespaces (owning bundles) than brokers, or with failure domains
+      enabled than failure domains: two of its namespaces must share one.
+    """
+    if policies.empty:
+        return []
+    out: list[str] = []
+    namespaces = sorted({_namespace(b) for b in owners})
+    for policy in policies.isolation:
+        mine = [ns for ns in namespaces if policies.policy_for(ns) is policy]
+        if not mine:
+            continue
+        primaries = [b for b in brokers if policy.is_primary(b)]
+        min_limit = policy.auto_failover_policy.min_limit
+        if not policy.auto_failover_policy.should_failover_to_secondary(len(primaries)):
+            continue
+        secondaries = [b for b in brokers if not policy.is_primary(b) and policy.is_secondary(b)]
+        head = (
+            f"isolation policy {policy.name!r} ({len(mine)} namespace(s), e.g. {mine[0]}): "
+            f"{len(primaries)} primary broker(s) available, fewer than min_limit={min_limit}"
+        )
+        if primaries or secondaries:
+            out.append(f"{head}: failing over to {len(secondaries)} secondary broker(s)")
+        else:
+            out.append(f"{head} and no secondary: its bundles have no allowed broker and are not moved")
+    domains = policies.broker_to_domain if failure_domains_enabled and policies.failure_domains else {}
+    units = {domains.get(b, DEFAULT_DOMAIN) for b in brokers} if domains else set(brokers)
+    groups: dict[str, list[str]] = {}
+    for ns in namespaces:
+        group = policies.anti_affinity_group(ns)
+        if group is not None:
+            groups.setdefault(group.lower(), []).append(ns)
+    for members in groups.values():
+        if len(members) > len(units):
+            group = policies.anti_affinity_group(members[0])
+            where = "failure domains" if domains else "available brokers"
+            out.append(
+                f"anti-affinity group {group!r} has {len(members)} namespaces owning bundles but only "
+                f"{len(units)} {where}: some of them must share one"
+            )
+    return out
+
+
 def _isolation_violation(bundle: str, broker: str, ns: str, policies: PlacementPolicies) -> Violation:
     policy = policies.policy_for(ns) if policies.isolation else None
     if policy is None:
@@ -811,5 +866,6 @@ __all__ = [
     "parse_policies",
     "should_anti_affinity_namespace_unload",
     "should_namespace_policies_unload",
+    "unmet_constraints",
     "violations",
 ]

@@ -70,6 +70,8 @@ def build_plan(
     notes: list[str] = []
     split_children: dict[str, list[str]] = {}
     warnings = list((snapshot_check or {}).get("warnings", []))
+    # what the strategy itself warns of (the planner: a constraint no move can meet, a bundle it cannot split)
+    warnings += [{"kind": "strategy", "message": str(w)} for w in (cycle.get("stats") or {}).get("warnings", [])]
     excluded = set((snapshot_check or {}).get("excludedBundles", []))
 
     planned_children: dict[str, str] = {}  # child full name -> parent full name (planner splits)

@@ -65,7 +65,7 @@ from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecisio
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
 from pulsar_rebalance.core.planner.memory import PlannerMemory
-from pulsar_rebalance.core.policies import NO_POLICIES, DestinationFilter, PlacementPolicies
+from pulsar_rebalance.core.policies import NO_POLICIES, DestinationFilter, PlacementPolicies, unmet_constraints
 from pulsar_rebalance.core.state import StrategyState
 
 PLANNER_NAME = "GlobalPlanner"
@@ -257,6 +257,13 @@ class GlobalPlanner:
             "noise": _r(noise),
             "maxUsageBefore": _r(max_before),
         }
+        # a placement constraint no move can meet (too few primaries, a group larger than the brokers): a
+        # warning on every plan, balanced or not; the destination filter below keeps moves within the rest
+        unmet: list[str] = []
+        if not inp.policies.empty:
+            owners = {n: b for b, names in view.owned.items() for n in names}
+            unmet = unmet_constraints(inp.policies, eligible, owners, config.failure_domains_enabled)
+            stats["warnings"] = list(unmet)
         changed = self._track_membership(mem, sorted(inp.brokers), now)
         # a broker above the trigger acts only when the previous cycle saw it there too (Pulsar's
         # AvgShedder counts hits the same way), unless it is far above (twice the band) or overloaded
@@ -316,7 +323,7 @@ class GlobalPlanner:
         allowed = DestinationFilter(inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled)
         unloads: list[PlannedUnload] = []
         splits: list[SplitDecision] = []
-        warnings: list[str] = []
+        warnings: list[str] = list(unmet)
         stuck: set[str] = set()
         stuck_max = 0.0
         unsplittable: set[str] = set()

@@ -6,8 +6,11 @@ dependencies), so every route of this app depends on :func:`_auth_dependency`: A
 ``requires_access_dag(method="GET")`` for the ``pulsar_rebalance`` DAG, which authenticates the
 caller (``Authorization: Bearer <jwt>`` or the UI's ``_token`` cookie; 401 without) and asks the
 configured auth manager whether they may read that DAG (403 if not). FastAPI's own ``/docs``,
-``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only: deciding happens at
-the Airflow gate (Browse → Required Actions), which the plan page links to.
+``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only except for one button:
+*Plan to fix* (``POST /plans/{plan_id}/fix``) triggers a run of the DAG with
+``{"fix_policy_violations": true}``, for a user Airflow lets create DAG runs (``POST`` on the DAG's
+runs, 403 otherwise), from this origin only. Its plan waits at the gate like any other: deciding
+happens at the Airflow gate (Browse → Required Actions), which the plan page links to.
 
 The state DB comes from the ``pulsar_rebalance_db`` Airflow Connection (or
 ``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL``), as for the tasks.
@@ -110,6 +113,7 @@ def create_app() -> FastAPI:
             "run": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}",
             "dag": f"{root}/dags/{quote(dag_id, safe='')}",
             "chart": f"{_own_root(request)}/plans/{quote(plan.plan_id, safe='')}/chart.png",
+            "fix": f"{_own_root(request)}/plans/{quote(plan.plan_id, safe='')}/fix",
         }
         return _page(
             request,
@@ -138,6 +142,36 @@ def create_app() -> FastAPI:
             return Response(f"no plan with id {plan_id!r}", status_code=404, media_type="text/plain")
         return Response(plan_png(plan), media_type="image/png", headers={"Cache-Control": "private, no-cache"})
 
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import get_user, requires_access_dag
+
+    the_user = Depends(get_user)
+
+    @app.post("/plans/{plan_id}/fix", dependencies=[Depends(requires_access_dag("POST", DagAccessEntity.RUN, DAG_ID))])
+    def plan_fix(request: Request, plan_id: str, user: Any = the_user) -> Response:
+        """Trigger a ``fix_policy_violations`` run of the plan's DAG, then show that run in Airflow."""
+        from pulsar_rebalance.errors import UnknownPlanError
+        from pulsar_rebalance.store import repository as repo
+
+        if not _same_origin(request):
+            return Response("cross-origin request refused", status_code=403, media_type="text/plain")
+        try:
+            with _session() as s:
+                plan = repo.get_plan(s, plan_id=plan_id)
+        except UnknownPlanError:
+            return _page(request, "missing.html", title="No such plan", plan_id=plan_id, status_code=404)
+        dag_id = (plan.gate or {}).get("dag_id") or DAG_ID
+        run_id = trigger_fix_run(dag_id, user=user.get_name(), plan_id=plan_id)
+        log.info(
+            "user %s triggered %s run %s to fix the violations shown on plan %s",
+            user.get_name(),
+            dag_id,
+            run_id,
+            plan_id,
+        )
+        url = f"{_airflow_root(request)}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+        return RedirectResponse(url, status_code=303)
+
     @app.exception_handler(NoStateDatabase)
     def _no_db(request: Request, exc: NoStateDatabase) -> HTMLResponse:
         return _page(
@@ -157,6 +191,41 @@ def create_app() -> FastAPI:
         return response
 
     return app
+
+
+def trigger_fix_run(dag_id: str, *, user: str, plan_id: str) -> str:
+    """Create a manual run of ``dag_id`` with ``{"fix_policy_violations": true}`` (unpausing the DAG, as
+    Airflow's trigger form does by default, so the run starts) and return its run id."""
+    from airflow.api.common.trigger_dag import trigger_dag
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from airflow.utils.types import DagRunTriggeredByType
+
+    with create_session() as session:
+        model = session.get(DagModel, dag_id)
+        if model is not None and model.is_paused:
+            model.is_paused = False
+    run = trigger_dag(
+        dag_id,
+        triggered_by=DagRunTriggeredByType.UI,
+        triggering_user_name=user,
+        conf={"fix_policy_violations": True},
+        note=f"Plan to fix the placement-policy violations shown on plan {plan_id}",
+    )
+    if run is None:  # trigger_dag returns None only when it created nothing
+        raise RuntimeError(f"Airflow created no run of {dag_id}")
+    return str(run.run_id)
+
+
+def _same_origin(request: Request) -> bool:
+    """A browser's form POST carries ``Origin``; refuse one from another site (the UI's cookie is
+    ``SameSite=Lax`` already: this is the second lock). No ``Origin`` (an API client) passes."""
+    from urllib.parse import urlsplit
+
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 class NoStateDatabase(Exception):
