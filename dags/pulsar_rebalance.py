@@ -130,6 +130,20 @@ with DAG(
             "policies (isolation, anti-affinity) on brokers the policies allow, as few as possible (needs "
             "approval like any plan) instead of running the shedder",
         ),
+        "mode": Param(
+            "rebalance",
+            type="string",
+            enum=list(run_params.MODES),
+            description="rebalance: the shedding strategy's plan; drain: move every bundle off the brokers "
+            "below (and cordon them: no plan targets them until uncordoned); fill: move load only onto the "
+            "brokers below until they reach the cluster's average",
+        ),
+        "brokers": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            description="for mode drain or fill: the broker ids (host:port, as `pulsar-admin brokers list` shows)",
+        ),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
         "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
         "max_missing_brokers": Param(
