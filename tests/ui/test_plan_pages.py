@@ -649,3 +649,20 @@ def test_the_progress_of_an_executing_plan_and_how_long_an_executed_one_took_on_
 def test_a_pending_plan_has_no_progress_section(viewer, seeded_db):
     html = viewer.get(f"{URL_PREFIX}/plans/{seeded_db.pending}").text
     assert "<h2>Progress</h2>" not in html and 'id="progress"' not in html
+
+
+def test_a_drain_plan_says_what_it_drains_and_how_to_uncordon(viewer, db_url, monkeypatch):
+    """The summary's ``mode`` section (build_mode_plan) on the page: which brokers, the moves, the cordon."""
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    summary = {"mode": {"mode": "drain", "brokers": ["b1:8080"], "moves": 3, "left": [], "cordoned": ["b1:8080"]}}
+    plan = _store_plan(db_url, "run-drain", summary=summary, strategies={"shedding": "drain"})
+    page = viewer.get(f"{URL_PREFIX}/plans/{plan}").text
+    callout = page.split('id="mode-callout"', 1)[1].split("</div>", 1)[0]
+    assert "<b>Drain of b1:8080</b>" in callout and "(3 moves)" in callout
+    assert "pulsar-rebalance brokers uncordon b1:8080" in callout
+    fill = _store_plan(
+        db_url, "run-fill", summary={"mode": {"mode": "fill", "brokers": ["new:8080"], "moves": 1, "left": []}}
+    )
+    callout = viewer.get(f"{URL_PREFIX}/plans/{fill}").text.split('id="mode-callout"', 1)[1].split("</div>", 1)[0]
+    assert "<b>Fill of new:8080</b>" in callout and "(1 move)" in callout and "uncordon" not in callout
+    assert 'id="mode-callout"' not in viewer.get(f"{URL_PREFIX}/plans/{_store_plan(db_url, 'run-plain')}").text
