@@ -60,48 +60,57 @@ with DAG(
             enum=[None, *SPLIT_ALGORITHM_NAMES],
             description="defaultNamespaceBundleSplitAlgorithm; null = config/Pulsar default",
         ),
-        "dry_run": Param(False, type="boolean", description="plan and approve, but call no admin API"),
+        "dry_run": Param(RunParams.dry_run, type="boolean", description="plan and approve, but call no admin API"),
         "config": Param(
             {},
             description="broker.conf load-balancer overrides, Pulsar key names verbatim; unknown keys are refused",
             **config_json_schema(),
         ),
         "approval_timeout_minutes": Param(
-            60, type="number", exclusiveMinimum=0, description="the plan expires (no change) if not decided in time"
+            RunParams.approval_timeout_minutes,
+            type="number",
+            exclusiveMinimum=0,
+            description="the plan expires (no change) if not decided in time",
         ),
-        "max_parallel_unloads": Param(4, type="integer", minimum=1, maximum=run_params.MAX_PARALLEL_UNLOADS),
+        "max_parallel_unloads": Param(
+            RunParams.max_parallel_unloads, type="integer", minimum=1, maximum=run_params.MAX_PARALLEL_UNLOADS
+        ),
         "max_unloads_per_broker": Param(
-            2,
+            RunParams.max_unloads_per_broker,
             type="integer",
             minimum=1,
             maximum=run_params.MAX_UNLOADS_PER_BROKER,
             description="at most this many concurrent unloads from or to one broker",
         ),
         "max_unloads_per_run": Param(
-            None,
+            RunParams.max_unloads_per_run,
             type=["null", "integer"],
             minimum=1,
             maximum=run_params.MAX_COUNT,
             description="stop after this many unloads (the rest skipped); null = all",
         ),
         "unload_pacing_seconds": Param(
-            0, type="number", minimum=0, maximum=run_params.MAX_PACING_SECONDS, description="pause between two moves"
+            RunParams.unload_pacing_seconds,
+            type="number",
+            minimum=0,
+            maximum=run_params.MAX_PACING_SECONDS,
+            description="pause between two moves",
         ),
         "drift_tolerance": Param(
-            0.5,
+            RunParams.drift_tolerance,
             type="number",
             minimum=0,
             maximum=run_params.MAX_DRIFT_TOLERANCE,
             description="skip an unload whose bundle's message rate changed by more than this fraction since planning",
         ),
         "allow_pulsar_shedding": Param(
-            False,
+            RunParams.allow_pulsar_shedding,
             type="boolean",
             description="execute even if Pulsar's own loadBalancerSheddingEnabled is on "
             "(the two balancers would fight)",
         ),
         "auto_approve_max_unloads": Param(
-            None,
+            RunParams.auto_approve_max_unloads,
             type=["null", "integer"],
             minimum=1,
             maximum=run_params.MAX_COUNT,
@@ -109,7 +118,7 @@ with DAG(
             "split (recorded as approved by the policy); null = off",
         ),
         "required_approvals": Param(
-            1,
+            RunParams.required_approvals,
             type="integer",
             minimum=1,
             maximum=run_params.MAX_REQUIRED_APPROVALS,
@@ -117,23 +126,37 @@ with DAG(
             "approver); the gate opens again after each approval",
         ),
         "rollback_plan": Param(
-            None,
+            RunParams.rollback_plan,
             type=["null", "string"],
             pattern=run_params.PLAN_ID_PATTERN,
             description="a plan id: plan to return its completed unloads to their previous "
             "owners (needs approval like any plan) instead of running the shedder",
         ),
         "fix_policy_violations": Param(
-            False,
+            RunParams.fix_policy_violations,
             type="boolean",
             description="plan only the moves that put the bundles breaking their namespace's placement "
             "policies (isolation, anti-affinity) on brokers the policies allow, as few as possible (needs "
             "approval like any plan) instead of running the shedder",
         ),
+        "mode": Param(
+            RunParams.mode,
+            type="string",
+            enum=list(run_params.MODES),
+            description="rebalance: the shedding strategy's plan; drain: move every bundle off the brokers "
+            "below (and cordon them: no plan targets them until uncordoned); fill: move load only onto the "
+            "brokers below until they reach the cluster's average",
+        ),
+        "brokers": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            description="for mode drain or fill: the broker ids (host:port, as `pulsar-admin brokers list` shows)",
+        ),
         "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
-        "seed": Param(0, type="integer", description="seed for Pulsar's random tie-breaks"),
+        "seed": Param(RunParams.seed, type="integer", description="seed for Pulsar's random tie-breaks"),
         "max_missing_brokers": Param(
-            0.1,
+            RunParams.max_missing_brokers,
             type="number",
             minimum=0,
             exclusiveMaximum=1,

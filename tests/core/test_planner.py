@@ -336,9 +336,10 @@ def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
     assert StrategyState.from_json(state).to_json() == state  # round trip
 
 
-def test_a_broker_just_above_the_trigger_waits_for_a_second_report_one_far_above_does_not() -> None:
-    # a load report is one sample: just above the trigger, the planner acts only when the next cycle's
-    # report confirms it (Pulsar's AvgShedder counts hits the same way); twice the band above, at once
+def test_a_broker_just_above_the_trigger_waits_for_three_reports_one_far_above_does_not() -> None:
+    # a load report is one sample, two can be the peak of a load that comes and goes: just above the
+    # trigger, the planner acts only when three consecutive reports see it there (Pulsar's AvgShedder
+    # counts hits the same way); twice the band above, at once
     model = _model("steady-with-noise")
     cycle = _cycle(model)
     stats = _decide(cycle)["cycles"][0]["stats"]
@@ -358,9 +359,27 @@ def test_a_broker_just_above_the_trigger_waits_for_a_second_report_one_far_above
     first = _decide(bumped(marginal, cycle["nowMs"]))
     c0 = first["cycles"][0]
     assert c0["unloads"] == [] and c0["stats"]["maxUsageBefore"] > trigger
-    assert c0["reason"] == "HitCount" and "confirm" in c0["detail"], c0
+    assert c0["reason"] == "HitCount" and "1 consecutive load report(s): waiting for 3" in c0["detail"], c0
     second = _decide(bumped(marginal, cycle["nowMs"] + 60_000), state=first["state"])
-    assert second["cycles"][0]["unloads"], second["cycles"][0]["stats"]
+    c1 = second["cycles"][0]
+    assert c1["unloads"] == [] and "2 consecutive load report(s)" in c1["detail"], c1
+    # a report back within the band starts the count again
+    calm = _decide(bumped(ideal, cycle["nowMs"] + 120_000), state=second["state"])
+    again = _decide(bumped(marginal, cycle["nowMs"] + 180_000), state=calm["state"])
+    assert again["cycles"][0]["unloads"] == []
+    assert again["state"]["globalPlanner"]["above"].get("broker-0:8080", 0) <= 1
+    third = _decide(bumped(marginal, cycle["nowMs"] + 120_000), state=second["state"])
+    assert third["cycles"][0]["unloads"], third["cycles"][0]["stats"]
     # far above the band: the first report is enough
     far = _decide(bumped(ideal + 2.5 * (trigger - ideal), cycle["nowMs"]))
     assert far["cycles"][0]["unloads"]
+
+
+def test_the_planner_memory_reads_an_older_state_and_refuses_a_bad_hit_count() -> None:
+    from pulsar_rebalance.core.planner.memory import PlannerMemory
+    from pulsar_rebalance.errors import ScenarioError
+
+    assert PlannerMemory.from_json({"above": ["b1", "b2"]}, "state.globalPlanner").above == {"b1": 1, "b2": 1}
+    assert PlannerMemory.from_json({"above": {"b1": 2}}, "state.globalPlanner").to_json()["above"] == {"b1": 2}
+    with pytest.raises(ScenarioError, match="state.globalPlanner.above"):
+        PlannerMemory.from_json({"above": {"b1": 0}}, "state.globalPlanner")

@@ -279,3 +279,16 @@ def test_a_run_marked_failed_or_success_in_airflow_follows_in_the_state_db(airfl
     finally:
         for run_id in ids.values():
             api.delete(f"{runs}/{run_id}")
+
+
+def test_every_dag_param_is_a_run_param_with_its_default(airflow_db):
+    """The trigger form's defaults are RunParams' (dags/ derives them), and RunParams accepts the form
+    as it comes: the two cannot drift."""
+    from pulsar_rebalance.pipeline.params import RunParams
+
+    params = _dag().params
+    defaults = RunParams().to_json()
+    form = {key: params.get_param(key).value for key in params}
+    assert set(form) == set(defaults)
+    assert {k: v for k, v in form.items() if v != defaults[k]} == {}, "DAG param defaults differ from RunParams"
+    assert RunParams.from_json(form) == RunParams()

@@ -262,6 +262,39 @@ def test_per_run_cap_and_per_broker_slots(world):
     assert all("max_unloads_per_run=2 reached" in a.error for a in skipped)
 
 
+def test_the_task_log_has_one_progress_line_per_action_and_durations_come_from_the_rows(world, caplog):
+    """One line per finished action (which, how long, traffic moved so far, ETA); the cap's skips say they
+    wait for the next run. The duration is the row's finished_at - started_at: nothing else is stored."""
+    import logging
+    import re
+
+    sim, engine, client, cid = world
+    actions = _unloads(sim, 3)
+    for a in actions:  # 300 msg/s and 3 MiB/s each, in + out
+        a["predicted"] = {
+            "bundleLoad": {"msgRateIn": 100.0, "msgRateOut": 200.0, "msgThroughputIn": 2**20, "msgThroughputOut": 2**21}
+        }
+    plan_id = _plan(engine, cid, "run-1", actions)
+    policy = ExecutionPolicy(max_parallel=1, max_unloads_per_run=2, drift_tolerance=None)
+    with caplog.at_level(logging.INFO, logger="pulsar_rebalance.pipeline.execute"):
+        execute_plan(engine, client, plan_id=plan_id, policy=policy)
+    lines = [r.getMessage() for r in caplog.records if re.match(r"unload \d/3 ", r.getMessage())]
+    first, second, third = (actions[i]["namespace"] + "/" + actions[i]["bundle_range"] for i in range(3))
+    src, dst = actions[0]["source_broker"], actions[0]["destination_broker"]
+    assert len(lines) == 3, caplog.text
+    assert re.fullmatch(
+        rf"unload 1/3 done \({re.escape(first)}: {re.escape(src)} -> {re.escape(dst)}, \d+\.\d s\); "
+        r"moved 300 msg/s, 3\.0 MiB/s of 900 msg/s, 9\.0 MiB/s planned; "
+        r"ETA \d+\.\d s for this run; 1 unload waits for the next run \(max_unloads_per_run=2\)",
+        lines[0],
+    ), lines[0]
+    assert lines[1].startswith(f"unload 2/3 done ({second}: ") and "moved 600 msg/s, 6.0 MiB/s of 900" in lines[1]
+    assert lines[2].startswith(f"unload 3/3 skipped ({third}: ") and "; finished in " in lines[2]
+    assert "1 unload waits for the next run (max_unloads_per_run=2)" in lines[2]
+    done = [a for a in _get(engine, plan_id).actions if a.state == "completed"]
+    assert len(done) == 2 and all(a.started_at < a.finished_at and not a.result for a in done)
+
+
 def test_load_drift_beyond_tolerance_skips_the_move(world):
     sim, engine, client, cid = world
     (action,) = _unloads(sim, 1)

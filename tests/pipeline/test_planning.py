@@ -552,3 +552,43 @@ def test_fix_policy_violations_is_a_boolean_and_not_with_a_rollback(doc, message
     with pytest.raises(ConfigError, match=message) as exc:
         RunParams.from_json(doc)
     assert exc.value.key == "fix_policy_violations"
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"mode": "evacuate"}, "mode must be one of ['rebalance', 'drain', 'fill']"),
+        ({"mode": "drain"}, "mode 'drain' needs the brokers to drain"),
+        ({"mode": "fill", "brokers": []}, "mode 'fill' needs the brokers to fill"),
+        ({"brokers": ["b1:8080"]}, "brokers are only for mode drain or fill"),
+        ({"mode": "drain", "brokers": [""]}, "brokers must be a list of broker ids"),
+        ({"mode": "drain", "brokers": ["b1"], "fix_policy_violations": True}, "mode 'drain' is its own plan"),
+    ],
+)
+def test_bad_mode_params_are_refused_naming_the_problem(doc, message):
+    with pytest.raises(ConfigError) as err:
+        RunParams.from_json(doc)
+    assert message in str(err.value)
+
+
+def test_a_drain_plan_moves_only_off_the_drained_broker_and_records_the_mode():
+    from pulsar_rebalance.pipeline.planning import build_mode_plan
+
+    reports = {**ROOMY, "b3:8080": report(20.0, 20.0, 20.0, {"t/m/0x00000000_0x80000000": (100.0, 1e6)})}
+    ownership = {b: broker for broker, r in reports.items() for b in r["lastStats"]}
+    params = RunParams.from_json({"mode": "drain", "brokers": "b2:8080"})
+    assert params.brokers == ("b2:8080",)
+    draft, cycle = build_mode_plan(
+        params=params, reports=reports, ownership=ownership, placement_policies=None, cordoned=["b2:8080"]
+    )
+    moved = [a for a in draft.actions if a.kind == "unload"]
+    assert moved and all(a.source_broker == "b2:8080" and a.destination_broker != "b2:8080" for a in moved)
+    assert cycle["label"] == "Drain" and draft.summary["mode"]["brokers"] == ["b2:8080"]
+    assert draft.summary["strategies"]["shedding"] == "drain"
+    with pytest.raises(ConfigError, match="broker.s. nope:1 are not in this cluster's snapshot"):
+        build_mode_plan(
+            params=RunParams.from_json({"mode": "fill", "brokers": ["nope:1"]}),
+            reports=ROOMY,
+            ownership=ownership,
+            placement_policies=None,
+        )

@@ -406,3 +406,57 @@ def test_placement_policies_are_stored_with_the_run_and_reach_decide_and_the_pla
     unloads = [a for a in plan.actions if a.kind == "unload"]
     assert not [a for a in unloads if a.namespace == "tenant-b/events"]
     assert all(a.destination_broker != hot_broker for a in unloads)
+
+
+def test_drain_a_broker_through_the_stages_cordon_it_and_uncordon_it(spark, sim, db_url, tmp_path, capsys, monkeypatch):
+    """Issue 19: mode=drain plans a move for every bundle of the broker and cordons it at once; the
+    approved plan executes and the broker owns nothing; a later rebalance run never targets it (the
+    guard refuses a cordoned destination, whatever the strategy planned); `brokers uncordon` returns it."""
+    from pulsar_rebalance.cli import main
+    from pulsar_rebalance.pipeline import stages
+
+    engine = make_engine(db_url)
+    client = PulsarAdminClient.from_url(sim.admin_url)
+    owners = sim.state.owners()
+    counts: dict[str, int] = {}
+    for broker in owners.values():
+        counts[broker] = counts.get(broker, 0) + 1
+    drained = min(counts, key=lambda b: (counts[b], b))  # the lightest broker: its bundles fit elsewhere
+
+    def run(run_id: str, params: dict) -> dict:
+        ctx = JobContext(run_id, str(tmp_path / run_id.replace(":", "_")))
+        stages.stage_collect(spark, ctx, params_doc=params, engine=engine, client=client)
+        stages.stage_compute_usage(spark, ctx, engine=engine)
+        stages.stage_detect(spark, ctx, engine=engine)
+        planned = stages.stage_plan(spark, ctx, engine=engine)
+        return {"ctx": ctx, **planned}
+
+    drain = run("manual__2026-11-26T01:00:00+00:00", {"mode": "drain", "brokers": [drained]})
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=drain["plan_id"])
+        assert [c.broker for c in repo.cordoned(s, cluster_id=plan.cluster_id)] == [drained]
+    unloads = [a for a in plan.actions if a.kind == "unload"]
+    assert len(unloads) == counts[drained], plan.summary["guard"]
+    assert all(a.source_broker == drained and a.destination_broker != drained for a in unloads)
+    assert plan.summary["mode"]["mode"] == "drain" and plan.decision["label"] == "Drain"
+    _approve(db_url, drain["plan_id"])
+    report = stages.stage_execute(spark, drain["ctx"], engine=engine, client=client)
+    assert report["status"] == "executed", report
+    assert drained not in set(sim.state.owners().values())
+
+    later = run("manual__2026-11-26T02:00:00+00:00", {"shedding_strategy": "ThresholdShedder"})
+    with session_scope(engine) as s:
+        plan = repo.get_plan(s, plan_id=later["plan_id"])
+    assert all(a.destination_broker != drained for a in plan.actions if a.kind == "unload")
+    # ThresholdShedder's placement picked the emptied broker (the least loaded): the guard re-placed those moves
+    replaced = plan.summary["guard"]["replaced"]
+    assert replaced and all(r["rules"] == ["cordoned"] and r["plannedDestination"] == drained for r in replaced)
+
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    capsys.readouterr()
+    assert main(["brokers", "cordoned"]) == 0
+    assert drained in capsys.readouterr().out
+    assert main(["brokers", "uncordon", drained, "--by", "alice"]) == 0
+    assert capsys.readouterr().out.startswith(f"uncordoned: {drained}")
+    assert main(["brokers", "cordoned", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []

@@ -269,7 +269,9 @@ def test_state_file_survives_restart(tmp_path) -> None:
         assert _owner_via_api(admin2, "sim-cluster", f"{HOT}/0x00000000_0x40000000") == sim2.broker_ids[3]
 
 
-def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
+@pytest.mark.parametrize("auth", ["token", "oauth2"])
+def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path, auth) -> None:
+    """Token or OAuth2 issuer (``--oauth2-client-id`` + ``--oauth2-secret-env``): secrets only from the environment."""
     ready_file = tmp_path / "ready.json"
     code = (
         "import argparse, sys\n"
@@ -278,6 +280,11 @@ def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
         "a = p.parse_args(sys.argv[1:]); raise SystemExit(a.func(a))\n"
     )
     env = {**os.environ, "SIM_TEST_TOKEN": "tok-123"}
+    auth_args = (
+        ["--token-env", "SIM_TEST_TOKEN"]
+        if auth == "token"
+        else ["--oauth2-client-id", "svc", "--oauth2-secret-env", "SIM_TEST_TOKEN", "--oauth2-token-lifetime", "30"]
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -288,8 +295,7 @@ def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
             "2",
             "--port-base",
             "0",
-            "--token-env",
-            "SIM_TEST_TOKEN",
+            *auth_args,
             "--ready-file",
             str(ready_file),
         ],
@@ -309,7 +315,14 @@ def test_cli_prints_ready_line_and_stops_on_sigterm(tmp_path) -> None:
         assert ready == json.loads(ready_file.read_text())
         assert len(ready["brokers"]) == 2 and ready["admin_url"] == f"http://{ready['brokers'][0]}"
         assert "tok-123" not in " ".join(proc.args)
-        with PulsarAdminClient.from_url(ready["admin_url"], token="tok-123", retries=0, timeout=5) as admin:
+        if auth == "token":
+            credentials: dict = {"token": "tok-123"}
+        else:
+            from pulsar_rebalance.pulsar_admin.oauth2 import OAuth2Settings
+
+            assert ready["issuer_url"] == ready["admin_url"] + "/oauth2"
+            credentials = {"oauth2": OAuth2Settings(ready["issuer_url"], "svc", "tok-123")}
+        with PulsarAdminClient.from_url(ready["admin_url"], retries=0, timeout=5, **credentials) as admin:
             assert admin.brokers() == ready["brokers"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0

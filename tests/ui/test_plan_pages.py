@@ -7,7 +7,10 @@ Postgres. The real api-server and a real browser are in ``test_browser.py``.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from urllib.parse import quote
 
 import pytest
@@ -195,6 +198,17 @@ def test_without_a_state_database_the_pages_say_what_to_configure(client, monkey
     assert client.get(f"{URL_PREFIX}/").status_code == 401  # auth comes first
 
 
+def _plans_cli(db_url: str, *args: str) -> subprocess.CompletedProcess:
+    """``pulsar-rebalance plans ARGS`` against the state DB ``db_url``."""
+    return subprocess.run(
+        [sys.executable, "-m", "pulsar_rebalance.cli", "plans", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url),
+        timeout=120,
+    )
+
+
 UNLOAD = {
     "kind": "unload",
     "bundle": "public/default/0x00000000_0x40000000",
@@ -204,8 +218,11 @@ UNLOAD = {
 }
 
 
-def _store_plan(db_url: str, run_id: str, *, status: str = "pending", dry_run: bool = False, **fields) -> str:
-    """A plan of one run of cluster c1 stored as given (one unload unless ``actions=``); returns its id."""
+def _store_plan(
+    db_url: str, run_id: str, *, status: str = "pending", dry_run: bool = False, params: dict | None = None, **fields
+) -> str:
+    """A plan of one run of cluster c1 stored as given (one unload unless ``actions=``; run ``params``
+    besides dry_run); returns its id."""
     from datetime import UTC, datetime, timedelta
 
     from pulsar_rebalance.store import repository as repo
@@ -213,7 +230,8 @@ def _store_plan(db_url: str, run_id: str, *, status: str = "pending", dry_run: b
 
     with session_scope(make_engine(db_url)) as s:
         cid = repo.get_or_create_cluster(s, name="c1", admin_url="http://pulsar:8080")
-        repo.start_run(s, run_id=run_id, cluster_id=cid, params={"dry_run": dry_run}, work_dir="/tmp/w")
+        run_params = {"dry_run": dry_run, **(params or {})}
+        repo.start_run(s, run_id=run_id, cluster_id=cid, params=run_params, work_dir="/tmp/w")
         plan = {"strategies": {}, "config": {}, "summary": {}, "decision": {}, "actions": [UNLOAD], **fields}
         return repo.create_plan(
             s,
@@ -347,9 +365,6 @@ def test_a_threshold_shedder_move_the_guard_cuts_is_reported_on_the_page_and_by_
     threshold). The bundle carries 70 % of broker-1's traffic: by the load reports broker-2 would go from
     55 % to about 122 %. The guard cuts the move; the stored plan is empty and says so, on its page and in
     ``pulsar-rebalance plans show`` - not silently changed."""
-    import os
-    import subprocess
-    import sys
     from datetime import UTC, datetime, timedelta
 
     from pulsar_rebalance.pipeline.detect import build_scenario, decide
@@ -421,13 +436,7 @@ def test_a_threshold_shedder_move_the_guard_cuts_is_reported_on_the_page_and_by_
     assert "above Pulsar&#39;s overload threshold 85%" in row or "above Pulsar's overload threshold 85%" in row
     assert "85.0% (overload threshold)" in guard and "50.0% of its free capacity" in guard
     assert "do-no-harm guard: 1 of 1 planned action(s) removed" in page.split('id="warnings"', 1)[1]
-    shown = subprocess.run(
-        [sys.executable, "-m", "pulsar_rebalance.cli", "plans", "show", plan_id],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url),
-        timeout=120,
-    )
+    shown = _plans_cli(db_url, "show", plan_id)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "do-no-harm guard: WARNING: 1 of 1 planned action(s) dropped, 0 kept:" in out
@@ -444,9 +453,6 @@ def test_the_plan_page_and_the_cli_show_each_moves_constraints_and_the_runs_poli
     code) shows its moves, what each was checked against, on the page, in ``plans show`` and in
     ``plans violations``."""
     import json
-    import os
-    import subprocess
-    import sys
 
     from pulsar_rebalance.pipeline.params import RunParams
     from pulsar_rebalance.pipeline.planning import build_fix_plan, build_plan
@@ -504,13 +510,7 @@ def test_the_plan_page_and_the_cli_show_each_moves_constraints_and_the_runs_poli
     assert 'id="fix-button"' not in page  # this plan is the fix
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "pulsar_rebalance.cli", "plans", *args],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url),
-            timeout=120,
-        )
+        return _plans_cli(db_url, *args)
 
     shown = cli("show", stored["run-fix"])
     assert shown.returncode == 0, shown.stderr
@@ -569,3 +569,100 @@ def test_plan_to_fix_triggers_one_gated_fix_run_for_a_user_who_may_and_no_one_el
     assert r.headers["location"] == f"/dags/pulsar_rebalance/runs/{quote(new.run_id, safe='')}"
     assert new.conf == {"fix_policy_violations": True} and new.run_type == "manual"
     assert new.triggering_user_name == "op"
+
+
+def test_the_progress_of_an_executing_plan_and_how_long_an_executed_one_took_on_the_page_and_in_plans_show(
+    viewer, db_url, monkeypatch, tmp_path
+):
+    """Four unloads (each 1,000 msg/s and 4 MiB/s, from its own broker), 2 at a time with a 1 s pause.
+    Two done in 2 s each: the other two run in one wave of 2 s + 1 s -> ETA 3.0 s. Then all done: the
+    page and ``plans show`` say how long it took (first start to last end). Each page is also written
+    to ``tmp_path`` (to look at in a browser: ``--basetemp``)."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    load = {"msgRateIn": 500.0, "msgRateOut": 500.0, "msgThroughputIn": 2.0 * 2**20, "msgThroughputOut": 2.0 * 2**20}
+    actions = [
+        {
+            **UNLOAD,
+            "bundle": f"public/default/0x{i:x}0000000_0x{i + 1:x}0000000",
+            "source_broker": f"b{i}:8080",
+            "destination_broker": "b9:8080",
+            "predicted": {"bundleLoad": load},
+        }
+        for i in range(4)
+    ]
+    plan_id = _store_plan(
+        db_url, "run-progress", actions=actions, params={"max_parallel_unloads": 2, "unload_pacing_seconds": 1}
+    )
+    engine = make_engine(db_url)
+    t0 = datetime.now(UTC) - timedelta(minutes=3)
+    with session_scope(engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+        repo.set_plan_status(s, plan_id=plan_id, status="executing")
+        ids = [a.id for a in repo.get_plan(s, plan_id=plan_id).actions]
+        for n, action_id in enumerate(ids[:2]):
+            repo.transition_action(s, action_id=action_id, to="in_progress", now=t0 + timedelta(seconds=3 * n))
+            repo.transition_action(s, action_id=action_id, to="completed", now=t0 + timedelta(seconds=3 * n + 2))
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+
+    def show() -> str:
+        shown = _plans_cli(db_url, "show", plan_id)
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout
+
+    html = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    (tmp_path / "plan-executing.html").write_text(html)
+    section = html.split("<h2>Progress</h2>", 1)[1].split("<h2>", 1)[0]
+    assert 'aria-label="2 of 4 actions done"' in section and 'class="seg ok" style="width:50.00%"' in section
+    assert '<div class="progress-eta" id="progress-eta">ETA 3.0 s</div>' in section
+    for line in (
+        "2/4 actions done, 2 pending",
+        "moved 2,000 msg/s, 8.0 MiB/s of 4,000 msg/s, 16 MiB/s planned",
+        "median time per action: unload 2.0 s (2 measured)",
+        "pacing: 2 unload(s) at a time, at most 2 per broker, 1.0 s pause after each action",
+    ):
+        assert f"<li>{line}</li>" in section, line
+    assert '<meta http-equiv="refresh" content="15">' in html  # an executing plan's page reloads itself
+    out = show()
+    assert (
+        "progress:\n  2/4 actions done, 2 pending\n  moved 2,000 msg/s, 8.0 MiB/s of 4,000 msg/s, 16 MiB/s planned\n"
+        "  median time per action: unload 2.0 s (2 measured)\n  ETA 3.0 s\n"
+    ) in out
+
+    with session_scope(engine) as s:
+        for n, action_id in enumerate(ids[2:], start=2):
+            repo.transition_action(s, action_id=action_id, to="in_progress", now=t0 + timedelta(seconds=3 * n))
+            repo.transition_action(s, action_id=action_id, to="completed", now=t0 + timedelta(seconds=3 * n + 2))
+        repo.set_plan_status(s, plan_id=plan_id, status="executed")
+    html = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    (tmp_path / "plan-executed.html").write_text(html)
+    section = html.split("<h2>Progress</h2>", 1)[1].split("<h2>", 1)[0]
+    assert 'id="progress-eta">finished in 11 s</div>' in section  # t0 to t0 + 11 s
+    assert "<li>4/4 actions done</li>" in section and "16 MiB/s of 4,000 msg/s, 16 MiB/s planned" in section
+    assert "pacing:" not in section and 'http-equiv="refresh"' not in html
+    assert "  4/4 actions done\n" in show() and "  finished in 11 s\n" in show()
+
+
+def test_a_pending_plan_has_no_progress_section(viewer, seeded_db):
+    html = viewer.get(f"{URL_PREFIX}/plans/{seeded_db.pending}").text
+    assert "<h2>Progress</h2>" not in html and 'id="progress"' not in html
+
+
+def test_a_drain_plan_says_what_it_drains_and_how_to_uncordon(viewer, db_url, monkeypatch):
+    """The summary's ``mode`` section (build_mode_plan) on the page: which brokers, the moves, the cordon."""
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    summary = {"mode": {"mode": "drain", "brokers": ["b1:8080"], "moves": 3, "left": [], "cordoned": ["b1:8080"]}}
+    plan = _store_plan(db_url, "run-drain", summary=summary, strategies={"shedding": "drain"})
+    page = viewer.get(f"{URL_PREFIX}/plans/{plan}").text
+    callout = page.split('id="mode-callout"', 1)[1].split("</div>", 1)[0]
+    assert "<b>Drain of b1:8080</b>" in callout and "(3 moves)" in callout
+    assert "pulsar-rebalance brokers uncordon b1:8080" in callout
+    fill = _store_plan(
+        db_url, "run-fill", summary={"mode": {"mode": "fill", "brokers": ["new:8080"], "moves": 1, "left": []}}
+    )
+    callout = viewer.get(f"{URL_PREFIX}/plans/{fill}").text.split('id="mode-callout"', 1)[1].split("</div>", 1)[0]
+    assert "<b>Fill of new:8080</b>" in callout and "(1 move)" in callout and "uncordon" not in callout
+    assert 'id="mode-callout"' not in viewer.get(f"{URL_PREFIX}/plans/{_store_plan(db_url, 'run-plain')}").text

@@ -387,9 +387,12 @@ def _show(args: argparse.Namespace) -> int:
         from pulsar_rebalance.cli.plot import chart_path
 
         chart_path(args.plot, args.plan_id)  # refuse a bad --plot before touching the database
+    from pulsar_rebalance.store import queries
+
     with session_scope(_engine()) as s:
         repo.expire_plan(s, plan_id=args.plan_id)  # no-op unless its window ended
         plan = repo.get_plan(s, plan_id=args.plan_id)
+        progress = queries.progress_inputs(s, plan_id=args.plan_id).progress()
     if args.plot:
         from pulsar_rebalance.cli.plot import plot_plan
 
@@ -433,6 +436,10 @@ def _show(args: argparse.Namespace) -> int:
             + "".join(f"; {v.voter} at {v.voted_at:%Y-%m-%d %H:%M:%S} UTC" for v in plan.votes)
             + "\n"
         )
+    from pulsar_rebalance.core.progress import PROGRESS_STATUSES, progress_lines
+
+    if plan.actions and plan.status in PROGRESS_STATUSES:
+        out.write("progress:\n" + "".join(f"  {line}\n" for line in progress_lines(progress)))
     _write_guard(out, s_.get("guard"))
     _write_compliance(out, s_)
     from pulsar_rebalance.core.plan_summary import PlacementReport

@@ -3,6 +3,9 @@
 Prints ONE JSON line on stdout when every broker listens — ``{"admin_url": ..., "brokers": [...],
 "cluster": ...}`` — (and writes the same JSON to ``--ready-file``), then serves until SIGTERM/SIGINT.
 The token (optional) is read from the environment variable named by ``--token-env``, never from argv.
+OAuth2 instead of a token: ``--oauth2-client-id ID --oauth2-secret-env VAR`` serves an issuer at
+``<admin_url>/oauth2`` (its URL is ``issuer_url`` in the ready JSON) whose tokens live
+``--oauth2-token-lifetime`` seconds, and the admin API accepts only those; the secret is read from $VAR.
 Faults for demos/tests: ``--fault`` (repeatable) or env ``PULSAR_REBALANCE_SIM_FAULTS``, e.g.
 ``1:error=500,*:latency=0.2`` (see ``SimulatedPulsar.apply_fault_spec``).
 """
@@ -50,19 +53,50 @@ def register(subparsers: Any) -> None:
         help="persist the cluster state here after every mutation; if it exists, start from it",
     )
     parser.add_argument("--token-env", default=None, metavar="VAR", help="require 'Bearer <$VAR>' on every request")
+    parser.add_argument(
+        "--oauth2-client-id", default=None, metavar="ID", help="serve an OAuth2 issuer for this client id"
+    )
+    parser.add_argument(
+        "--oauth2-secret-env", default=None, metavar="VAR", help="the OAuth2 client secret is in $VAR (not argv)"
+    )
+    parser.add_argument(
+        "--oauth2-token-lifetime", type=int, default=60, metavar="S", help="OAuth2 token lifetime in s (default 60)"
+    )
+    parser.add_argument("--oauth2-audience", default=None, help="audience a token request must name (optional)")
     parser.add_argument("--ready-file", type=Path, default=None, help="also write the ready JSON to this file")
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC", help="inject a fault, e.g. 1:error=500")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pulsar_rebalance.simulator import FAULTS_ENV_VAR, ClusterState, SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator import FAULTS_ENV_VAR, ClusterState, OAuth2Issuer, SimulatedPulsar, generate_cluster
 
     token = None
     if args.token_env:
         token = os.environ.get(args.token_env)
         if not token:
             raise ConfigError(f"environment variable {args.token_env} (--token-env) is unset or empty", key="token-env")
+    oauth2 = None
+    if args.oauth2_client_id or args.oauth2_secret_env:
+        if not (args.oauth2_client_id and args.oauth2_secret_env):
+            raise ConfigError("--oauth2-client-id and --oauth2-secret-env go together", key="oauth2-client-id")
+        if token:
+            raise ConfigError("--token-env and --oauth2-client-id exclude each other: give one", key="token-env")
+        secret = os.environ.get(args.oauth2_secret_env)
+        if not secret:
+            raise ConfigError(
+                f"environment variable {args.oauth2_secret_env} (--oauth2-secret-env) is unset or empty",
+                key="oauth2-secret-env",
+            )
+        try:
+            oauth2 = OAuth2Issuer(
+                args.oauth2_client_id,
+                secret,
+                token_lifetime_s=args.oauth2_token_lifetime,
+                audience=args.oauth2_audience,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"--oauth2-token-lifetime: {exc}", key="oauth2-token-lifetime") from None
     if args.port_base != 0 and not 0 < args.port_base <= 65535:
         raise ConfigError(f"--port-base must be 0 or a TCP port, got {args.port_base}", key="port-base")
     if args.brokers is not None and not 1 <= args.brokers <= MAX_BROKERS:
@@ -109,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 raise RebalanceError(f"cannot write --state-file {state_file}: {exc.strerror or exc}") from None
         ephemeral = args.port_base == 0
 
-    sim = SimulatedPulsar(state, host=args.host, ephemeral=ephemeral, token=token)
+    sim = SimulatedPulsar(state, host=args.host, ephemeral=ephemeral, token=token, oauth2=oauth2)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -124,7 +158,10 @@ def run(args: argparse.Namespace) -> int:
                     sim.apply_fault_spec(spec)
         except ValueError as exc:
             raise ConfigError(f"invalid fault spec: {exc}", key="fault") from exc
-        ready = json.dumps({"admin_url": sim.admin_url, "brokers": sim.broker_ids, "cluster": state.cluster})
+        info: dict[str, Any] = {"admin_url": sim.admin_url, "brokers": sim.broker_ids, "cluster": state.cluster}
+        if oauth2 is not None:
+            info["issuer_url"] = sim.issuer_url
+        ready = json.dumps(info)
         if args.ready_file is not None:
             tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")
             tmp.write_text(ready + "\n", encoding="utf-8")

@@ -24,6 +24,8 @@ each on top of the moves kept before it; a move is kept only if, after it:
   domains owning the fewest), counted after the kept moves with the bundle off its source - Pulsar's
   ``filterAntiAffinityGroupOwnedBrokers``, so a plan never puts two namespaces of a group on one
   broker while another broker has none (:class:`pulsar_rebalance.core.policies.DestinationFilter`);
+* **cordoned** - its destination is not a cordoned broker (one an operator drained: no plan of any
+  mode targets it until it is uncordoned);
 * **prediction** - the move can be predicted at all: both brokers report and the bundle has a sample
   (or is the child of a split of the same plan, whose load comes from the parent's topics).
 
@@ -49,7 +51,7 @@ planned destination): for a rollback the operator asked for, which is reported r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -69,7 +71,15 @@ REPLACE_CANDIDATES = 8
 """How many other destinations (the least used first) a move refused for where it lands is tried on."""
 
 DESTINATION_RULES = frozenset(
-    {"worst-broker", "overload-threshold", "target-band", "free-capacity", "isolation-policy", "anti-affinity-group"}
+    {
+        "worst-broker",
+        "overload-threshold",
+        "target-band",
+        "free-capacity",
+        "isolation-policy",
+        "anti-affinity-group",
+        "cordoned",
+    }
 )
 """Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
 
@@ -84,6 +94,7 @@ Rule = Literal[
     "free-capacity",
     "isolation-policy",
     "anti-affinity-group",
+    "cordoned",
     "split-unneeded",
 ]
 RULES: tuple[Rule, ...] = get_args(Rule)
@@ -229,28 +240,35 @@ def guard_plan(
     replace: bool = True,
     policies: PlacementPolicies | None = None,
     failure_domains_enabled: bool = False,
+    cordoned: Collection[str] = (),
+    leaving: Collection[str] = (),
 ) -> GuardResult:
     """Check ``actions`` (plan order) against the load reports; see the module docstring for the rules.
 
     ``replace``: try a move refused for where it lands on other destinations before cutting it (only
     when ``cut``). ``policies``: the cluster's placement constraints (None or empty: no policy rule);
-    ``failure_domains_enabled``: Pulsar's ``failureDomainsEnabled``."""
+    ``failure_domains_enabled``: Pulsar's ``failureDomainsEnabled``; ``cordoned``: brokers no move may target;
+    ``leaving``: brokers a drain empties - the average is the load shared by the brokers that stay, and
+    the worst-broker rule allows up to that average plus the band (a drain must raise the others)."""
     load = LoadState(reports, weights, extra_stats)
+    fenced = frozenset(cordoned)
     placement = _destination_filter(load, policies, failure_domains_enabled)
     before = load.usages()
     max_before = max(before.values(), default=0.0)
-    average = sum(before.values()) / len(before) if before else 0.0
+    staying = [b for b in before if b not in set(leaving)]
+    average = sum(before.values()) / len(staying) if staying else 0.0
     target = average + limits.band
+    ceiling = max(max_before, target) if leaving else max_before
     verdicts: dict[int, GuardVerdict] = {}
     kept_moves: list[Move] = []
     for i, a in enumerate(actions):
         if isinstance(a, GuardSplit):
             continue
-        failures = _check_move(load, a, before, max_before, average, target, limits, placement)
+        failures = _check_move(load, a, before, ceiling, average, target, limits, placement, fenced)
         passed = not failures
         planned: str | None = None
         if not passed and cut and replace and all(r in DESTINATION_RULES for r, _ in failures):
-            other = _replace(load, a, before, max_before, average, target, limits, placement)
+            other = _replace(load, a, before, ceiling, average, target, limits, placement, fenced)
             if other is not None:
                 planned, a, passed = a.destination, other, True
         if passed or not cut:  # kept (in warn mode every move is, and later moves see it)
@@ -336,16 +354,19 @@ def _replace(
     target: float,
     limits: GuardLimits,
     placement: _Placement | None = None,
+    cordoned: frozenset[str] = frozenset(),
 ) -> Move | None:
-    """The move on the least-used other destination (among those the policies allow) that passes every
-    rule (None: none does)."""
+    """The move on the least-used other destination (among those the policies allow, never a cordoned
+    one) that passes every rule (None: none does)."""
     usages = load.usages()
-    others = sorted((b for b in usages if b not in (m.source, m.destination)), key=lambda b: (usages[b], b))
+    others = sorted(
+        (b for b in usages if b not in (m.source, m.destination) and b not in cordoned), key=lambda b: (usages[b], b)
+    )
     if placement is not None:
         others = [b for b in others if placement.check.permits(m.bundle, m.source, b)]
     for d in others[:REPLACE_CANDIDATES]:
         trial = Move(bundle=m.bundle, source=m.source, destination=d)
-        if not _check_move(load, trial, before, max_before, average, target, limits, placement):
+        if not _check_move(load, trial, before, max_before, average, target, limits, placement, cordoned):
             return trial
     return None
 
@@ -359,6 +380,7 @@ def _check_move(
     target: float,
     limits: GuardLimits,
     placement: _Placement | None = None,
+    cordoned: frozenset[str] = frozenset(),
 ) -> list[tuple[Rule, str]]:
     """The rules ``m`` breaks when applied on top of ``load`` (the kept moves so far): (rule, why)."""
     if m.source not in before or m.destination not in before:
@@ -411,6 +433,13 @@ def _check_move(
                 f"{dst} would take {100 * taken:.1f} points over this plan, more than {limits.free_share:.0%} of its "
                 f"free capacity ({100 * free:.1f} points from {dst_before:.1%} to the overload threshold): the margin "
                 "kept for an error in the load model",
+            )
+        )
+    if dst in cordoned:
+        out.append(
+            (
+                "cordoned",
+                f"{dst} is cordoned (drained): no plan targets it until `pulsar-rebalance brokers uncordon {dst}`",
             )
         )
     if placement is not None:

@@ -97,14 +97,7 @@ class LoadState:
             return None
         src, dst = self.state[m.source], self.state[m.destination]
         src_before, dst_before = self.usage(m.source), self.usage(m.destination)
-        src0 = self.parsed[m.source]
-        shares = {
-            "bandwidthIn": _share(st.msg_throughput_in, src0.msg_throughput_in),
-            "bandwidthOut": _share(st.msg_throughput_out, src0.msg_throughput_out),
-            "cpu": _share(st.msg_rate_in + st.msg_rate_out, src0.msg_rate_in + src0.msg_rate_out),
-        }
-        for key, share in shares.items():
-            amount = _res(src0)[key].usage * share
+        for key, amount in self._amounts(m, st).items():
             su, sl = src["res"][key]
             du, dl = dst["res"][key]
             src["res"][key] = (max(0.0, su - amount), sl)
@@ -122,6 +115,27 @@ class LoadState:
             "source": {"before": round(src_before, 6), "after": round(self.usage(m.source), 6)},
             "destination": {"before": round(dst_before, 6), "after": round(self.usage(m.destination), 6)},
         }
+
+    def _amounts(self, m: Move, st: NamespaceBundleStats) -> dict[str, float]:
+        """What ``m`` moves per resource, in the source report's units (its share of the source's usage)."""
+        src0 = self.parsed[m.source]
+        res = _res(src0)
+        return {
+            "bandwidthIn": res["bandwidthIn"].usage * _share(st.msg_throughput_in, src0.msg_throughput_in),
+            "bandwidthOut": res["bandwidthOut"].usage * _share(st.msg_throughput_out, src0.msg_throughput_out),
+            "cpu": res["cpu"].usage * _share(st.msg_rate_in + st.msg_rate_out, src0.msg_rate_in + src0.msg_rate_out),
+        }
+
+    def usage_after(self, m: Move) -> tuple[float, float] | None:
+        """(source, destination) usage if ``m`` were applied, without applying it (None: cannot be predicted)."""
+        st = self.bundle_stats(m)
+        if st is None:
+            return None
+        src, dst = dict(self.state[m.source]["res"]), dict(self.state[m.destination]["res"])
+        for key, amount in self._amounts(m, st).items():
+            src[key] = (max(0.0, src[key][0] - amount), src[key][1])
+            dst[key] = (dst[key][0] + amount, dst[key][1])
+        return _weighted(src, self.weights), _weighted(dst, self.weights)
 
     def snapshots(self) -> dict[str, dict[str, Any]]:
         return {b: _snapshot(s, self.weights) for b, s in self.state.items()}

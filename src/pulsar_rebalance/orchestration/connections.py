@@ -2,20 +2,24 @@
 
 * ``pulsar_admin_default`` (any conn type, e.g. ``http``): host (``http(s)://host:port`` or a bare host
   with port and schema ``https``), password = admin token (optional), extra
-  ``{"tls_verify": true|false|"/path/ca.pem", "timeout": 10}``.
+  ``{"tls_verify": true|false|"/path/ca.pem", "timeout": 10}``. OAuth2 client credentials instead of
+  a token: extra ``{"auth": "oauth2", "issuer_url": ..., "audience": ..., "scope": ...}`` (audience and
+  scope optional), login = client id, password = client secret (``PULSAR_ADMIN_OAUTH2_*``).
 * ``pulsar_rebalance_db`` (``postgres``): host/port/login/password/schema, or extra ``{"url": ...}``
   (any SQLAlchemy URL, e.g. a unix-socket one). Missing connection -> the worker's own
   ``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL`` environment is used.
 
 Values are read at task run time, never at DAG parse time, and never put on a command line: every
-value that could show up in a log line (token, DB password, the rendered DB URL, userinfo of the admin
-URL) is registered with Airflow's secret masker (``airflow.sdk.log.mask_secret``) as it is read.
+value that could show up in a log line (token, OAuth2 client secret, DB password, the rendered DB URL,
+userinfo of the admin URL) is registered with Airflow's secret masker (``airflow.sdk.log.mask_secret``) as it is read.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any
+
+from pulsar_rebalance.errors import ConfigError
 
 ADMIN_CONN_ID = "pulsar_admin_default"
 DB_CONN_ID = "pulsar_rebalance_db"
@@ -39,15 +43,51 @@ def admin_env(conn) -> dict[str, str]:
         scheme = conn.schema or "http"
         host = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
     env = {"PULSAR_ADMIN_URL": host.rstrip("/")}
-    if conn.password:
-        env["PULSAR_ADMIN_TOKEN"] = conn.password
     extra: dict[str, Any] = conn.extra_dejson or {}
+    auth = str(extra.get("auth") or "token").strip().lower()
+    if auth == "oauth2":
+        env.update(_oauth2_env(conn, extra))
+    elif auth == "token":
+        if conn.password:
+            env["PULSAR_ADMIN_TOKEN"] = conn.password
+    else:
+        raise ConfigError(
+            f"Connection {ADMIN_CONN_ID!r}: extra 'auth' must be 'token' or 'oauth2', got {extra.get('auth')!r}",
+            key="auth",
+        )
     if "tls_verify" in extra:
         env["PULSAR_ADMIN_TLS_VERIFY"] = (
             str(extra["tls_verify"]).lower() if isinstance(extra["tls_verify"], bool) else str(extra["tls_verify"])
         )
     if "timeout" in extra:
         env["PULSAR_ADMIN_TIMEOUT"] = str(extra["timeout"])
+    return env
+
+
+def _oauth2_env(conn, extra: dict[str, Any]) -> dict[str, str]:
+    """``PULSAR_ADMIN_OAUTH2_*`` of an ``"auth": "oauth2"`` Connection: login = client id, password = secret."""
+    where = f"Connection {ADMIN_CONN_ID!r} (extra 'auth': 'oauth2')"
+    if "token" in extra:
+        raise ConfigError(f"{where} has a 'token' in its extra too: give a token or OAuth2, not both", key="token")
+    missing = [
+        name
+        for name, value in (
+            ("extra 'issuer_url'", extra.get("issuer_url")),
+            ("login (the client id)", conn.login),
+            ("password (the client secret)", conn.password),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigError(f"{where} needs {', '.join(missing)}", key="issuer_url")
+    env = {
+        "PULSAR_ADMIN_OAUTH2_ISSUER_URL": str(extra["issuer_url"]),
+        "PULSAR_ADMIN_OAUTH2_CLIENT_ID": str(conn.login),
+        "PULSAR_ADMIN_OAUTH2_CLIENT_SECRET": str(conn.password),
+    }
+    for key in ("audience", "scope"):
+        if extra.get(key):
+            env[f"PULSAR_ADMIN_OAUTH2_{key.upper()}"] = str(extra[key])
     return env
 
 
@@ -81,7 +121,7 @@ def job_environment() -> dict[str, str]:
 
 def mask_secrets(env: dict[str, str]) -> None:
     """Register with Airflow's masker every value of ``env`` that could leak: the admin token, the
-    DB URL and its password, the password of any URL's userinfo."""
+    OAuth2 client secret, the DB URL and its password, the password of any URL's userinfo."""
     from urllib.parse import urlsplit
 
     from airflow.sdk.log import mask_secret
@@ -89,7 +129,7 @@ def mask_secrets(env: dict[str, str]) -> None:
     for key, value in env.items():
         if not value:
             continue
-        if key == "PULSAR_ADMIN_TOKEN" or key == "PULSAR_REBALANCE_DATABASE_URL":
+        if key in ("PULSAR_ADMIN_TOKEN", "PULSAR_ADMIN_OAUTH2_CLIENT_SECRET", "PULSAR_REBALANCE_DATABASE_URL"):
             mask_secret(value)
         if "://" in value:
             try:

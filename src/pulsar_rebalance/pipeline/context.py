@@ -32,10 +32,30 @@ ENV_ADMIN_URL = "PULSAR_ADMIN_URL"
 ENV_ADMIN_TOKEN = "PULSAR_ADMIN_TOKEN"
 ENV_ADMIN_TLS_VERIFY = "PULSAR_ADMIN_TLS_VERIFY"  # "true" | "false" | path to a CA bundle
 ENV_ADMIN_TIMEOUT = "PULSAR_ADMIN_TIMEOUT"
+# OAuth2 client credentials (instead of PULSAR_ADMIN_TOKEN); the secret is masked like the token
+ENV_ADMIN_OAUTH2_ISSUER_URL = "PULSAR_ADMIN_OAUTH2_ISSUER_URL"
+ENV_ADMIN_OAUTH2_AUDIENCE = "PULSAR_ADMIN_OAUTH2_AUDIENCE"
+ENV_ADMIN_OAUTH2_SCOPE = "PULSAR_ADMIN_OAUTH2_SCOPE"
+ENV_ADMIN_OAUTH2_CLIENT_ID = "PULSAR_ADMIN_OAUTH2_CLIENT_ID"
+ENV_ADMIN_OAUTH2_CLIENT_SECRET = "PULSAR_ADMIN_OAUTH2_CLIENT_SECRET"
+OAUTH2_ENV = (
+    ENV_ADMIN_OAUTH2_ISSUER_URL,
+    ENV_ADMIN_OAUTH2_AUDIENCE,
+    ENV_ADMIN_OAUTH2_SCOPE,
+    ENV_ADMIN_OAUTH2_CLIENT_ID,
+    ENV_ADMIN_OAUTH2_CLIENT_SECRET,
+)
 ENV_SECRETS_FILE = "PULSAR_REBALANCE_SECRETS_FILE"  # path of the secrets file (client mode), not a secret
 SECRETS_FILE_NAME = "pulsar-rebalance-secrets.json"  # its name when shipped with --files (cluster mode)
 SECRET_KEYS = frozenset(
-    {ENV_ADMIN_URL, ENV_ADMIN_TOKEN, ENV_ADMIN_TLS_VERIFY, ENV_ADMIN_TIMEOUT, "PULSAR_REBALANCE_DATABASE_URL"}
+    {
+        ENV_ADMIN_URL,
+        ENV_ADMIN_TOKEN,
+        ENV_ADMIN_TLS_VERIFY,
+        ENV_ADMIN_TIMEOUT,
+        *OAUTH2_ENV,
+        "PULSAR_REBALANCE_DATABASE_URL",
+    }
 )
 
 # Parquet datasets inside a run's work directory
@@ -110,12 +130,51 @@ def admin_client_from_env(environ: Mapping[str, str] = os.environ):
         raise ConfigError(
             f"{ENV_ADMIN_TIMEOUT} must be a positive number of seconds, got {raw_timeout!r}", key=ENV_ADMIN_TIMEOUT
         )
+    oauth2 = oauth2_from_env(environ)
     try:
         return PulsarAdminClient.from_url(
-            url, token=environ.get(ENV_ADMIN_TOKEN) or None, tls_verify=verify, timeout=timeout
+            url, token=environ.get(ENV_ADMIN_TOKEN) or None, oauth2=oauth2, tls_verify=verify, timeout=timeout
         )
     except ValueError as exc:  # the message names the URL with its credentials redacted
         raise ConfigError(f"{ENV_ADMIN_URL}: {exc}", key=ENV_ADMIN_URL) from None
+
+
+def oauth2_from_env(environ: Mapping[str, str] = os.environ):
+    """OAuth2 client credentials from ``PULSAR_ADMIN_OAUTH2_*``, or None when none of them is set.
+
+    Issuer URL, client id and client secret are required, audience and scope optional; any of them
+    together with ``PULSAR_ADMIN_TOKEN`` is a configuration error naming both."""
+    from pulsar_rebalance.pulsar_admin.oauth2 import OAuth2Settings
+
+    given = sorted(k for k in OAUTH2_ENV if environ.get(k))
+    if not given:
+        return None
+    if environ.get(ENV_ADMIN_TOKEN):
+        raise ConfigError(
+            f"{ENV_ADMIN_TOKEN} and OAuth2 client credentials ({', '.join(given)}) are both set; "
+            "give one of them (the Connection's extra 'auth': 'oauth2' chooses OAuth2)",
+            key=ENV_ADMIN_TOKEN,
+        )
+    missing = [
+        k
+        for k in (ENV_ADMIN_OAUTH2_ISSUER_URL, ENV_ADMIN_OAUTH2_CLIENT_ID, ENV_ADMIN_OAUTH2_CLIENT_SECRET)
+        if not environ.get(k)
+    ]
+    if missing:
+        raise ConfigError(
+            f"OAuth2 client credentials are incomplete: {', '.join(missing)} not set (set: {', '.join(given)})",
+            key=missing[0],
+        )
+    try:
+        return OAuth2Settings(
+            issuer_url=environ[ENV_ADMIN_OAUTH2_ISSUER_URL],
+            client_id=environ[ENV_ADMIN_OAUTH2_CLIENT_ID],
+            client_secret=environ[ENV_ADMIN_OAUTH2_CLIENT_SECRET],
+            audience=environ.get(ENV_ADMIN_OAUTH2_AUDIENCE) or None,
+            scope=environ.get(ENV_ADMIN_OAUTH2_SCOPE) or None,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"PULSAR_ADMIN_OAUTH2_{(exc.key or '').upper()}: {exc}", key=exc.key) from None
 
 
 def find_secrets_file(environ: Mapping[str, str] = os.environ, spark_files_dir: str | None = None) -> str | None:

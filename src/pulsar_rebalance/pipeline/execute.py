@@ -27,7 +27,9 @@ never sent twice):
                   longer describes the cluster: SKIPPED with the reason (never "fixed up");
     3. intent     PENDING -> IN_PROGRESS is committed BEFORE the admin call;
     4. effect     the admin call (split with the planned boundaries / unload with destinationBroker);
-    5. outcome    COMPLETED or FAILED (with the error) is committed.
+    5. outcome    COMPLETED or FAILED (with the error) is committed; the task log prints one progress
+                  line (the action, its duration = the row's finished_at - started_at, traffic moved so
+                  far, ETA: :mod:`pulsar_rebalance.core.progress`).
 
 Only one execution per cluster at a time (a Postgres advisory lock). Afterwards the live bundle
 ranges and ownership are re-read from Pulsar and recorded, with the action that caused each change.
@@ -48,6 +50,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from pulsar_rebalance.core.plan import FINAL_ACTION_STATES, Action, InvalidPlanError, Plan, SplitAction, UnloadAction
+from pulsar_rebalance.core.progress import Pacing, action_line, cap_reached
 from pulsar_rebalance.errors import (
     AdminTimeoutError,
     ExecutionError,
@@ -75,6 +78,16 @@ class ExecutionPolicy:
     drift_tolerance: float | None = 0.5  # None: no load check
     allow_pulsar_shedding: bool = False
     settle_seconds: float = 30.0  # how long an unknown-outcome attempt may still land before a re-send
+
+    @property
+    def pacing(self) -> Pacing:
+        """What the progress ETA needs of this policy."""
+        return Pacing(
+            max_parallel_unloads=max(1, self.max_parallel),
+            max_unloads_per_broker=max(1, self.max_unloads_per_broker),
+            max_unloads_per_run=self.max_unloads_per_run,
+            unload_pacing_seconds=self.pacing_seconds,
+        )
 
     @classmethod
     def from_params(cls, params) -> ExecutionPolicy:
@@ -107,6 +120,20 @@ class ExecutionReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _log_progress(engine, plan_id: str, seq: int, pacing: Pacing) -> None:
+    """One operator-friendly line per finished action: which, how long, traffic moved so far, ETA
+    (:func:`pulsar_rebalance.core.progress.action_line`; durations are the rows' started_at/finished_at)."""
+    from pulsar_rebalance.store import queries
+
+    try:
+        with session_scope(engine) as s:
+            inputs = queries.progress_inputs(s, plan_id=plan_id)
+        action = next(a for a in inputs.actions if a.seq == seq)
+        log.info("%s", action_line(inputs.progress(pacing=pacing), action))
+    except Exception as exc:  # progress is for people: never let it fail an execution
+        log.warning("plan %s: progress not available after action %d (%s)", plan_id, seq, exc)
 
 
 class _ClusterLock:
@@ -216,18 +243,15 @@ def execute_plan(
             )
         gate = _Gate(engine, plan_id, policy)
         ids = {a.seq: a.id for a in plan.actions}  # the stored row of each planned action
-        outcomes: list[tuple[Action, str]] = []
-        for split in planned.splits:
-            outcomes.append((split, _run_action(engine, client, plan, cluster, ids[split.seq], split, gate)))
+
+        def run(action: Action) -> str:
+            outcome = _run_action(engine, client, plan, cluster, ids[action.seq], action, gate)
+            _log_progress(engine, plan_id, action.seq, policy.pacing)
+            return outcome
+
+        outcomes: list[tuple[Action, str]] = [(split, run(split)) for split in planned.splits]
         with ThreadPoolExecutor(max_workers=max(1, policy.max_parallel), thread_name_prefix="unload") as pool:
-            outcomes.extend(
-                zip(
-                    planned.unloads,
-                    pool.map(
-                        lambda a: _run_action(engine, client, plan, cluster, ids[a.seq], a, gate), planned.unloads
-                    ),
-                )
-            )
+            outcomes.extend(zip(planned.unloads, pool.map(run, planned.unloads)))
         for a, outcome in outcomes:
             if outcome == "completed":
                 if a.kind == "unload":
@@ -551,7 +575,6 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
                 repo.record_resend(s, action_id=action_id, reason="earlier attempt's outcome unknown; not applied")
             else:
                 repo.transition_action(s, action_id=action_id, to="in_progress")
-        started = time.monotonic()
         try:
             if isinstance(action, SplitAction):
                 client.split_bundle(
@@ -566,9 +589,8 @@ def _run_action(engine, client, plan, cluster: str, action_id: int, action: Acti
         except PulsarAdminError as exc:
             return _fail(engine, action_id, action, "in_progress", str(exc))
     with session_scope(engine) as s:
-        repo.transition_action(
-            s, action_id=action_id, to="completed", result={"seconds": round(time.monotonic() - started, 3)}
-        )
+        # its duration is finished_at - started_at of the row (core.progress): stored once, by the transitions
+        repo.transition_action(s, action_id=action_id, to="completed")
         if action.kind == "split":
             repo.sync_bundle_ranges(
                 s,
@@ -623,7 +645,7 @@ class _Gate:
         if action.kind == "unload" and self.policy.max_unloads_per_run is not None:
             with self._lock:
                 if self._started_unloads >= self.policy.max_unloads_per_run:
-                    return f"max_unloads_per_run={self.policy.max_unloads_per_run} reached"
+                    return cap_reached(self.policy.max_unloads_per_run)
                 self._started_unloads += 1
         return None
 

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pulsar_rebalance.core.guard import resource_weights  # noqa: F401  (re-exported: pipeline callers)
+from pulsar_rebalance.core.modes import MODES
 from pulsar_rebalance.core.strategies import (
     DEFAULT_PLACEMENT,
     DEFAULT_SHEDDER,
@@ -51,6 +52,8 @@ class RunParams:
     required_approvals: int = 1  # different people who must approve a plan (2 = four eyes)
     rollback_plan: str | None = None  # plan this run rolls back (instead of running the shedder)
     fix_policy_violations: bool = False  # plan to move the bundles that break their namespace's policies (only)
+    mode: str = "rebalance"  # core.modes.MODES: rebalance (the strategy's plan), drain or fill ``brokers``
+    brokers: tuple[str, ...] = ()  # the brokers to drain or fill (broker ids as the cluster lists them)
     seed: int = 0
     max_missing_brokers: float = 0.1  # fraction of brokers that may not answer collect_load (else the run fails)
 
@@ -106,6 +109,24 @@ class RunParams:
                 "fix_policy_violations and rollback_plan are two different plans: set one of them",
                 key="fix_policy_violations",
             )
+        mode = doc.get("mode") or cls.mode
+        if mode not in MODES:
+            raise ConfigError(f"mode must be one of {list(MODES)}, got {mode!r}", key="mode")
+        brokers = doc.get("brokers") or ()
+        if isinstance(brokers, str):
+            brokers = [b.strip() for b in brokers.split(",") if b.strip()]
+        if not isinstance(brokers, (list, tuple)) or not all(isinstance(b, str) and b.strip() for b in brokers):
+            raise ConfigError(f"brokers must be a list of broker ids (host:port), got {brokers!r}", key="brokers")
+        if mode != "rebalance" and not brokers:
+            raise ConfigError(f"mode {mode!r} needs the brokers to {mode} (param brokers)", key="brokers")
+        if mode == "rebalance" and brokers:
+            raise ConfigError(
+                "brokers are only for mode drain or fill; a rebalance plans for every broker", key="brokers"
+            )
+        if mode != "rebalance" and (fix or doc.get("rollback_plan")):
+            raise ConfigError(
+                f"mode {mode!r} is its own plan: not with fix_policy_violations or rollback_plan", key="mode"
+            )
         params = cls(
             namespaces=tuple(ns),
             cluster=doc.get("cluster") or None,
@@ -125,6 +146,8 @@ class RunParams:
             required_approvals=required,
             rollback_plan=_rollback(doc.get("rollback_plan")),
             fix_policy_violations=fix,
+            mode=mode,
+            brokers=tuple(dict.fromkeys(b.strip() for b in brokers)),
             seed=int(doc.get("seed", 0) or 0),
             max_missing_brokers=float(missing),
         )
@@ -153,6 +176,7 @@ class RunParams:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["namespaces"] = list(self.namespaces)
+        d["brokers"] = list(self.brokers)
         d["config"] = dict(self.config)
         return d
 

@@ -28,6 +28,7 @@ from pulsar_rebalance.core.load import NamespaceBundleStats
 from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction, action_from_mapping
 from pulsar_rebalance.core.policies import parse_policies
 from pulsar_rebalance.core.prediction import Move, predict
+from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 
 
@@ -51,6 +52,8 @@ def build_plan(
     ownership: Mapping[str, str],
     snapshot_check: Mapping[str, Any] | None = None,
     placement_policies: Mapping[str, Any] | None = None,
+    cordoned: Sequence[str] = (),
+    leaving: Sequence[str] = (),
 ) -> PlanDraft:
     """Build the plan draft. ``topics_by_bundle``: full bundle name -> topic -> Pulsar topic rates.
 
@@ -195,7 +198,9 @@ def build_plan(
         else g
         for g in guarded
     ]
-    guard = _guard(reports, guarded, cfg, placement_policies, extra_stats=child_stats, cut=True)
+    guard = _guard(
+        reports, guarded, cfg, placement_policies, extra_stats=child_stats, cut=True, cordoned=cordoned, leaving=leaving
+    )
     for v in guard.replaced:  # kept on another destination: the action says where and why
         i, dest = v.index, v.destination or ""
         actions[i] = {
@@ -295,6 +300,7 @@ def build_fix_plan(
     ownership: Mapping[str, str],
     placement_policies: Mapping[str, Any] | None,
     snapshot_check: Mapping[str, Any] | None = None,
+    cordoned: Sequence[str] = (),
 ) -> tuple[PlanDraft, dict[str, Any]]:
     """The ``fix_policy_violations`` plan: each bundle that breaks its namespace's current policies moves
     once, to the least used broker the policies allow (core.compliance.fix_plan), and nothing else.
@@ -325,25 +331,18 @@ def build_fix_plan(
         if fix.violations
         else None
     )
-    cycle = {
-        "label": "FixPolicyViolations",
-        "reason": fix.why_empty() if fix.empty else "fix_policy_violations",
-        "detail": detail,
-        "splits": [],
-        "unloads": [
-            {"bundle": m.bundle, "broker": m.source, "destination": m.destination, "reason": m.reason}
-            for m in fix.moves
-        ],
-    }
-    decision = {"cycle": cycle}
+    cycle = _moves_cycle(
+        "FixPolicyViolations", fix.why_empty() if fix.empty else "fix_policy_violations", detail, fix.moves
+    )
     draft = build_plan(
-        decision=decision,
+        decision={"cycle": cycle},
         params=params,
         reports=reports,
         topics_by_bundle={},
         ownership=ownership,
         snapshot_check=snapshot_check,
         placement_policies=placement_policies,
+        cordoned=cordoned,
     )
     draft.summary["warnings"] += [u.message for u in fix.unfixable]
     draft.summary["notes"] += [
@@ -363,6 +362,84 @@ def build_fix_plan(
         "unfixable": [{**violation_to_json(u.violation), "whyNotMoved": u.why} for u in fix.unfixable],
     }
     return draft, cycle
+
+
+def build_mode_plan(
+    *,
+    params: RunParams,
+    reports: Mapping[str, Mapping[str, Any]],
+    ownership: Mapping[str, str],
+    placement_policies: Mapping[str, Any] | None,
+    cordoned: Sequence[str] = (),
+    snapshot_check: Mapping[str, Any] | None = None,
+) -> tuple[PlanDraft, dict[str, Any]]:
+    """The ``drain`` or ``fill`` plan of ``params.brokers`` (core.modes): moves only off the drained
+    brokers, or only onto the filled ones, then guarded, predicted and summarised by :func:`build_plan`
+    like any decision (with ``cordoned`` as destinations no move may take). Returns the draft and the
+    decision (cycle) it was made from."""
+    from pulsar_rebalance.core.modes import drain_plan, fill_plan
+    from pulsar_rebalance.core.policies import NO_POLICIES
+    from pulsar_rebalance.core.prediction import LoadState
+
+    cfg = params.lb_config()
+    unknown = [b for b in params.brokers if b not in reports and b not in set(ownership.values())]
+    if unknown:
+        raise ConfigError(
+            f"{params.mode}: broker(s) {', '.join(unknown)} are not in this cluster's snapshot "
+            f"(known: {', '.join(sorted(reports))})",
+            key="brokers",
+        )
+    policies = parse_policies(placement_policies, "placementPolicies") if placement_policies else NO_POLICIES
+    excluded = set((snapshot_check or {}).get("excludedBundles", []))
+    owners = {b: o for b, o in ownership.items() if b not in excluded}
+    plan = (drain_plan if params.mode == "drain" else fill_plan)(
+        owners,
+        LoadState(reports, resource_weights(cfg)),
+        list(params.brokers),
+        cordoned=cordoned,
+        policies=policies,
+        failure_domains_enabled=cfg.failure_domains_enabled,
+        persistent_enabled=_persistent_enabled(reports),
+    )
+    cycle = _moves_cycle(params.mode.capitalize(), params.mode, plan.detail, plan.moves)
+    draft = build_plan(
+        decision={"cycle": cycle},
+        params=params,
+        reports=reports,
+        topics_by_bundle={},
+        ownership=ownership,
+        snapshot_check=snapshot_check,
+        placement_policies=placement_policies,
+        cordoned=cordoned,
+        leaving=params.brokers if params.mode == "drain" else (),
+    )
+    draft.summary["warnings"] += list(plan.warnings)
+    draft.summary["strategies"] = {
+        "shedding": params.mode,
+        "placement": "least used allowed broker after the move",
+        "splitAlgorithm": None,
+    }
+    draft.summary["mode"] = {
+        "mode": params.mode,
+        "brokers": list(params.brokers),
+        "moves": len(plan.moves),
+        "left": [{"bundle": x.bundle, "broker": x.broker, "why": x.why} for x in plan.left],
+        "cordoned": sorted(cordoned),
+    }
+    return draft, cycle
+
+
+def _moves_cycle(label: str, reason: str, detail: str | None, moves: Sequence[Any]) -> dict[str, Any]:
+    """A decision (cycle) made of ``moves`` (anything with bundle, source, destination, reason)."""
+    return {
+        "label": label,
+        "reason": reason,
+        "detail": detail,
+        "splits": [],
+        "unloads": [
+            {"bundle": m.bundle, "broker": m.source, "destination": m.destination, "reason": m.reason} for m in moves
+        ],
+    }
 
 
 def _guard(

@@ -334,6 +334,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
         ownership = repo.current_ownership(s, cluster_id=run.cluster_id)
         snapshot_check = repo.snapshot_check(s, run_id=ctx.run_id)
         stored_policies = repo.placement_policies(s, run_id=ctx.run_id)
+        fenced = [c.broker for c in repo.cordoned(s, cluster_id=run.cluster_id)]
     policies = stored_policies.contract() if stored_policies is not None else None
     if existing is not None:  # a retried task returns the plan it already made (plans are immutable)
         return {"plan_id": existing.plan_id, "status": existing.status, "actions": len(existing.actions)}
@@ -360,6 +361,29 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
                 "expiresAt": expires.isoformat() if expires is not None else None,
             }
             return _store_plan(spark, ctx, engine, run, params, draft, decision, now, supersede=False)
+    if params.mode != "rebalance":  # drain or fill the named brokers instead of running the shedder
+        from pulsar_rebalance.pipeline.planning import build_mode_plan
+
+        if params.mode == "drain":  # cordoned at once: from now on no plan of any mode targets them
+            with session_scope(engine) as s:
+                repo.cordon(
+                    s,
+                    cluster_id=run.cluster_id,
+                    brokers=list(params.brokers),
+                    by=f"run {ctx.run_id}",
+                    reason="drained (mode=drain)",
+                    run_id=ctx.run_id,
+                )
+            fenced = sorted({*fenced, *params.brokers})
+        draft, cycle = build_mode_plan(
+            params=params,
+            reports=reports,
+            ownership=ownership,
+            placement_policies=policies,
+            cordoned=fenced,
+            snapshot_check=snapshot_check,
+        )
+        return _store_plan(spark, ctx, engine, run, params, draft, {"cycle": cycle}, now)
     if params.fix_policy_violations:  # this run plans only the moves that fix placement-policy violations
         from pulsar_rebalance.pipeline.planning import build_fix_plan
 
@@ -369,6 +393,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
             ownership=ownership,
             placement_policies=policies,
             snapshot_check=snapshot_check,
+            cordoned=fenced,
         )
         return _store_plan(spark, ctx, engine, run, params, draft, {"cycle": cycle}, now)
     if params.rollback_plan:  # this run returns another plan's moves instead of running the shedder
@@ -412,6 +437,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
         ownership=ownership,
         snapshot_check=snapshot_check,
         placement_policies=policies,
+        cordoned=fenced,
     )
     return _store_plan(spark, ctx, engine, run, params, draft, decision, now, topics_s=topics_s)
 

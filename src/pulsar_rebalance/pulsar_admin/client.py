@@ -23,6 +23,11 @@ Behaviour worth knowing:
   409 -> ``ConflictError``, 412 -> ``PreconditionFailedError``, 5xx -> ``ServerSideError``, other
   statuses -> ``PulsarAdminError``. Messages carry method, URL, status and a truncated body, never
   the token.
+* **OAuth2 client credentials** (``oauth2=``, :mod:`pulsar_rebalance.pulsar_admin.oauth2`): each request
+  carries the flow's current access token, fetched on first use and again once it expired (90 % of
+  its ``expires_in``, as Pulsar's ``AuthenticationOAuth2``). A 401 to a request that carried a token
+  fetches a new token once and sends that request once more - a PUT included, since a 401 means the
+  broker did not act on it; a second 401 is raised.
 * **Retries** are bounded (``retries``), only for retryable errors (connect, timeout, 5xx) and ONLY for
   GETs. A PUT (split, unload) is never repeated blindly: the caller reconciles against Pulsar instead.
 """
@@ -53,6 +58,7 @@ from pulsar_rebalance.errors import (
     PulsarAdminError,
     ServerSideError,
 )
+from pulsar_rebalance.pulsar_admin.oauth2 import ClientCredentialsFlow, OAuth2Settings
 from pulsar_rebalance.urls import redact_userinfo
 
 logger = logging.getLogger(__name__)
@@ -68,7 +74,9 @@ _LOAD_REPORT_NUMBER_KEYS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgTh
 class ClientSpec:
     """What :meth:`PulsarAdminClient.from_url` was given, picklable, to build the same client elsewhere
     (in a Spark task). ``authorization`` is the ``Authorization`` header (token or Basic credentials):
-    it is left out of ``repr`` and never logged; TLS file paths must exist where it is built."""
+    it is left out of ``repr`` and never logged; TLS file paths must exist where it is built.
+    ``oauth2`` carries the client credentials settings (the secret out of ``repr``), never a fetched
+    token: the client built from it fetches and refreshes its own, however long the task runs."""
 
     url: str
     tls_verify: bool | str = True
@@ -78,10 +86,12 @@ class ClientSpec:
     retries: int = 2
     backoff_s: float = 0.2
     authorization: str | None = field(default=None, repr=False)
+    oauth2: OAuth2Settings | None = None
 
     def build(self) -> PulsarAdminClient:
         client = PulsarAdminClient.from_url(
             self.url,
+            oauth2=self.oauth2,
             tls_verify=self.tls_verify,
             tls_cert_file=self.tls_cert_file,
             tls_key_file=self.tls_key_file,
@@ -104,9 +114,18 @@ class PulsarAdminClient:
             in the sense that :meth:`close` closes it.
         retries: extra attempts for a GET that failed with a retryable error (connect, timeout, 5xx).
         backoff_s: first retry delay in seconds; doubles per attempt, capped at 2 s.
+        oauth2: an OAuth2 client credentials flow whose token each request carries (then ``http``
+            carries no ``Authorization`` header); :meth:`close` closes it.
     """
 
-    def __init__(self, http: httpx.Client, *, retries: int = 2, backoff_s: float = 0.2) -> None:
+    def __init__(
+        self,
+        http: httpx.Client,
+        *,
+        retries: int = 2,
+        backoff_s: float = 0.2,
+        oauth2: ClientCredentialsFlow | None = None,
+    ) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         if not str(http.base_url).strip("/"):
@@ -119,6 +138,12 @@ class PulsarAdminClient:
         self._base_origin = _origin(base)
         self._cluster_brokers: set[str] = set()
         self._brokers_fetched = False
+        self._oauth2 = oauth2
+        if oauth2 is not None and "Authorization" in http.headers:
+            raise ConfigError(
+                f"{oauth2.settings.describe()} and an Authorization header are both configured; give one of them",
+                key="oauth2",
+            )
 
     @classmethod
     def from_url(
@@ -126,6 +151,7 @@ class PulsarAdminClient:
         url: str,
         *,
         token: str | None = None,
+        oauth2: OAuth2Settings | None = None,
         tls_verify: bool | str = True,
         tls_cert_file: str | None = None,
         tls_key_file: str | None = None,
@@ -138,6 +164,8 @@ class PulsarAdminClient:
         Args:
             url: ``http(s)://host:port`` of a broker (or proxy) web service.
             token: JWT sent as ``Authorization: Bearer <token>``; never logged.
+            oauth2: OAuth2 client credentials (issuer, client id/secret, audience, scope): the token is
+                fetched from the issuer and refreshed (module docstring); not with ``token`` or user:password.
             tls_verify: True (system CAs), False (no verification), or a CA bundle path.
             tls_cert_file / tls_key_file: client certificate for mTLS.
             timeout: seconds for connect, read, write and pool waits.
@@ -151,6 +179,15 @@ class PulsarAdminClient:
             raise ConfigError(
                 f"the admin URL {redact_userinfo(url)} carries user:password and a token is set too; give one of them",
                 key="PULSAR_ADMIN_URL",
+            )
+        if oauth2 is not None and (token or basic):
+            other = (
+                "a token (PULSAR_ADMIN_TOKEN)" if token else f"user:password in the admin URL {redact_userinfo(url)}"
+            )
+            raise ConfigError(
+                f"both {other} and OAuth2 client credentials ({oauth2.describe()}, PULSAR_ADMIN_OAUTH2_*) "
+                "are configured; give one of them",
+                key="PULSAR_ADMIN_TOKEN" if token else "PULSAR_ADMIN_URL",
             )
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -172,7 +209,8 @@ class PulsarAdminClient:
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
         )
-        client = cls(http, retries=retries, backoff_s=backoff_s)
+        flow = ClientCredentialsFlow(oauth2, verify=verify, timeout=timeout) if oauth2 is not None else None
+        client = cls(http, retries=retries, backoff_s=backoff_s, oauth2=flow)
         client._spec = ClientSpec(
             url=url,
             tls_verify=tls_verify,
@@ -182,6 +220,7 @@ class PulsarAdminClient:
             retries=retries,
             backoff_s=backoff_s,
             authorization=headers.get("Authorization"),
+            oauth2=oauth2,
         )
         return client
 
@@ -189,7 +228,8 @@ class PulsarAdminClient:
 
     def spec(self) -> ClientSpec:
         """How to build another client like this one (a Spark task builds its own): URL, TLS, timeout,
-        retries and the credential (as its ``Authorization`` header, kept out of ``repr``)."""
+        retries and the credential (as its ``Authorization`` header, kept out of ``repr``, or the OAuth2
+        settings, never a fetched token)."""
         if self._spec is not None:
             return self._spec
         return ClientSpec(
@@ -197,10 +237,13 @@ class PulsarAdminClient:
             retries=self._retries,
             backoff_s=self._backoff_s,
             authorization=self._http.headers.get("Authorization"),
+            oauth2=self._oauth2.settings if self._oauth2 is not None else None,
         )
 
     def close(self) -> None:
         self._http.close()
+        if self._oauth2 is not None:
+            self._oauth2.close()
 
     def __enter__(self) -> PulsarAdminClient:
         return self
@@ -474,15 +517,45 @@ class PulsarAdminClient:
     def _request(
         self, method: str, url: str, *, params: Any = None, json_body: list[int] | None = None
     ) -> httpx.Response:
-        """One logical request: send, follow redirects by hand, map failures to our errors."""
+        """One logical request: send, follow redirects by hand, map failures to our errors.
+
+        With OAuth2, a 401 to a request that carried the access token fetches a new token and sends
+        the request once more (the broker did not act on a request it refused to authenticate)."""
         content = json.dumps(json_body).encode() if json_body is not None else None
         headers = {"Content-Type": "application/json"} if content is not None else None
-        request = self._http.build_request(method, url, params=params, content=content, headers=headers)
+        refreshed = False
+        while True:
+            request = self._http.build_request(method, url, params=params, content=content, headers=headers)
+            sent = None
+            if self._oauth2 is not None:
+                sent = self._oauth2.authorization()
+                request.headers["Authorization"] = sent
+            response = self._follow(request)
+            if (
+                response.status_code == 401
+                and self._oauth2 is not None
+                and not refreshed
+                and "Authorization" in response.request.headers
+            ):
+                logger.warning(
+                    "%s %s -> 401 with the OAuth2 access token of %s; fetching a new token and sending it once more",
+                    method,
+                    response.request.url,
+                    self._oauth2.settings.describe(),
+                )
+                self._oauth2.refresh(sent)
+                refreshed = True
+                continue
+            _raise_for_status(response)
+            return response
+
+    def _follow(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` and follow redirects by hand; the first answer that is not a redirect."""
+        method = request.method
         first_url = request.url
         for _ in range(MAX_REDIRECTS + 1):
             response = self._send(request)
             if response.status_code not in _REDIRECT_STATUSES:
-                _raise_for_status(response)
                 return response
             location = response.headers.get("Location")
             if not location:

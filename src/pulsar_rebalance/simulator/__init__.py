@@ -18,11 +18,12 @@ from pulsar_rebalance.simulator.cluster import (
     topic_hash,
 )
 from pulsar_rebalance.simulator.generator import DEFAULT_NAMESPACES, generate_cluster
-from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, RequestRecord, SimulatedPulsar
+from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, OAuth2Issuer, RequestRecord, SimulatedPulsar
 
 __all__ = [
     "DEFAULT_NAMESPACES",
     "FAULTS_ENV_VAR",
+    "OAuth2Issuer",
     "SUPPORTED_SPLIT_ALGORITHMS",
     "BrokerSpec",
     "ClusterState",

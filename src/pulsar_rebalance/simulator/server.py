@@ -11,6 +11,13 @@ leader"). An unload with ``destinationBroker`` first goes to the leader (``valid
 Errors use Pulsar's ``ErrorData`` body ``{"reason": "..."}``. With a token configured, every request
 needs ``Authorization: Bearer <token>`` (401 otherwise).
 
+OAuth2 mode (``oauth2=OAuth2Issuer(...)``): every broker also serves an OAuth2 issuer at ``/oauth2``
+(:attr:`SimulatedPulsar.issuer_url`): ``GET /oauth2/.well-known/openid-configuration`` names the token
+endpoint ``POST /oauth2/token``, which takes the client credentials grant as a form
+(``client_secret_post``) and issues opaque tokens living ``token_lifetime_s`` seconds; a wrong client
+id or secret gets ``401 {"error": "invalid_client"}``. The admin API then accepts only unexpired tokens
+it issued (401 otherwise); :meth:`SimulatedPulsar.revoke_tokens` makes every issued token invalid at once.
+
 Fault injection (tests, demos) is NOT reachable through any HTTP path: use :meth:`SimulatedPulsar.inject_error`,
 :meth:`~SimulatedPulsar.inject_malformed_load_report`, :meth:`~SimulatedPulsar.inject_latency`, or a
 spec string (:meth:`~SimulatedPulsar.apply_fault_spec`, the CLI's ``--fault`` / env
@@ -31,6 +38,7 @@ import hmac
 import json
 import logging
 import re
+import secrets
 import socket
 import threading
 import time
@@ -78,6 +86,27 @@ class _BrokerFaults:
     error_times: int | None = None  # None = until cleared
     malformed_load_report: bool = False
     latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class OAuth2Issuer:
+    """The simulator's OAuth2 issuer: the one client it knows, and how long its tokens live.
+
+    ``audience``: if set, a token request must name it (else ``400 invalid_request``)."""
+
+    client_id: str
+    client_secret: str = field(repr=False)
+    token_lifetime_s: int = 60
+    audience: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.client_id or not self.client_secret:
+            raise ValueError("the OAuth2 issuer needs a client id and a client secret")
+        if not isinstance(self.token_lifetime_s, int) or self.token_lifetime_s < 1:
+            raise ValueError(f"token_lifetime_s must be a whole number of seconds >= 1, got {self.token_lifetime_s!r}")
+
+
+OAUTH2_PATH = "/oauth2"
 
 
 class _Redirect(Exception):
@@ -136,17 +165,29 @@ class SimulatedPulsar:
         ephemeral: bind every broker on an OS-chosen port and rename the state's broker ids
             (in order) to the real addresses; otherwise bind exactly the host:port of each id.
         token: if set, requests need ``Authorization: Bearer <token>``.
+        oauth2: if set, serve an OAuth2 issuer and require a token it issued (module docstring).
 
     Use as a context manager, or call :meth:`start` / :meth:`stop`.
     """
 
     def __init__(
-        self, state: ClusterState, host: str = "127.0.0.1", *, ephemeral: bool = False, token: str | None = None
+        self,
+        state: ClusterState,
+        host: str = "127.0.0.1",
+        *,
+        ephemeral: bool = False,
+        token: str | None = None,
+        oauth2: OAuth2Issuer | None = None,
     ) -> None:
+        if token is not None and oauth2 is not None:
+            raise ValueError("give the simulator a token or an OAuth2 issuer, not both")
         self.state = state
         self.host = host
         self.ephemeral = ephemeral
         self._token = token
+        self.oauth2 = oauth2
+        self._issued: dict[str, float] = {}  # access token -> monotonic expiry
+        self.tokens_issued = 0
         self._servers: dict[str, _BrokerServer] = {}
         self._threads: list[threading.Thread] = []
         self._faults: dict[str, _BrokerFaults] = {}
@@ -264,6 +305,18 @@ class SimulatedPulsar:
     def admin_url(self) -> str:
         """The first broker's web service URL (what an operator puts in the admin connection)."""
         return self.broker_urls[0]
+
+    @property
+    def issuer_url(self) -> str:
+        """The OAuth2 issuer URL (on the first broker), when the simulator runs one."""
+        if self.oauth2 is None:
+            raise ValueError("this simulator has no OAuth2 issuer (start it with oauth2=OAuth2Issuer(...))")
+        return self.admin_url + OAUTH2_PATH
+
+    def revoke_tokens(self) -> None:
+        """Every access token issued so far is refused from now on (an issuer that rotated its keys)."""
+        with self._log_lock:
+            self._issued.clear()
 
     # ------------------------------------------------------------------ fault injection
 
@@ -497,7 +550,9 @@ class SimulatedPulsar:
             time.sleep(latency)
         if error_status is not None:
             return _Response(error_status, {"reason": f"Injected fault on broker {req.broker_id}"})
-        if self._token is not None and not self._authorized(req):
+        if self.oauth2 is not None and req.path.startswith(OAUTH2_PATH + "/"):
+            return self._issuer(req, self.oauth2)
+        if (self._token is not None or self.oauth2 is not None) and not self._authorized(req):
             return _Response(401, {"reason": "Authentication required"})
         allowed: list[str] = []
         for method, regex, fn in _ROUTES:
@@ -522,7 +577,52 @@ class SimulatedPulsar:
         header = req.authorization
         if not header or not header.startswith("Bearer "):
             return False
-        return hmac.compare_digest(header[len("Bearer ") :].encode(), (self._token or "").encode())
+        presented = header[len("Bearer ") :]
+        if self.oauth2 is not None:
+            with self._log_lock:
+                expiry = self._issued.get(presented)
+            return expiry is not None and time.monotonic() < expiry
+        return hmac.compare_digest(presented.encode(), (self._token or "").encode())
+
+    def _issuer(self, req: _Request, issuer: OAuth2Issuer) -> _Response:
+        """The OAuth2 issuer's two endpoints (RFC 8414 metadata, RFC 6749 section 4.4 token endpoint)."""
+        base = f"http://{req.broker_id}{OAUTH2_PATH}"
+        if req.path.rstrip("/") == OAUTH2_PATH + "/.well-known/openid-configuration":
+            if req.method != "GET":
+                return _Response(405, {"error": "invalid_request"}, {"Allow": "GET"})
+            return _Response(
+                200,
+                {
+                    "issuer": base,
+                    "token_endpoint": f"{base}/token",
+                    "grant_types_supported": ["client_credentials"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_post"],
+                },
+            )
+        if req.path.rstrip("/") != OAUTH2_PATH + "/token":
+            return _Response(404, {"error": "not_found"})
+        if req.method != "POST":
+            return _Response(405, {"error": "invalid_request"}, {"Allow": "POST"})
+        form = dict(parse_qsl(req.body.decode("utf-8", "replace"), keep_blank_values=True))
+        if form.get("grant_type") != "client_credentials":
+            return _Response(400, {"error": "unsupported_grant_type"})
+        if not (
+            hmac.compare_digest(form.get("client_id", "").encode(), issuer.client_id.encode())
+            and hmac.compare_digest(form.get("client_secret", "").encode(), issuer.client_secret.encode())
+        ):
+            return _Response(401, {"error": "invalid_client", "error_description": "Client authentication failed"})
+        if issuer.audience is not None and form.get("audience") != issuer.audience:
+            return _Response(400, {"error": "invalid_request", "error_description": "unknown audience"})
+        token = secrets.token_urlsafe(24)
+        with self._log_lock:
+            now = time.monotonic()
+            self._issued = {t: e for t, e in self._issued.items() if e > now}
+            self._issued[token] = now + issuer.token_lifetime_s
+            self.tokens_issued += 1
+        body = {"access_token": token, "token_type": "Bearer", "expires_in": issuer.token_lifetime_s}
+        if form.get("scope"):
+            body["scope"] = form["scope"]
+        return _Response(200, body, {"Cache-Control": "no-store"})
 
     def _redirect(self, req: _Request, target: str, *, authoritative: bool, drop: Sequence[str] = ()) -> _Redirect:
         """``UriBuilder.fromUri(requestUri).host(..).port(..).replaceQueryParam("authoritative", ..)``."""

@@ -7,15 +7,19 @@ never write.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pulsar_rebalance.core.progress import ActionProgress, Pacing, Progress
+from pulsar_rebalance.core.progress import plan_progress as _compute_progress
+from pulsar_rebalance.errors import UnknownPlanError
 from pulsar_rebalance.store import repository as repo
-from pulsar_rebalance.store.tables import AuditLog, Cluster, Run
+from pulsar_rebalance.store.tables import AuditLog, Cluster, Plan, PlanAction, Run
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,15 @@ class PlanDetail:
     def action_dicts(self) -> list[dict[str, Any]]:
         """The actions as plain mappings (what :func:`core.plan_summary.summarize_plan` takes)."""
         return [asdict(a) for a in self.plan.actions]
+
+    def progress(self, now: datetime | None = None) -> Progress:
+        """The execution's progress and ETA (:mod:`pulsar_rebalance.core.progress`), paced by the run's params."""
+        return ProgressInputs(
+            actions=tuple(ActionProgress.of(a) for a in self.action_dicts()),
+            params=self.run_params,
+            status=self.plan.status,
+            stop_requested=bool(self.plan.stop_requested),
+        ).progress(now)
 
 
 def list_plan_rows(s: Session, *, limit: int = 50, status: str | None = None) -> list[PlanRow]:
@@ -106,6 +119,65 @@ def plan_detail(s: Session, *, plan_id: str, events: int = 50) -> PlanDetail:
         run_params=dict(run.params or {}) if run else {},
         run_status=run.status if run else None,
         events=tuple({"at": a.at, "actor": a.actor, "event": a.event, "details": a.details} for a in audit),
+    )
+
+
+_PROGRESS_COLUMNS = (
+    PlanAction.seq,
+    PlanAction.kind,
+    PlanAction.state,
+    PlanAction.bundle,
+    PlanAction.source_broker,
+    PlanAction.destination_broker,
+    PlanAction.started_at,
+    PlanAction.finished_at,
+    PlanAction.predicted,
+    PlanAction.result,
+    PlanAction.error,
+)
+
+
+@dataclass(frozen=True)
+class ProgressInputs:
+    """What a plan's progress is computed from: its actions, its run's params, its status and stop switch."""
+
+    actions: tuple[ActionProgress, ...]
+    params: Mapping[str, Any]
+    status: str
+    stop_requested: bool
+
+    def progress(self, now: datetime | None = None, pacing: Pacing | None = None) -> Progress:
+        """Progress and ETA (:func:`pulsar_rebalance.core.progress.plan_progress`); ``pacing``: the
+        executor's own (default: the run's params). A stop request counts while the plan is executing."""
+        return _compute_progress(
+            self.actions,
+            pacing or Pacing.of(self.params),
+            now or datetime.now(UTC),
+            status=self.status,
+            stopping=self.stop_requested and self.status == "executing",
+        )
+
+
+def progress_inputs(s: Session, *, plan_id: str) -> ProgressInputs:
+    """:class:`ProgressInputs` of plan ``plan_id`` from only the columns progress needs (cheap enough for
+    the executor to read after every action).
+
+    Raises:
+        UnknownPlanError: no such plan.
+    """
+    head = s.execute(
+        select(Plan.status, Plan.stop_requested, Run.params)
+        .join(Run, Run.run_id == Plan.run_id, isouter=True)
+        .where(Plan.plan_id == plan_id)
+    ).first()
+    if head is None:
+        raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
+    rows = s.execute(select(*_PROGRESS_COLUMNS).where(PlanAction.plan_id == plan_id).order_by(PlanAction.seq)).all()
+    return ProgressInputs(
+        actions=tuple(ActionProgress.of(r._asdict()) for r in rows),
+        params=dict(head.params or {}),
+        status=head.status,
+        stop_requested=bool(head.stop_requested),
     )
 
 

@@ -183,6 +183,19 @@ class PlacementPolicy(Base):
     anti_affinity_groups: Mapped[dict[str, Any]] = mapped_column(JSONB)  # {"tenant/namespace": group}
 
 
+class CordonedBroker(Base):
+    """A broker no plan may target (drained by an operator) until it is uncordoned: one row while cordoned."""
+
+    __tablename__ = "cordoned_brokers"
+
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id"), primary_key=True)
+    broker: Mapped[str] = mapped_column(Text, primary_key=True)
+    cordoned_at: Mapped[datetime] = mapped_column(TZ, server_default=func.now())
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.run_id"))  # the drain run that cordoned it
+    cordoned_by: Mapped[str] = mapped_column(Text)  # who: the run's trigger, or the CLI user
+    reason: Mapped[str] = mapped_column(Text)
+
+
 class BundleTimeAverage(Base):
     """The leader-side ``BundleData`` (short/long-term ``TimeAverageMessageData``) carried across runs."""
 

@@ -101,11 +101,16 @@ class PlannerSettings:
     model_smoothing: float = 0.2
     """Weight of this cycle's fit in the load model's coefficients (EMA across cycles)."""
     usage_smoothing: float = 0.5
-    confirm_margin: float = 2.0
-    """Above the trigger, the planner acts on one cycle's reading only beyond ideal + this x (trigger - ideal)
-    (or the overload threshold); below that a broker must be above the trigger in two consecutive cycles."""
     """The weight a broker's new load report gets over the usage predicted from its last (smoothed) one and
     the change in its traffic: a report is one noisy sample (0 < x <= 1; 1 believes every sample)."""
+    confirm_margin: float = 2.0
+    """Above the trigger, the planner acts on one cycle's reading only beyond ideal + this x (trigger - ideal)
+    (or the overload threshold); below that a broker must be above the trigger in ``confirm_reports``
+    consecutive cycles."""
+    confirm_reports: int = 3
+    """Consecutive load reports a broker must be above the trigger in (and below ``confirm_margin``'s level)
+    before the planner acts: one report is a sample, two can be the peak of a load that comes and goes
+    (AvgShedder counts 2 hits for a large gap and 8 for a small one)."""
     max_actions: int = 1000
     candidate_destinations: int = 8
     max_split_parts: int = 8
@@ -268,8 +273,9 @@ class GlobalPlanner:
         # a broker above the trigger acts only when the previous cycle saw it there too (Pulsar's
         # AvgShedder counts hits the same way), unless it is far above (twice the band) or overloaded
         hot = sorted(b for b in eligible if before[b] > trigger)
-        confirmed = [b for b in hot if b in mem.above]
-        mem.above = hot
+        seen = {b: mem.above.get(b, 0) + 1 for b in hot}
+        confirmed = [b for b in hot if seen[b] >= st.confirm_reports]
+        mem.above = seen
         clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
@@ -287,8 +293,9 @@ class GlobalPlanner:
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
             return skip(
                 Reason.HIT_COUNT,
-                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}) in this cycle only: "
-                f"waiting for the next load report to confirm it (a report is one sample; at once above {clear:.4f})",
+                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}), above it in "
+                f"{max(seen.values(), default=0)} consecutive load report(s): waiting for {st.confirm_reports} to "
+                f"confirm it (a report is one sample; at once above {clear:.4f})",
                 stats,
             ), new_state
         since = mem.membership_changed

@@ -7,7 +7,7 @@ JSON (unknown members are errors naming their path, like the rest of the state):
      "peaks": {"<bundle>": {"msgRate": x, "msgThroughputIn": y, "msgThroughputOut": z, "atMs": ms}},
      "coefficients": {"<resource>": [5 numbers >= 0]},
      "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}},
-     "above": ["<broker>", ...]}
+     "above": {"<broker>": n}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
 * ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
@@ -20,8 +20,9 @@ JSON (unknown members are errors naming their path, like the rest of the state):
 * ``reports``: per broker of the last cycle, its smoothed usage per resource (same order) and the summed
   features of its bundles then: a load report is one noisy sample, the next cycle's usage is predicted
   from it and the change in traffic, and only part of the unexplained difference is believed;
-* ``above``: the brokers above the trigger in the last cycle (a broker acts when two consecutive
-  cycles see it there, unless it is far above).
+* ``above``: the brokers above the trigger in the last cycle, each with how many consecutive cycles
+  saw it there (a broker acts when ``confirm_reports`` consecutive cycles do, unless it is far above);
+  a list of broker ids (an older state) counts one each.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class PlannerMemory:
     peaks: dict[str, dict[str, float]] = field(default_factory=dict)
     coefficients: dict[str, list[float]] = field(default_factory=dict)
     reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
-    above: list[str] = field(default_factory=list)
+    above: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,7 +61,7 @@ class PlannerMemory:
             "peaks": {b: dict(p) for b, p in self.peaks.items()},
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
             "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
-            "above": list(self.above),
+            "above": dict(self.above),
         }
 
     @classmethod
@@ -120,10 +121,17 @@ class PlannerMemory:
                     raise ScenarioError(vp, f"expected an array of {_FEATURES} numbers")
                 vecs.append([check_number(x, field_path(vp, i)) for i, x in enumerate(v)])
             mem.reports[broker] = (vecs[0], vecs[1])
-        above = root.get("above", [])
-        if not isinstance(above, list) or not all(isinstance(b, str) and b for b in above):
-            raise ScenarioError(field_path(path, "above"), "expected an array of non-empty broker ids")
-        mem.above = list(above)
+        above = root.get("above", {})
+        if isinstance(above, list):  # an older state: the brokers above in the last cycle, once each
+            above = dict.fromkeys(above, 1)
+        if not isinstance(above, dict) or not all(
+            isinstance(b, str) and b and isinstance(n, int) and not isinstance(n, bool) and n > 0
+            for b, n in above.items()
+        ):
+            raise ScenarioError(
+                field_path(path, "above"), "expected an object of non-empty broker ids to positive integers"
+            )
+        mem.above = dict(above)
         return mem
 
     @classmethod

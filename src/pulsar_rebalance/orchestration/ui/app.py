@@ -36,6 +36,8 @@ URL_PREFIX = "/pulsar-rebalance"
 DAG_ID = "pulsar_rebalance"
 GATE_TASK_ID = "await_approval"
 
+REFRESH_SECONDS = 15  # the plan page of an executing plan reloads itself this often (its Progress section)
+
 STATUS_TONE = {
     "pending": "warn",
     "approved": "info",
@@ -93,6 +95,7 @@ def create_app() -> FastAPI:
     @app.get("/plans/{plan_id}", response_class=HTMLResponse)
     def plan_page(request: Request, plan_id: str) -> HTMLResponse:
         from pulsar_rebalance.core.plan_summary import summarize_plan
+        from pulsar_rebalance.core.progress import PROGRESS_STATUSES, eta_text, progress_lines
         from pulsar_rebalance.errors import UnknownPlanError
         from pulsar_rebalance.store import queries
 
@@ -103,6 +106,7 @@ def create_app() -> FastAPI:
             return _page(request, "missing.html", title="No such plan", plan_id=plan_id, status_code=404)
         plan = detail.plan
         summary = summarize_plan(summary=plan.summary, actions=detail.action_dicts(), result=plan.result)
+        progress = detail.progress() if plan.actions and plan.status in PROGRESS_STATUSES else None
         gate = dict(plan.gate or {})
         dag_id = gate.get("dag_id") or DAG_ID
         run_id = gate.get("run_id") or plan.run_id
@@ -122,6 +126,10 @@ def create_app() -> FastAPI:
             d=detail,
             p=plan,
             s=summary,
+            progress=progress,
+            progress_lines=progress_lines(progress) if progress else (),
+            progress_eta=eta_text(progress) if progress else "",
+            refresh_seconds=REFRESH_SECONDS,
             links=links,
             raw_summary=plan.summary or {},
             dag_id=dag_id,
