@@ -8,6 +8,9 @@ Usage::
     # quick mode (a developer tuning the planner; one seed, no files written, a verdict table at the end):
     .venv/bin/python benchmarks/bench_balance.py --quick --scenarios steady-with-noise heterogeneous \
         --models convex-cpu --cadences minute --strategies GlobalPlanner no-action ThresholdShedder
+    # the held-out load models (simulator/held_out_models.py, nobody tuned on them): exactly those, written to
+    # docs/benchmarks/balance-held-out.md + .json instead of the main files
+    .venv/bin/python benchmarks/bench_balance.py --held-out --rate-noise 0.03
 
 For each scenario, load model (``simulator/load_models.py``), cadence and seed, each strategy runs in a
 closed loop on the deterministic cluster model (``simulator/dynamics.py``, scenarios in
@@ -41,6 +44,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
 
 from pulsar_rebalance.simulator.closed_loop import CADENCES, NO_ACTION, STRATEGIES, run_closed_loop  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models import HELD_OUT_MODELS  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -49,6 +53,8 @@ PULSAR = [s for s in STRATEGIES if s not in (PLANNER, NO_ACTION)]
 LARGE = {"large-zipf"}
 QUICK_STRATEGIES = [PLANNER, NO_ACTION, "ThresholdShedder"]
 FORMAT = 2
+MODELS = [*LOAD_MODELS, *HELD_OUT_MODELS]
+"""Every load model ``--models`` accepts: the default set (the ones the planner was tuned on), then the held-out ones."""
 """balance.json's format: 1 (no ``format`` key) = one load model, minute cadence; 2 = models x cadences."""
 
 # the planner's "Done when" criteria (per scenario x load model x cadence)
@@ -165,7 +171,18 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", nargs="*", default=None, help="default: all (quick mode: all but large-zipf)")
-    parser.add_argument("--models", nargs="*", default=list(LOAD_MODELS), help="load models (default: all)")
+    parser.add_argument(
+        "--models",
+        nargs="*",
+        default=None,
+        help=f"load models (default: {', '.join(LOAD_MODELS)}; the held-out {', '.join(HELD_OUT_MODELS)} only when named)",
+    )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="run exactly the held-out load models (" + ", ".join(HELD_OUT_MODELS) + "), written to "
+        "docs/benchmarks/balance-held-out.md + .json instead of the main files",
+    )
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
     parser.add_argument(
         "--strategies", nargs="*", default=None, help="default: all (quick mode: " + " ".join(QUICK_STRATEGIES) + ")"
@@ -199,13 +216,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render",
         action="store_true",
-        help="only re-render the report and the README headline from the committed docs/benchmarks/balance.json",
+        help="only re-render the report and the README headline from the committed docs/benchmarks/balance.json "
+        "(with --held-out: the held-out report from balance-held-out.json)",
     )
     args = parser.parse_args(argv)
+    if args.held_out and args.models is not None:
+        parser.error("--held-out runs exactly the held-out load models: leave out --models")
+    json_path, targets = (HELD_OUT_JSON, HELD_OUT_TARGETS) if args.held_out else (JSON, TARGETS)
     if args.render:
-        doc = json.loads(JSON.read_text(encoding="utf-8"))
-        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
+        doc = json.loads(json_path.read_text(encoding="utf-8"))
+        figures.update(SCRIPT, str(json_path.relative_to(ROOT)), doc, targets)
         return 0
+    if args.models is None:
+        args.models = list(HELD_OUT_MODELS if args.held_out else LOAD_MODELS)
     if args.quick:
         args.no_write = True
     scenarios = args.scenarios or ([s for s in SCENARIOS if s not in LARGE] if args.quick else list(SCENARIOS))
@@ -213,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or ([1] if args.quick else [1, 2, 3])
     for name, given, known in (
         ("scenario", scenarios, SCENARIOS),
-        ("load model", args.models, LOAD_MODELS),
+        ("load model", args.models, MODELS),
         ("cadence", args.cadences, CADENCES),
         ("strategy", strategies, STRATEGIES),
     ):
@@ -291,14 +314,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     full = (
         set(scenarios) == set(SCENARIOS)
-        and set(args.models) == set(LOAD_MODELS)
+        and set(args.models) == set(HELD_OUT_MODELS if args.held_out else LOAD_MODELS)
         and set(args.cadences) == set(CADENCES)
         and {PLANNER, NO_ACTION} <= set(strategies)
     )
     if not full:
         print(
-            "partial run (not every scenario, load model and cadence, or no planner / no-action): nothing written; "
-            "the docs are written by a full run only",
+            "partial run (not every scenario, load model of the set and cadence, or no planner / no-action): "
+            "nothing written; the docs are written by a full run only (--held-out: of the held-out models)",
             file=sys.stderr,
         )
         return 0
@@ -329,12 +352,14 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": round(elapsed),
         "results": results,
     }
-    figures.write_json(JSON, doc)
+    if args.held_out:
+        doc["held_out"] = True
+    figures.write_json(json_path, doc)
     figures.update(
         SCRIPT,
-        str(JSON.relative_to(ROOT)),
+        str(json_path.relative_to(ROOT)),
         doc,
-        TARGETS,
+        targets,
     )
     return 0
 
@@ -371,7 +396,7 @@ def ordered_v2(results: Results2) -> Results2:
             }
             for c in by_order(list(results[m]), list(CADENCES))
         }
-        for m in by_order(list(results), list(LOAD_MODELS))
+        for m in by_order(list(results), MODELS)
     }
 
 
@@ -640,6 +665,20 @@ def headline_v2(doc: dict[str, Any]) -> str:
 def render_report_v2(doc: dict[str, Any]) -> str:
     results = ordered_v2(doc["results"])
     noise = "each scenario's own (2-3 %)" if doc.get("noise") is None else f"{doc['noise']:.0%}"
+    held_out = bool(doc.get("held_out"))
+    if held_out:
+        models = "(`simulator/held_out_models.py`, held out: " + ", ".join(f"*{m}*" for m in results) + ")"
+        usages = [
+            "Usages are noise-free and capacity-normalised under the load model (per broker the max over every",
+            "resource the load model reports - CPU, NIC in, NIC out and, under *memory-bound*, heap and direct memory -",
+            "as usage/limit); *ideal* is every broker carrying the same share.",
+        ]
+    else:
+        models = "(`simulator/load_models.py`: " + ", ".join(f"*{m}*" for m in LOAD_MODELS) + ")"
+        usages = [
+            "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+            "NIC out as usage/limit); *ideal* is every broker carrying the same share (through the load model's curve).",
+        ]
     lines = [
         f"Seeds {doc['seeds']}; large-zipf seeds {doc['large_seeds']}; CPU noise {noise}, rate noise "
         f"{doc.get('rate_noise', 0.0):.0%}; dag cadence: approval delay {doc['approval_delay_min']} min, "
@@ -647,12 +686,11 @@ def render_report_v2(doc: dict[str, Any]) -> str:
         f"{doc['elapsed_s']:.0f} s in all (the results do not depend on the machine's load, only the time does).",
         "",
         "Each strategy runs in a closed loop on the deterministic cluster model under each load model",
-        "(`simulator/load_models.py`: " + ", ".join(f"*{m}*" for m in LOAD_MODELS) + ") and at two cadences:",
+        models + " and at two cadences:",
         "*minute* (decide every simulated minute, apply at once: Pulsar's shedding interval) and *dag* (decide every",
         "simulated hour as the DAG's schedule does, apply after the approval delay with the executor's checks:",
         "ownership, live destination, `drift_tolerance`). *no-action* decides nothing: the baseline.",
-        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
-        "NIC out as usage/limit); *ideal* is every broker carrying the same share (through the load model's curve).",
+        *usages,
         "*final max* is the worst broker's highest usage over the last 5 decisions, *worst max* over the run after the",
         "first decision. Means over seeds.",
         "",
@@ -883,11 +921,15 @@ def render_report(doc: dict[str, Any]) -> str:
 BLOCKS = {
     "balance-headline": lambda doc: headline_v2(doc) if doc.get("format") == 2 else "\n".join(headline(doc["results"])),
     "balance-report": lambda doc: render_report_v2(doc) if doc.get("format") == 2 else render_report(doc),
+    "balance-held-out-report": render_report_v2,
 }
 SCRIPT = "benchmarks/bench_balance.py"
 JSON = ROOT / "docs" / "benchmarks" / "balance.json"
 TARGETS = {"balance-report": [ROOT / "docs" / "benchmarks" / "balance.md"], "balance-headline": [ROOT / "README.md"]}
 """The files each block is written into."""
+HELD_OUT_JSON = ROOT / "docs" / "benchmarks" / "balance-held-out.json"
+HELD_OUT_TARGETS = {"balance-held-out-report": [ROOT / "docs" / "benchmarks" / "balance-held-out.md"]}
+"""``--held-out``: the held-out models' JSON and report (the main report and the README are left alone)."""
 
 
 if __name__ == "__main__":

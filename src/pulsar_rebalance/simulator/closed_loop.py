@@ -25,7 +25,8 @@ strategy's config, from the same per-topic rates). ``no-action`` decides nothing
 still re-placed by lookup, as the model always does): the baseline every strategy must beat.
 
 Metrics (all usages are noise-free and capacity-normalised: per broker, the max over CPU, NIC in and
-NIC out of usage / limit; "ideal" is total load / total capacity on the binding resource):
+NIC out - and heap and direct memory under a model that reports them - of usage / limit; "ideal" is total
+load / total capacity on the binding resource):
 ``final_max`` (the worst broker's highest usage over the last 5 cycles, so that periodic swings count
 at their peak), ``worst_max`` (after the first decision), ``final_spread`` (final max - the lowest broker
 over the same window), ``ideal`` (highest over the window), ``gap`` (final max - ideal), ``floor``

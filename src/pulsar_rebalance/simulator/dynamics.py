@@ -28,13 +28,15 @@ Model (units as Pulsar reports them):
 * **Measurement noise**: ``noise`` on the reported CPU; ``rate_noise`` on the reported bundle (and
   topic) rates and throughputs (each multiplied by ``1 + N(0, rate_noise)``, from their own random
   stream); usage and the metrics always come from the noise-free rates.
-  ``memory``/``directMemory`` are not reported (Pulsar's parser defaults them to 0 %).
+  ``memory``/``directMemory`` are reported only by a load model that models them (the held-out
+  ``memory-bound``); otherwise not at all (Pulsar's parser defaults them to 0 %).
 * **Membership**: brokers join (empty), leave (their bundles are re-placed by lookup), restart
   (leave, come back empty after a delay) or fail (like leave, counted as failed).
 * **Unloads** land on the given destination if it is alive, else where lookup puts them; lookup
   follows Pulsar's default ``LeastLongTermMessageRate``: least message rate among live brokers that
-  are not overloaded (``loadBalancerBrokerOverloadedThresholdPercentage``), first in broker order on
-  ties (Pulsar picks at random among ties; the model stays deterministic).
+  are not overloaded (``loadBalancerBrokerOverloadedThresholdPercentage``, on the weighted max usage
+  with the config's resource weights, PIP-358: memory and direct memory weigh 0 by default), first in
+  broker order on ties (Pulsar picks at random among ties; the model stays deterministic).
 * **Placement constraints** (``placement``: :class:`pulsar_rebalance.core.policies.PlacementPolicies`,
   plus ``failure_domains_enabled``): namespace isolation policies, anti-affinity groups, failure
   domains. Lookup honours them as ``ModularLoadManagerImpl.selectBroker`` does, through the core's
@@ -387,7 +389,8 @@ class ClusterModel:
         return reports
 
     def true_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, float]:
-        """Noise-free, capacity-normalised usage per live broker: max over cpu/NIC in/NIC out of usage/limit."""
+        """Noise-free, capacity-normalised usage per live broker: max over every resource the load model
+        reports (cpu, NIC in, NIC out; memory and direct memory under ``memory-bound``) of usage/limit."""
         stats = self.bundle_stats() if stats is None else stats
         per: dict[str, list[Mapping[str, Any]]] = {b: [] for b in self.live_brokers()}
         for bundle, s in stats.items():
@@ -400,21 +403,14 @@ class ClusterModel:
         return out
 
     def ideal_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
-        """Total load / total capacity on the binding resource: the best any placement could reach.
+        """Total load / total capacity on the binding resource: the best any placement could reach
+        (:meth:`LoadModel.ideal <pulsar_rebalance.simulator.load_models.LoadModel.ideal>`).
 
         Under a convex load model, the CPU part is every broker carrying the same (linear) share of
         the total, passed through the model's curve."""
         stats = self.bundle_stats() if stats is None else stats
         live = [self.brokers[b] for b in self.live_brokers()]
-        load = Load.of(stats.values())
-        cpu = self.load_model.cpu(load) + CPU_BASE_PCT * (len(live) - 1)
-        cap_cpu = sum(b.cpu_limit for b in live)
-        cap_nic = sum(b.nic_limit_kbps for b in live)
-        return max(
-            self.load_model.cpu_curve(cpu / cap_cpu),
-            load.thr_in * 8 / 1024 / cap_nic,
-            load.thr_out * 8 / 1024 / cap_nic,
-        )
+        return self.load_model.ideal(Load.of(stats.values()), live)
 
     def floor_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
         """The best worst-broker usage any plan could reach: the ideal; the hottest topic alone on the
@@ -436,6 +432,9 @@ class ClusterModel:
                 "msgRateOut": hottest.rate_out,
                 "msgThroughputIn": hottest.rate_in * hottest.msg_size,
                 "msgThroughputOut": hottest.rate_out * hottest.msg_size,
+                "topics": 1,  # its counts: what a model with per-topic or per-client costs charges it
+                "producerCount": hottest.producers,
+                "consumerCount": hottest.clients - hottest.producers,
             }
         ]
         cap = self.config.load_balancer_namespace_maximum_bundles
@@ -450,6 +449,31 @@ class ClusterModel:
             )
 
         return max(ideal, max(alone(item) for item in items))
+
+    def overload_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, float]:
+        """What lookup compares with ``loadBalancerBrokerOverloadedThresholdPercentage``, per live broker:
+        Pulsar's ``getMaxResourceUsageWithWeight`` (5-argument form, PIP-358) with the config's resource
+        weights, on the noise-free usage. Memory and direct memory weigh 0 by default (Pulsar 4.x), so a
+        broker whose memory is full is not overloaded to lookup; with the default weights (1.0 for cpu
+        and the NICs) and no memory reported, this is :meth:`true_usage` number for number."""
+        stats = self.bundle_stats() if stats is None else stats
+        cfg = self.config
+        weights = {
+            "cpu": cfg.load_balancer_cpu_resource_weight,
+            "memory": cfg.load_balancer_memory_resource_weight,
+            "directMemory": cfg.load_balancer_direct_memory_resource_weight,
+            "bandwidthIn": cfg.bandwidth_in_resource_weight,
+            "bandwidthOut": cfg.bandwidth_out_resource_weight,
+        }
+        per: dict[str, list[Mapping[str, Any]]] = {b: [] for b in self.live_brokers()}
+        for bundle, s in stats.items():
+            if self.owners[bundle] in per:
+                per[self.owners[bundle]].append(s)
+        out = {}
+        for b, owned in per.items():
+            u = self._usage(self.brokers[b], owned, noisy=False)
+            out[b] = max(r["usage"] / r["limit"] * weights[k] for k, r in u.items())
+        return out
 
     # ------------------------------------------------------------------ placement constraints
     def set_placement(self, policies: PlacementPolicies, failure_domains_enabled: bool | None = None) -> None:
@@ -515,7 +539,7 @@ class ClusterModel:
         if not live:
             raise RuntimeError(f"no live broker to own {bundle}")
         stats = self.bundle_stats() if stats is None else stats
-        usage = self.true_usage(stats)
+        usage = self.overload_usage(stats)
         rate = {b: 0.0 for b in live}
         for other, s in stats.items():
             owner = self.owners.get(other)

@@ -24,6 +24,10 @@ heterogeneous-capacity   each broker's cores and NIC scaled by 0.5, 1 or 2 (4/8/
                          standard broker), chosen from the seed and the broker's id
 ======================== =====================================================================
 
+Held out (not in :data:`LOAD_MODELS`, so not in the balance benchmark's default set; nobody tuned the
+planner on them): ``memory-bound`` and ``per-topic-cost`` in :mod:`pulsar_rebalance.simulator.held_out_models`,
+found by :func:`get_load_model` all the same.
+
 A model's NIC factor applies to every broker (and to the standard broker scenarios measure against);
 without the 10 Gbit/s NICs a CPU-side model would change nothing on these scenarios (NIC out binds).
 
@@ -33,12 +37,12 @@ Every model is deterministic; noise is the cluster model's (CPU noise, rate nois
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pulsar_rebalance.simulator.dynamics import Broker
+    from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel
 
 MIB = 1024 * 1024
 CPU_BASE_PCT = 10.0
@@ -53,24 +57,34 @@ class Load:
     """A broker's (or one bundle's) traffic: sums of ``NamespaceBundleStats`` fields.
 
     ``msg`` is the sum of ``msgRateIn + msgRateOut`` per bundle (kept apart from ``msg_in + msg_out``
-    so that the linear model's arithmetic is exactly the one it always had)."""
+    so that the linear model's arithmetic is exactly the one it always had). ``topics``, ``producers``
+    and ``consumers`` sum the stats' ``topics``, ``producerCount`` and ``consumerCount`` (0 where a stat
+    has none, e.g. one topic's rates): only the held-out models
+    (:mod:`pulsar_rebalance.simulator.held_out_models`) use them."""
 
     msg: float = 0.0
     msg_in: float = 0.0
     msg_out: float = 0.0
     thr_in: float = 0.0
     thr_out: float = 0.0
+    topics: int = 0
+    producers: int = 0
+    consumers: int = 0
 
     @classmethod
     def of(cls, stats: Iterable[Mapping[str, Any]]) -> Load:
         msg = msg_in = msg_out = thr_in = thr_out = 0.0
+        topics = producers = consumers = 0
         for s in stats:
             msg += s["msgRateIn"] + s["msgRateOut"]
             msg_in += s["msgRateIn"]
             msg_out += s["msgRateOut"]
             thr_in += s["msgThroughputIn"]
             thr_out += s["msgThroughputOut"]
-        return cls(msg, msg_in, msg_out, thr_in, thr_out)
+            topics += s.get("topics", 0)
+            producers += s.get("producerCount", 0)
+            consumers += s.get("consumerCount", 0)
+        return cls(msg, msg_in, msg_out, thr_in, thr_out, topics, producers, consumers)
 
 
 class LoadModel:
@@ -121,6 +135,32 @@ class LoadModel:
         """A bundle's load as a fraction of ``ref`` before any curve: max of its CPU and NIC parts (additive)."""
         cpu = self.cpu(load, 0.0) / ref.cpu_limit
         return max(cpu, load.thr_in * 8 / 1024 / ref.nic_limit_kbps, load.thr_out * 8 / 1024 / ref.nic_limit_kbps)
+
+    def ideal(self, load: Load, live: Sequence[Broker]) -> float:
+        """The cluster's ideal usage: ``load`` (the whole cluster's) over the ``live`` brokers' capacity on
+        the binding resource, every broker carrying the same share (the CPU part through the curve)."""
+        return max(self.ideal_parts(load, live).values())
+
+    def ideal_parts(self, load: Load, live: Sequence[Broker]) -> dict[str, float]:
+        """:meth:`ideal` per resource (the keys of :meth:`usage`)."""
+        cpu = self.cpu(load) + CPU_BASE_PCT * (len(live) - 1)
+        cap_cpu = sum(b.cpu_limit for b in live)
+        cap_nic = sum(b.nic_limit_kbps for b in live)
+        return {
+            "cpu": self.cpu_curve(cpu / cap_cpu),
+            "bandwidthIn": load.thr_in * 8 / 1024 / cap_nic,
+            "bandwidthOut": load.thr_out * 8 / 1024 / cap_nic,
+        }
+
+    @property
+    def calibration_rounds(self) -> int:
+        """Rounds of the scenarios' rate scaling (``scenarios._calibrate``): 3 for an affine model (exact
+        after one; one with parts the rates do not scale solves the scaling in :meth:`fit`), 20 for a curve."""
+        return 3 if self.affine else 20
+
+    def fit(self, cluster: ClusterModel, target: float) -> None:
+        """Called by the scenarios' calibration before it scales the rates to ``target``: a model whose
+        costs are set per cluster sets them here (these models: nothing)."""
 
 
 class InOutFanoutModel(LoadModel):
@@ -185,15 +225,20 @@ LOAD_MODELS: Mapping[str, Callable[[], LoadModel]] = {
 
 
 def get_load_model(model: str | LoadModel | None) -> LoadModel:
-    """A load model by name (``None``: ``linear``); ``KeyError`` lists the known names."""
+    """A load model by name (``None``: ``linear``): one of :data:`LOAD_MODELS` or a held-out one
+    (:data:`pulsar_rebalance.simulator.held_out_models.HELD_OUT_MODELS`); ``KeyError`` lists the known names."""
     if model is None:
         return LoadModel()
     if isinstance(model, LoadModel):
         return model
-    try:
+    if model in LOAD_MODELS:
         return LOAD_MODELS[model]()
-    except KeyError:
-        raise KeyError(f"unknown load model {model!r}; known: {', '.join(LOAD_MODELS)}") from None
+    from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS  # it imports this module
+
+    if model in HELD_OUT_LOAD_MODELS:
+        return HELD_OUT_LOAD_MODELS[model]()
+    known = [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS]
+    raise KeyError(f"unknown load model {model!r}; known: {', '.join(known)}")
 
 
 __all__ = [

@@ -81,8 +81,11 @@ def _topics(rng: random.Random, n: int, namespaces: Sequence[str], zipf_s: float
 def _calibrate(model: ClusterModel, target: float) -> None:
     """Scale every topic's base rate so the cluster's ideal usage (under its load model) is ``target``.
 
-    Three rounds (an affine load model is exact after one); a convex one takes more."""
-    rounds = 3 if model.load_model.affine else 20
+    The load model first sets any per-cluster costs and, if it has parts the rates do not scale, solves
+    the scaling exactly (``LoadModel.fit``); then three rounds (an affine load model is exact after one),
+    20 for a convex one (``LoadModel.calibration_rounds``)."""
+    model.load_model.fit(model, target)
+    rounds = model.load_model.calibration_rounds
     for _ in range(rounds):
         ideal = model.ideal_usage()
         if ideal <= 0:
@@ -96,6 +99,34 @@ def _calibrate(model: ClusterModel, target: float) -> None:
 def _load(model: ClusterModel, stats: Mapping[str, Any]) -> float:
     """One bundle's (or topic's) load under the model's load model, as a fraction of its standard broker."""
     return model.load_model.share(Load.of([stats]), model.load_model.reference())
+
+
+_RATES = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
+
+
+def _rate_factor(model: ClusterModel, stats: Mapping[str, Any], goal: float) -> float:
+    """The factor on a bundle's rates that makes its load (:func:`_load`) ``goal``.
+
+    Every model of ``LOAD_MODELS`` charges a bundle in proportion to its rates: ``goal / load``, the original
+    arithmetic. A held-out model also charges its counts (topics, clients), which the rates do not scale:
+    bisection on the load, which grows with the factor."""
+    if _load(model, {**stats, **dict.fromkeys(_RATES, 0.0)}) == 0.0:
+        return goal / max(_load(model, stats), 1e-9)
+
+    def at(f: float) -> float:
+        return _load(model, {**stats, **{k: stats[k] * f for k in _RATES}})
+
+    if at(0.0) >= goal:
+        raise ValueError(f"the bundle's counts alone load it to {at(0.0):.3f}, at or above {goal}")
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        if at(hi) >= goal:
+            break
+        lo, hi = hi, hi * 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if at(mid) < goal else (lo, mid)
+    return hi
 
 
 def _topic_stats(t: Topic) -> dict[str, float]:
@@ -245,7 +276,7 @@ def hot_bundle_needs_split(seed: int) -> ScenarioRun:
     _calibrate(m, 0.45)
     loads = _bundle_loads(m)
     hot = sorted(loads, key=lambda b: (-len(m.topics_of(b)), b))[0]
-    factor = 0.8 / max(loads[hot], 1e-9)
+    factor = _rate_factor(m, m.bundle_stats()[hot], 0.8)
     for t in m.topics_of(hot):
         t.burst = factor
     m._update_rates()
