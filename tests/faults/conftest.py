@@ -25,7 +25,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pulsar_rebalance.pulsar_admin import PulsarAdminClient
 from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import make_engine, session_scope
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTE_JOB = ROOT / "spark_jobs" / "execute_unload.py"
@@ -347,15 +347,6 @@ class World:
     @staticmethod
     def kill(proc: subprocess.Popen) -> None:
         kill(proc)
-
-
-def wait_for(condition, deadline_s: float, what: str, *, every: float = 0.02) -> None:
-    """Poll ``condition`` until true; fail naming ``what`` after ``deadline_s`` seconds."""
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {deadline_s}s waiting for {what}")
-        threading.Event().wait(every)
 
 
 @pytest.fixture

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,20 +17,13 @@ from pulsar_rebalance.pipeline.context import admin_client_from_env
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
 from pulsar_rebalance.pulsar_admin.oauth2 import EXPIRY_ADJUSTMENT, OAuth2Error, OAuth2Settings
 from pulsar_rebalance.simulator import OAuth2Issuer, SimulatedPulsar, generate_cluster
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
 CLIENT_ID = "rebalancer-svc"
 SECRET = "cl13nt-S3cr3t-never-logged-4e1d"
 AUDIENCE = "urn:pulsar:sim-cluster"
-
-
-def wait_for(condition: Callable[[], bool], deadline_s: float, what: str) -> None:
-    deadline = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def _sim(lifetime: int = 60) -> SimulatedPulsar:
