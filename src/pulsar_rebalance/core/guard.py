@@ -70,19 +70,6 @@ prediction that is off by up to 100 % still leaves the destination at or below t
 REPLACE_CANDIDATES = 8
 """How many other destinations (the least used first) a move refused for where it lands is tried on."""
 
-DESTINATION_RULES = frozenset(
-    {
-        "worst-broker",
-        "overload-threshold",
-        "target-band",
-        "free-capacity",
-        "isolation-policy",
-        "anti-affinity-group",
-        "cordoned",
-    }
-)
-"""Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
-
 TOLERANCE = 1e-9
 """Float slack for the comparisons (usages are fractions)."""
 
@@ -98,6 +85,9 @@ Rule = Literal[
     "split-unneeded",
 ]
 RULES: tuple[Rule, ...] = get_args(Rule)
+
+DESTINATION_RULES = frozenset(RULES) - {"prediction", "split-unneeded"}
+"""Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +245,8 @@ def guard_plan(
     placement = _destination_filter(load, policies, failure_domains_enabled)
     before = load.usages()
     max_before = max(before.values(), default=0.0)
-    staying = [b for b in before if b not in set(leaving)]
+    gone = frozenset(leaving)
+    staying = [b for b in before if b not in gone]
     average = sum(before.values()) / len(staying) if staying else 0.0
     target = average + limits.band
     ceiling = max(max_before, target) if leaving else max_before

@@ -117,6 +117,7 @@ def drain_plan(
     drained_set = set(drained)
     state = load.copy()
     targets = [b for b in state.state if b not in drained_set and b not in cordoned]
+    order = {b: i for i, b in enumerate(targets)}
     owned = _owned(owners)
     check = _filter(policies, owned, failure_domains_enabled, persistent_enabled)
     bundles = sorted(
@@ -139,7 +140,7 @@ def drain_plan(
 
         def after(d: str, bundle: str = bundle, source: str = source) -> tuple[float, int]:
             both = state.usage_after(Move(bundle=bundle, source=source, destination=d))
-            return (both[1] if both is not None else state.usage(d)), targets.index(d)
+            return (both[1] if both is not None else state.usage(d)), order[d]
 
         dest = min(pool, key=after)
         predicted = after(dest)[0]
@@ -180,8 +181,9 @@ def fill_plan(
     state = load.copy()
     usages = state.usages()
     average = sum(usages.values()) / len(usages) if usages else 0.0
+    filled_set = set(filled)
     fill = [b for b in filled if b in state.state and b not in cordoned]
-    sources = [b for b in state.state if b not in set(filled) and b not in cordoned]
+    sources = [b for b in state.state if b not in filled_set and b not in cordoned]
     owned = _owned(owners)
     check = _filter(policies, owned, failure_domains_enabled, persistent_enabled)
     moved: set[str] = set()

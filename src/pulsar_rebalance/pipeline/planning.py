@@ -382,7 +382,8 @@ def build_mode_plan(
     from pulsar_rebalance.core.prediction import LoadState
 
     cfg = params.lb_config()
-    unknown = [b for b in params.brokers if b not in reports and b not in set(ownership.values())]
+    owning = set(ownership.values())
+    unknown = [b for b in params.brokers if b not in reports and b not in owning]
     if unknown:
         raise ConfigError(
             f"{params.mode}: broker(s) {', '.join(unknown)} are not in this cluster's snapshot "

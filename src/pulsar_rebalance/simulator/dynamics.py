@@ -76,6 +76,7 @@ from pulsar_rebalance.core.bundles import (
     split_range,
 )
 from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.guard import resource_weights
 from pulsar_rebalance.core.policies import (
     NO_POLICIES,
     PlacementPolicies,
@@ -95,6 +96,9 @@ from pulsar_rebalance.simulator.load_models import (
     LoadModel,
     get_load_model,
 )
+
+RESOURCE_KEYS = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
+"""The order of :func:`pulsar_rebalance.core.guard.resource_weights`."""
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -391,16 +395,7 @@ class ClusterModel:
     def true_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, float]:
         """Noise-free, capacity-normalised usage per live broker: max over every resource the load model
         reports (cpu, NIC in, NIC out; memory and direct memory under ``memory-bound``) of usage/limit."""
-        stats = self.bundle_stats() if stats is None else stats
-        per: dict[str, list[Mapping[str, Any]]] = {b: [] for b in self.live_brokers()}
-        for bundle, s in stats.items():
-            if self.owners[bundle] in per:
-                per[self.owners[bundle]].append(s)
-        out = {}
-        for b, owned in per.items():
-            u = self._usage(self.brokers[b], owned, noisy=False)
-            out[b] = max(r["usage"] / r["limit"] for r in u.values())
-        return out
+        return self._max_usage(stats, None)
 
     def ideal_usage(self, stats: Mapping[str, Mapping[str, Any]] | None = None) -> float:
         """Total load / total capacity on the binding resource: the best any placement could reach
@@ -456,15 +451,14 @@ class ClusterModel:
         weights, on the noise-free usage. Memory and direct memory weigh 0 by default (Pulsar 4.x), so a
         broker whose memory is full is not overloaded to lookup; with the default weights (1.0 for cpu
         and the NICs) and no memory reported, this is :meth:`true_usage` number for number."""
+        return self._max_usage(stats, dict(zip(RESOURCE_KEYS, resource_weights(self.config), strict=True)))
+
+    def _max_usage(
+        self, stats: Mapping[str, Mapping[str, Any]] | None, weights: Mapping[str, float] | None
+    ) -> dict[str, float]:
+        """Per live broker, the max over the resources its load model reports of usage/limit (times the
+        resource's weight, when ``weights`` are given), noise-free."""
         stats = self.bundle_stats() if stats is None else stats
-        cfg = self.config
-        weights = {
-            "cpu": cfg.load_balancer_cpu_resource_weight,
-            "memory": cfg.load_balancer_memory_resource_weight,
-            "directMemory": cfg.load_balancer_direct_memory_resource_weight,
-            "bandwidthIn": cfg.bandwidth_in_resource_weight,
-            "bandwidthOut": cfg.bandwidth_out_resource_weight,
-        }
         per: dict[str, list[Mapping[str, Any]]] = {b: [] for b in self.live_brokers()}
         for bundle, s in stats.items():
             if self.owners[bundle] in per:
@@ -472,7 +466,7 @@ class ClusterModel:
         out = {}
         for b, owned in per.items():
             u = self._usage(self.brokers[b], owned, noisy=False)
-            out[b] = max(r["usage"] / r["limit"] * weights[k] for k, r in u.items())
+            out[b] = max(r["usage"] / r["limit"] * (weights[k] if weights is not None else 1.0) for k, r in u.items())
         return out
 
     # ------------------------------------------------------------------ placement constraints
