@@ -316,6 +316,40 @@ def test_a_swinging_bundle_is_planned_at_its_peak_and_nothing_chases_the_swing()
     assert result.moves_per_cycle[0] > 0 and sum(result.moves_per_cycle[1:]) == 0 and result.ping_pong == 0
 
 
+def test_a_broker_is_hot_only_as_far_as_its_own_reports_showed_it() -> None:
+    # the planner remembers a peak of a bundle's traffic; how much CPU that peak costs is the load model's
+    # guess. Where the broker's own reports never showed the usage the guess predicts (a CPU spent on
+    # topics and connections, not messages), the planner believes the reports: no move. Where the reports
+    # did show it, within the peak window, it acts on it.
+    model = _model("steady-with-noise")
+    cycle = _cycle(model)
+    now = cycle["nowMs"]
+    broker = "broker-0:8080"
+    bundle = max(
+        cycle["brokers"][broker]["lastStats"], key=lambda b: cycle["brokers"][broker]["lastStats"][b]["msgRateOut"]
+    )
+    s = cycle["brokers"][broker]["lastStats"][bundle]
+    peak = {
+        "msgRate": 12 * (s["msgRateIn"] + s["msgRateOut"]),
+        "msgThroughputIn": 12 * s["msgThroughputIn"],
+        "msgThroughputOut": 12 * s["msgThroughputOut"],
+        "atMs": now - 60_000,
+    }
+    state = {"globalPlanner": {"peaks": {bundle: peak}}}
+    doubted = _decide(cycle, state=copy.deepcopy(state))["cycles"][0]
+    assert doubted["unloads"] == [] and doubted["reason"] == "Balanced", doubted["detail"]
+    modelled, clipped = doubted["stats"]["clippedToReports"][broker]
+    assert modelled > doubted["stats"]["trigger"] > clipped, doubted["stats"]
+    # the same peak, and the broker's reports showed that usage 5 minutes ago: believed, acted on at once
+    state["globalPlanner"]["highs"] = {broker: {"usage": modelled, "atMs": now - 5 * 60_000}}
+    believed = _decide(cycle, state=copy.deepcopy(state))["cycles"][0]
+    assert believed["unloads"] and {u["broker"] for u in believed["unloads"]} == {broker}, believed["detail"]
+    assert broker not in believed["stats"].get("clippedToReports", {})
+    # ... but not 2 hours ago: the peak window (1 h) has passed, the reports no longer vouch for it
+    state["globalPlanner"]["highs"] = {broker: {"usage": modelled, "atMs": now - 2 * 60 * 60_000}}
+    assert _decide(cycle, state=copy.deepcopy(state))["cycles"][0]["unloads"] == []
+
+
 def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
     with pytest.raises(ScenarioError) as err:
         StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, 2.0]}}})

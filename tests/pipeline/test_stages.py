@@ -460,3 +460,25 @@ def test_drain_a_broker_through_the_stages_cordon_it_and_uncordon_it(spark, sim,
     assert capsys.readouterr().out.startswith(f"uncordoned: {drained}")
     assert main(["brokers", "cordoned", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {},
+        [],
+        {"b": [1, 2.5, None, True], "a": {"y": {}, "x": [[], {"k": 'é\n"q'}]}, "c": float("inf")},
+        [{"z": 1, "a": [{"n": {"deep": {"deeper": [1, {"b": 2, "a": 1}]}}}]}, "s", 0],
+        {"ints": {1: "a", 2: "b"}, "": ""},  # a non-string key: that object by one json.dumps, as json.dumps does
+        "just a string",
+        3,
+    ],
+)
+def test_json_chunks_write_exactly_what_json_dumps_writes(value, tmp_path):
+    from pulsar_rebalance.pipeline import stages
+
+    assert "".join(stages.json_chunks(value)) == json.dumps(value, sort_keys=True)
+    assert "".join(stages.json_chunks(value, depth=1)) == json.dumps(value, sort_keys=True)
+    stages.write_json(_NoSpark(), str(tmp_path / "doc.json"), value)  # local: written in pieces, no Spark
+    assert (tmp_path / "doc.json" / "part-00000.txt").read_text() == json.dumps(value, sort_keys=True) + "\n"
+    assert (tmp_path / "doc.json" / "_SUCCESS").is_file()

@@ -246,6 +246,7 @@ class GlobalPlanner:
         if now is not None:
             history = {b: m for b, m in history.items() if m["atMs"] >= now - st.history_ms}
             mem.moves = history
+        corroborated = self._corroborate(mem, view, inp, now, max(st.peak_ms, st.peak_cycles * cycle_ms), history)
         before = {b: view.usage(b) for b in view.brokers}
         ideal = view.ideal(eligible)
         # the reports' noise widens the band: act only where a move gains more than the reports can tell apart
@@ -262,6 +263,8 @@ class GlobalPlanner:
             "noise": _r(noise),
             "maxUsageBefore": _r(max_before),
         }
+        if corroborated:  # brokers the model put above what their own reports showed
+            stats["clippedToReports"] = {b: [_r(m), _r(c)] for b, (m, c) in sorted(corroborated.items())}
         # a placement constraint no move can meet (too few primaries, a group larger than the brokers): a
         # warning on every plan, balanced or not; the destination filter below keeps moves within the rest
         unmet: list[str] = []
@@ -626,6 +629,41 @@ class GlobalPlanner:
         if now is not None:
             mem.members_at = now
         return what
+
+    def _corroborate(
+        self,
+        mem: PlannerMemory,
+        view: ClusterView,
+        inp: PlannerInput,
+        now: int | None,
+        window_ms: int,
+        history: Mapping[str, Mapping[str, Any]],
+    ) -> dict[str, tuple[float, float]]:
+        """A broker is believed hot only as far as its own load reports showed it: its planned usage (the
+        load model's, with its bundles' remembered peaks) is clipped to the highest usage its reports showed
+        within ``window_ms`` plus the noise. The model can be wrong about what a message costs (a CPU spent
+        on topics and connections rather than messages, a peak of messages that costs nothing); the report
+        is Pulsar's own measurement. A broker that received a planner move within the window is left as
+        modelled: its reports may predate the bundle's peak, and as a destination it must not look emptier
+        than it is. Returns the clipped brokers: ``{broker: (modelled, clipped to)}``."""
+        highs = {b: h for b, h in mem.highs.items() if now is not None and h["atMs"] >= now - window_ms}
+        at = now if now is not None else 0
+        for b, data in inp.brokers.items():
+            r = view.reported_usage(data)
+            old = highs.get(b)
+            if old is None or r >= old["usage"]:
+                highs[b] = {"usage": r, "atMs": at}
+        mem.highs = {b: highs[b] for b in inp.brokers if b in highs}
+        received = {m["to"] for m in history.values() if now is None or m["atMs"] >= now - window_ms}
+        margin = max(self.settings.min_gain, view.noise)
+        out: dict[str, tuple[float, float]] = {}
+        for b in view.brokers:
+            level = mem.highs[b]["usage"] + margin if b in mem.highs else None
+            modelled = view.usage(b)
+            if level is not None and modelled > level and b not in received:
+                view.clip(b, level)
+                out[b] = (modelled, view.usage(b))
+        return out
 
     def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int, peak_ms: int) -> None:
         """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""

@@ -462,6 +462,20 @@ class ClusterView:
                     best = v
         return best
 
+    def reported_usage(self, data: LocalBrokerData) -> float:
+        """The usage a broker's own load report shows (weighted max over resources, as reported: no model)."""
+        res = (data.cpu, data.memory, data.direct_memory, data.bandwidth_in, data.bandwidth_out)
+        return self.usage_of([r.usage for r in res], [r.limit for r in res])
+
+    def clip(self, broker: str, level: float) -> None:
+        """Lower ``broker``'s planned usage to at most ``level``: each counted resource's use to ``level``'s
+        share of its limit (its bundles keep their contributions: moving one still predicts its relief)."""
+        used = self.used[broker]
+        for i, k in self._scale[broker]:
+            if used[i] * k > level:
+                used[i] = level / k
+        self._usage.pop(broker, None)
+
     def usage(self, broker: str) -> float:
         """Capacity-normalised usage now (cached; moves and splits refresh it)."""
         u = self._usage.get(broker)

@@ -7,7 +7,8 @@ JSON (unknown members are errors naming their path, like the rest of the state):
      "peaks": {"<bundle>": {"msgRate": x, "msgThroughputIn": y, "msgThroughputOut": z, "atMs": ms}},
      "coefficients": {"<resource>": [5 numbers >= 0]},
      "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}},
-     "above": {"<broker>": n}}
+     "above": {"<broker>": n},
+     "highs": {"<broker>": {"usage": x, "atMs": ms}}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
 * ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
@@ -22,7 +23,10 @@ JSON (unknown members are errors naming their path, like the rest of the state):
   from it and the change in traffic, and only part of the unexplained difference is believed;
 * ``above``: the brokers above the trigger in the last cycle, each with how many consecutive cycles
   saw it there (a broker acts when ``confirm_reports`` consecutive cycles do, unless it is far above);
-  a list of broker ids (an older state) counts one each.
+  a list of broker ids (an older state) counts one each;
+* ``highs``: per broker the highest usage its own load reports showed recently (Pulsar's weighted
+  max over resources, as reported, not modelled) and when: the planner believes a broker hot only as
+  far as its reports ever showed it (see ``GlobalPlanner.plan``); forgotten like ``peaks``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class PlannerMemory:
     coefficients: dict[str, list[float]] = field(default_factory=dict)
     reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     above: dict[str, int] = field(default_factory=dict)
+    highs: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,12 +67,13 @@ class PlannerMemory:
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
             "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
             "above": dict(self.above),
+            "highs": {b: dict(h) for b, h in self.highs.items()},
         }
 
     @classmethod
     def from_json(cls, obj: object, path: str) -> PlannerMemory:
         root = require_object(obj, path)
-        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients", "reports", "above"}, path)
+        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients", "reports", "above", "highs"}, path)
         mem = cls()
         mp = field_path(path, "moves")
         for bundle, raw in require_object(root.get("moves", {}), mp).items():
@@ -132,6 +138,15 @@ class PlannerMemory:
                 field_path(path, "above"), "expected an object of non-empty broker ids to positive integers"
             )
         mem.above = dict(above)
+        hp = field_path(path, "highs")
+        for broker, raw in require_object(root.get("highs", {}), hp).items():
+            ep = field_path(hp, broker)
+            entry = require_object(raw, ep)
+            reject_unknown_keys(entry, {"usage", "atMs"}, ep)
+            mem.highs[broker] = {
+                "usage": check_number(entry.get("usage"), field_path(ep, "usage")),
+                "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs")),
+            }
         return mem
 
     @classmethod
