@@ -1,4 +1,4 @@
-"""The DAG parses, wires the six tasks in order, and keeps parse time free of heavy imports."""
+"""The DAG parses, wires the seven tasks in order, and keeps parse time free of heavy imports."""
 
 from __future__ import annotations
 
@@ -17,9 +17,17 @@ def _dag():
     return bag.get_dag("pulsar_rebalance")
 
 
-def test_dag_wires_the_six_tasks_in_order(airflow_db):
+def test_dag_wires_the_seven_tasks_in_order(airflow_db):
     dag = _dag()
-    order = ["collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload"]
+    order = [
+        "collect_load",
+        "compute_usage",
+        "detect_overload",
+        "plan_split",
+        "await_approval",
+        "wait_for_window",
+        "execute_unload",
+    ]
     assert [t for t in order if t in dag.task_ids] == order
     for a, b in zip(order, order[1:]):
         assert dag.get_task(b).upstream_task_ids == {a}
@@ -31,6 +39,7 @@ def test_dag_wires_the_six_tasks_in_order(airflow_db):
         assert dag.get_task(task_id).application.endswith(f"spark_jobs/{task_id}.py")
     from airflow.providers.standard.operators.hitl import HITLOperator
 
+    assert type(dag.get_task("wait_for_window")).__name__ == "MaintenanceWindowSensor"
     gate = dag.get_task("await_approval")
     assert isinstance(gate, HITLOperator) and gate.options == ["Approve", "Reject"]
     assert set(gate.params) >= {"comment", "plan_hash"}  # the form the approver fills in
