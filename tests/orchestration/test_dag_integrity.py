@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -73,14 +75,15 @@ def test_plan_split_is_told_the_run_type_and_reads_it(airflow_db):
         assert is_scheduled(parsed.run_id, parsed.run_type) is scheduled, rendered
 
 
-def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time():
+@pytest.mark.parametrize("dag_file", ["pulsar_rebalance.py", "pulsar_rebalance_imbalance_watch.py"])
+def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time(dag_file):
     code = (
         "import runpy, sys; runpy.run_path(sys.argv[1]);"
         "bad = [m for m in ('pyspark', 'pulsar_rebalance.store.repository', 'pulsar_rebalance.pipeline.stages') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT / "dags" / "pulsar_rebalance.py")],
+        [sys.executable, "-c", code, str(ROOT / "dags" / dag_file)],
         capture_output=True,
         text=True,
         timeout=120,

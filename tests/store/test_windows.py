@@ -113,3 +113,37 @@ def test_only_an_approved_plan_waits(world, make_plan, db_url):
     state = window_gate(db_url, world.run_id)
     assert state["status"] == "not_approved" and state["plan_status"] == "pending"
     assert window_gate(db_url, "no-such-run")["status"] == "missing"
+
+
+def test_the_watch_never_triggers_while_the_cluster_is_busy_or_outside_its_window(world, make_plan, db_url):
+    from pulsar_rebalance.orchestration.imbalance import watch_sample
+
+    def sample(run: str, when: datetime) -> dict:
+        return watch_sample(
+            db_url,
+            cluster="c1",
+            admin_url="http://pulsar:8080",
+            broker="b1:8080",
+            worst=0.95,
+            threshold=0.85,
+            samples=1,
+            trigger_run_id=f"imbalance__{run}",
+            now=when,
+        )
+
+    now = datetime(2026, 6, 10, 12, 0, tzinfo=UTC)  # 14:00 in Berlin
+    # run-1 (the world's) is still planning: no plan yet
+    assert "run run-1 of this cluster is planning" in sample("a", now)["reason"]
+    plan_id = make_plan()  # now it has a plan awaiting a decision
+    blocked = sample("b", now)
+    assert not blocked["trigger"] and f"plan {plan_id} of run run-1 is pending" in blocked["reason"]
+    with session_scope(world.engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="rejected", decided_by="alice")
+        store_windows.set_windows(s, cluster_id=world.cluster_id, setting=NIGHTLY, by="alice")
+    outside = sample("c", now)
+    assert not outside["trigger"] and "outside the maintenance window" in outside["reason"]
+    inside = sample("d", datetime(2026, 6, 11, 0, 30, tzinfo=UTC))  # 02:30 in Berlin
+    assert inside["trigger"] and inside["run_id"] == "imbalance__d"
+    assert not sample("e", datetime(2026, 6, 11, 0, 35, tzinfo=UTC))["trigger"]  # same episode
+    [event] = _events(world.engine, "imbalance_run_triggered")
+    assert event["details"]["dag_run_id"] == "imbalance__d"

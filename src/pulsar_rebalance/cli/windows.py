@@ -18,6 +18,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from pulsar_rebalance.cli.brokers import _actor, _session
 from pulsar_rebalance.errors import ConfigError
 
 
@@ -38,18 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster", default=None, help="Pulsar cluster name (default: the only one recorded)")
     p.add_argument("--by", default=None, help="who (default: PULSAR_REBALANCE_USER or the login name)")
     p.set_defaults(func=_clear)
-
-
-def _session():
-    from pulsar_rebalance.store.engine import database_url, make_engine, session_scope
-
-    return session_scope(make_engine(database_url()))
-
-
-def _actor(by: str | None) -> str:
-    from pulsar_rebalance.cli.plans import _who
-
-    return _who(by)
 
 
 def _read_setting(text: str) -> object:

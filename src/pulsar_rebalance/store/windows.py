@@ -23,7 +23,7 @@ from pulsar_rebalance.errors import UnknownPlanError
 from pulsar_rebalance.store._shared import SYSTEM_ACTOR, _aware, _require_text
 from pulsar_rebalance.store.audit import audit
 from pulsar_rebalance.store.plans import _lock_plan
-from pulsar_rebalance.store.tables import Cluster, ImbalanceWatch, MaintenanceWindow
+from pulsar_rebalance.store.tables import Cluster, ImbalanceWatch, MaintenanceWindow, Plan, Run
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,32 @@ def expire_waiting_plan(s: Session, *, plan_id: str, now: datetime, opens_at: da
 
 
 # ------------------------------------------------------------------------------------ imbalance watch
+BLOCKING_PLAN_STATUSES = ("pending", "approved", "executing", "interrupted")
+
+
+def cluster_busy(s: Session, *, cluster_id: int) -> str | None:
+    """Why a new run of the cluster must not start now (None: nothing blocks it).
+
+    A run still planning (its ``runs`` row ``running`` without a plan yet), or a plan that awaits a decision,
+    waits for its window or is executing (or died executing and awaits resume/abort).
+    """
+    plan = s.execute(
+        select(Plan.plan_id, Plan.status, Plan.run_id)
+        .where(Plan.cluster_id == cluster_id, Plan.status.in_(BLOCKING_PLAN_STATUSES))
+        .order_by(Plan.created_at.desc())
+        .limit(1)
+    ).first()
+    if plan is not None:
+        return f"plan {plan.plan_id} of run {plan.run_id} is {plan.status}"
+    planning = s.execute(
+        select(Run.run_id)
+        .where(Run.cluster_id == cluster_id, Run.status == "running", ~Run.run_id.in_(select(Plan.run_id)))
+        .order_by(Run.started_at.desc())
+        .limit(1)
+    ).scalar_one_or_none()
+    return f"run {planning} of this cluster is planning" if planning else None
+
+
 @dataclass(frozen=True)
 class WatchState:
     over_count: int
@@ -162,7 +188,9 @@ def save_watch(
 
 
 __all__ = [
+    "BLOCKING_PLAN_STATUSES",
     "ClusterWindows",
+    "cluster_busy",
     "WatchState",
     "all_windows",
     "clear_windows",
