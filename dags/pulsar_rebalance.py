@@ -19,6 +19,7 @@ from airflow.sdk import DAG, Param
 from pulsar_rebalance.core.config import SPLIT_ALGORITHM_NAMES, config_json_schema
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
+from pulsar_rebalance.orchestration.windows import MaintenanceWindowSensor
 from pulsar_rebalance.pipeline import params as run_params
 from pulsar_rebalance.pipeline.params import PLACEMENTS, SHEDDERS, RunParams
 
@@ -179,6 +180,9 @@ with DAG(
     # executor reports the parking process as finished after the answer re-queued it); the retry reads the
     # decision back from the stored plan, so nothing is asked or decided twice
     await_approval = PlanApprovalGate(task_id="await_approval", retries=1, retry_delay=pendulum.duration(seconds=5))
+    # an approved plan starts only inside its cluster's maintenance window (none set: at once); deferred, no slot
+    wait_for_window = MaintenanceWindowSensor(task_id="wait_for_window")
     execute_unload = PulsarSparkJobOperator(task_id="execute_unload", job="execute_unload")
 
-    collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> execute_unload
+    collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> wait_for_window
+    wait_for_window >> execute_unload

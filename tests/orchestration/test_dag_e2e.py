@@ -141,7 +141,15 @@ def test_approved_plan_executes_exactly_as_planned(airflow_db, wired):
     assert approver.error is None and approver.exit_code == 0, approver.error
     assert states == {
         t: "success"
-        for t in ("collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload")
+        for t in (
+            "collect_load",
+            "compute_usage",
+            "detect_overload",
+            "plan_split",
+            "await_approval",
+            "wait_for_window",
+            "execute_unload",
+        )
     }
     assert dr.state == "success"
 

@@ -1,10 +1,12 @@
-"""The DAG parses, wires the six tasks in order, and keeps parse time free of heavy imports."""
+"""The DAG parses, wires the seven tasks in order, and keeps parse time free of heavy imports."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,9 +19,17 @@ def _dag():
     return bag.get_dag("pulsar_rebalance")
 
 
-def test_dag_wires_the_six_tasks_in_order(airflow_db):
+def test_dag_wires_the_seven_tasks_in_order(airflow_db):
     dag = _dag()
-    order = ["collect_load", "compute_usage", "detect_overload", "plan_split", "await_approval", "execute_unload"]
+    order = [
+        "collect_load",
+        "compute_usage",
+        "detect_overload",
+        "plan_split",
+        "await_approval",
+        "wait_for_window",
+        "execute_unload",
+    ]
     assert [t for t in order if t in dag.task_ids] == order
     for a, b in zip(order, order[1:]):
         assert dag.get_task(b).upstream_task_ids == {a}
@@ -31,6 +41,7 @@ def test_dag_wires_the_six_tasks_in_order(airflow_db):
         assert dag.get_task(task_id).application.endswith(f"spark_jobs/{task_id}.py")
     from airflow.providers.standard.operators.hitl import HITLOperator
 
+    assert type(dag.get_task("wait_for_window")).__name__ == "MaintenanceWindowSensor"
     gate = dag.get_task("await_approval")
     assert isinstance(gate, HITLOperator) and gate.options == ["Approve", "Reject"]
     assert set(gate.params) >= {"comment", "plan_hash"}  # the form the approver fills in
@@ -64,14 +75,15 @@ def test_plan_split_is_told_the_run_type_and_reads_it(airflow_db):
         assert is_scheduled(parsed.run_id, parsed.run_type) is scheduled, rendered
 
 
-def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time():
+@pytest.mark.parametrize("dag_file", ["pulsar_rebalance.py", "pulsar_rebalance_imbalance_watch.py"])
+def test_dag_file_does_not_import_spark_or_sqlalchemy_models_at_parse_time(dag_file):
     code = (
         "import runpy, sys; runpy.run_path(sys.argv[1]);"
         "bad = [m for m in ('pyspark', 'pulsar_rebalance.store.repository', 'pulsar_rebalance.pipeline.stages') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT / "dags" / "pulsar_rebalance.py")],
+        [sys.executable, "-c", code, str(ROOT / "dags" / dag_file)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -30,7 +30,7 @@ from pulsar_rebalance.store.tables import Base
 EXPECTED_TABLES = {
     "clusters", "brokers", "runs", "broker_load", "bundle_load", "bundle_time_averages", "strategy_state",
     "bundle_ranges", "ownership", "plans", "plan_actions", "approvals", "approval_votes", "audit_log", VERSION_TABLE,
-    "placement_policies", "cordoned_brokers",
+    "placement_policies", "cordoned_brokers", "maintenance_windows", "imbalance_watch",
 }  # fmt: skip
 
 

@@ -666,3 +666,39 @@ def test_a_drain_plan_says_what_it_drains_and_how_to_uncordon(viewer, db_url, mo
     callout = viewer.get(f"{URL_PREFIX}/plans/{fill}").text.split('id="mode-callout"', 1)[1].split("</div>", 1)[0]
     assert "<b>Fill of new:8080</b>" in callout and "(1 move)" in callout and "uncordon" not in callout
     assert 'id="mode-callout"' not in viewer.get(f"{URL_PREFIX}/plans/{_store_plan(db_url, 'run-plain')}").text
+
+
+def test_an_approved_plan_outside_its_window_says_it_waits_and_when_the_window_opens(viewer, db_url, monkeypatch):
+    """The plan page shows the cluster's maintenance window, that an approved plan waits for it (and
+    until when), and, once its expiry passed before the window opened, that it expired waiting."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.orchestration.windows import window_gate
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store import windows as store_windows
+    from pulsar_rebalance.store.engine import make_engine, session_scope
+
+    engine = make_engine(db_url)
+    plan_id = _store_plan(db_url, "run-w")
+    monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)
+    assert 'id="window-callout"' not in viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text  # no windows: no callout
+    opens = (datetime.now(UTC) + timedelta(hours=3)).replace(second=0, microsecond=0)
+    with session_scope(engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+        cid = repo.plan_for_run(s, run_id="run-w").cluster_id
+        setting = {
+            "timezone": "UTC",
+            "windows": [{"cron": f"{opens.minute} {opens.hour} * * *", "duration_minutes": 30}],
+        }
+        store_windows.set_windows(s, cluster_id=cid, setting=setting, by="alice")
+    html = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    assert f"UTC: {opens.minute} {opens.hour} * * * for 30 min" in html
+    assert "waiting for the maintenance window, opens at" in html
+    assert f"opens at\n  {opens:%Y-%m-%d %H:%M:%S} UTC" in html
+    assert '<meta http-equiv="refresh"' in html  # it reloads itself while it waits
+
+    state = window_gate(db_url, "run-w", datetime.now(UTC) + timedelta(hours=1, minutes=1))  # past its expiry
+    assert state["status"] == "expired"
+    html = viewer.get(f"{URL_PREFIX}/plans/{plan_id}").text
+    assert 'id="plan-status">expired<' in html and "waiting for the maintenance window, opens at" not in html
+    assert "Expired while waiting for the maintenance window" in html and "did not open before it expired" in html

@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "pulsar_rebalance.cli.plans",  # plans list|show|approve|reject, db upgrade
     "pulsar_rebalance.cli.history",  # history BUNDLE [--at T]
     "pulsar_rebalance.cli.brokers",  # brokers cordoned|cordon|uncordon
+    "pulsar_rebalance.cli.windows",  # windows show|set|clear
     "pulsar_rebalance.cli.simulator_command",  # simulator
     "pulsar_rebalance.cli.quickstart",  # db, demo (the README's main job)
 )

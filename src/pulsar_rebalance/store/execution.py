@@ -41,7 +41,9 @@ PLAN_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
 
 ``pending -> approved|rejected`` happens only through :func:`decide_plan`, ``pending -> expired``
 only through :func:`expire_plan` and ``pending|approved -> superseded`` only through
-:func:`supersede_plans` (all three also write the approval row); ``empty``, ``rejected``,
+:func:`supersede_plans` (all three also write the approval row); ``approved -> expired`` only through
+:func:`pulsar_rebalance.store.windows.expire_waiting_plan` (the maintenance window did not open before
+the plan's expiry; the approval row stays, an audit row says why); ``empty``, ``rejected``,
 ``expired``, ``superseded``, ``aborted`` and ``executed`` are final. Only an approved plan can ever
 start executing; ``interrupted`` is an execution whose process died (its lock was released by
 Postgres when the connection ended): it is resumed or aborted.

@@ -196,6 +196,31 @@ class CordonedBroker(Base):
     reason: Mapped[str] = mapped_column(Text)
 
 
+class MaintenanceWindow(Base):
+    """A cluster's maintenance windows (``core.windows`` JSON): approved plans start executing only inside."""
+
+    __tablename__ = "maintenance_windows"
+
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id"), primary_key=True)
+    setting: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    updated_at: Mapped[datetime] = mapped_column(TZ, server_default=func.now())
+    updated_by: Mapped[str] = mapped_column(Text)
+
+
+class ImbalanceWatch(Base):
+    """The imbalance watch of a cluster: consecutive samples over the threshold, and the episode's run."""
+
+    __tablename__ = "imbalance_watch"
+
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id"), primary_key=True)
+    over_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    armed: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    last_sample_at: Mapped[datetime | None] = mapped_column(TZ)
+    last_worst: Mapped[float | None] = mapped_column(Double)
+    triggered_run_id: Mapped[str | None] = mapped_column(Text)  # the run this episode triggered (Airflow's id)
+    triggered_at: Mapped[datetime | None] = mapped_column(TZ)
+
+
 class BundleTimeAverage(Base):
     """The leader-side ``BundleData`` (short/long-term ``TimeAverageMessageData``) carried across runs."""
 

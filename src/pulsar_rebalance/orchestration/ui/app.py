@@ -102,6 +102,7 @@ def create_app() -> FastAPI:
         try:
             with _session() as s:
                 detail = queries.plan_detail(s, plan_id=plan_id)
+                window = maintenance_window(s, cluster_id=detail.plan.cluster_id)
         except UnknownPlanError:
             return _page(request, "missing.html", title="No such plan", plan_id=plan_id, status_code=404)
         plan = detail.plan
@@ -130,6 +131,7 @@ def create_app() -> FastAPI:
             progress_lines=progress_lines(progress) if progress else (),
             progress_eta=eta_text(progress) if progress else "",
             refresh_seconds=REFRESH_SECONDS,
+            window=window,
             links=links,
             raw_summary=plan.summary or {},
             dag_id=dag_id,
@@ -199,6 +201,18 @@ def create_app() -> FastAPI:
         return response
 
     return app
+
+
+def maintenance_window(s, *, cluster_id: int) -> dict[str, Any] | None:
+    """The cluster's maintenance windows as the plan page shows them (None: no windows set)."""
+    from pulsar_rebalance.core.windows import describe, window_state
+    from pulsar_rebalance.store import windows as store_windows
+
+    setting = store_windows.window_setting(s, cluster_id=cluster_id)
+    if setting is None:
+        return None
+    state = window_state(setting, datetime.now(UTC))
+    return {"text": describe(setting), "open": state.open, "opens_at": state.opens_at, "closes_at": state.closes_at}
 
 
 def trigger_fix_run(dag_id: str, *, user: str, plan_id: str) -> str:
