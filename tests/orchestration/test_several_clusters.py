@@ -22,6 +22,8 @@ from tests.orchestration.test_dag_e2e import ROOT, _ownership, _q, airflow_api
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800, method="thread")]
+WEST_CLIENT_ID = "rebalancer-west"
+WEST_SECRET = "w3st-S3cr3t-never-logged-5e1f"
 
 GATED = (
     "SELECT p.plan_id, p.gate, p.content_hash, p.status, p.run_id FROM plans p JOIN clusters c ON c.id = p.cluster_id "
@@ -32,17 +34,28 @@ GATED = (
 @pytest.fixture
 def two_clusters(db_url, tmp_path, monkeypatch):
     """Two simulated Pulsar clusters (``east``, ``west``: different brokers, loads and names) behind the
-    Connections ``pulsar_admin_east`` and ``pulsar_admin_west``; no ``pulsar_admin_default``."""
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    Connections ``pulsar_admin_east`` (no auth) and ``pulsar_admin_west`` (OAuth2 client credentials, its
+    simulator refusing anything else); no ``pulsar_admin_default``."""
+    from pulsar_rebalance.simulator import OAuth2Issuer, SimulatedPulsar, generate_cluster
 
+    issuer = OAuth2Issuer(WEST_CLIENT_ID, WEST_SECRET)
     with (
         SimulatedPulsar(generate_cluster(seed=42, cluster="east"), ephemeral=True) as east,
-        SimulatedPulsar(generate_cluster(seed=7, cluster="west", brokers=4), ephemeral=True) as west,
+        SimulatedPulsar(generate_cluster(seed=7, cluster="west", brokers=4), ephemeral=True, oauth2=issuer) as west,
     ):
-        for name, sim in (("EAST", east), ("WEST", west)):
-            monkeypatch.setenv(
-                f"AIRFLOW_CONN_PULSAR_ADMIN_{name}", json.dumps({"conn_type": "http", "host": sim.admin_url})
-            )
+        monkeypatch.setenv("AIRFLOW_CONN_PULSAR_ADMIN_EAST", json.dumps({"conn_type": "http", "host": east.admin_url}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_PULSAR_ADMIN_WEST",
+            json.dumps(
+                {
+                    "conn_type": "http",
+                    "host": west.admin_url,
+                    "login": WEST_CLIENT_ID,
+                    "password": WEST_SECRET,
+                    "extra": {"auth": "oauth2", "issuer_url": west.issuer_url},
+                }
+            ),
+        )
         monkeypatch.delenv("AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", raising=False)
         monkeypatch.setenv(
             "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
@@ -176,6 +189,23 @@ def test_two_clusters_get_two_dags_that_plan_and_execute_independently(airflow_d
     assert _q(db_url, "SELECT status FROM plans WHERE plan_id = :p", p=west["plan_id"])[0]["status"] == "executed"
     _moved_as_planned(db_url, west["plan_id"], before["west"], sims["west"].state.snapshot())
     assert _ownership(sims["east"].state.snapshot()) == _ownership(east_after)
+    assert sims["west"].tokens_issued >= 1  # west's jobs authenticated with its Connection's client credentials
+    assert WEST_SECRET not in log_path.read_text()
+
+    # the gate guard maps each state-DB run back to its own DAG's Airflow run, the run ids being the same
+    from airflow.utils.session import create_session
+
+    from pulsar_rebalance.orchestration.gate_guard import _airflow_runs
+
+    with create_session() as session:
+        runs = {
+            key: (run.dag_id, run.run_id)
+            for key, run in _airflow_runs(session, {east["run_id"], west["run_id"]}).items()
+        }
+    assert runs == {
+        east["run_id"]: ("pulsar_rebalance_east", dr.run_id),
+        west["run_id"]: ("pulsar_rebalance_west", dr.run_id),
+    }
 
     # each plan is its own cluster's, with its own runs, and the lists filter by cluster
     clusters = _q(db_url, "SELECT c.name, r.run_id FROM runs r JOIN clusters c ON c.id = r.cluster_id ORDER BY c.name")

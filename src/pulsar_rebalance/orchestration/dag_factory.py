@@ -201,10 +201,15 @@ def build_dag(name: str = clusters.DEFAULT_NAME, *, doc_md: str | None = None) -
         },
     ) as dag:
         # every Spark job talks to this DAG's cluster, and records its run under this DAG's run key
-        spark = {"admin_conn_id": admin_conn_id, "run_key": run_key}
-        collect_load = PulsarSparkJobOperator(task_id="collect_load", job="collect_load", pass_params=True, **spark)
-        compute_usage = PulsarSparkJobOperator(task_id="compute_usage", job="compute_usage", **spark)
-        detect_overload = PulsarSparkJobOperator(task_id="detect_overload", job="detect_overload", **spark)
+        collect_load = PulsarSparkJobOperator(
+            task_id="collect_load", job="collect_load", pass_params=True, admin_conn_id=admin_conn_id, run_key=run_key
+        )
+        compute_usage = PulsarSparkJobOperator(
+            task_id="compute_usage", job="compute_usage", admin_conn_id=admin_conn_id, run_key=run_key
+        )
+        detect_overload = PulsarSparkJobOperator(
+            task_id="detect_overload", job="detect_overload", admin_conn_id=admin_conn_id, run_key=run_key
+        )
         # a scheduled run leaves a plan that awaits a decision alone (no new plan, no gate); a manual run's
         # plan supersedes it: plan_split is told the run's type
         plan_split = PulsarSparkJobOperator(
@@ -219,7 +224,9 @@ def build_dag(name: str = clusters.DEFAULT_NAME, *, doc_md: str | None = None) -
         await_approval = PlanApprovalGate(
             task_id="await_approval", run_key=run_key, retries=1, retry_delay=pendulum.duration(seconds=5)
         )
-        execute_unload = PulsarSparkJobOperator(task_id="execute_unload", job="execute_unload", **spark)
+        execute_unload = PulsarSparkJobOperator(
+            task_id="execute_unload", job="execute_unload", admin_conn_id=admin_conn_id, run_key=run_key
+        )
 
         collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> execute_unload
     return dag

@@ -334,11 +334,13 @@ def _airflow_runs(session, keys, *where) -> dict[str, Any]:
     keys = set(keys)
     wanted = {clusters.airflow_run(key) for key in keys}
     rows = session.scalars(select(DagRun).where(DagRun.run_id.in_({run_id for _, run_id in wanted}), *where))
-    found = {}
+    found: dict[str, Any] = {}
     for run in rows:
         name = clusters.name_of_dag(run.dag_id)
-        key = clusters.run_key(run.run_id, name) if name is not None else None
-        if key in keys and (run.dag_id, run.run_id) in wanted:
+        if name is None or (run.dag_id, run.run_id) not in wanted:
+            continue
+        key = clusters.run_key(run.run_id, name)
+        if key in keys:
             found[key] = run
     return found
 
