@@ -9,7 +9,7 @@ import pytest
 
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import make_engine, session_scope
-from tests.cli.test_plans_cli import cli
+from tests.cli.test_plans_cli import cli, interrupted_plan  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
@@ -69,3 +69,30 @@ def test_a_plan_of_another_cluster_is_refused_before_anything_is_decided(two_clu
     right = cli(db_url, "plans", "approve", plans["east"], "--cluster", "east", "--by", "alice")
     assert right.returncode == 0, right.stderr
     assert json.loads(right.stdout)["decision"] == "approved"
+
+
+def test_resume_with_another_clusters_admin_url_is_refused_and_sends_nothing(interrupted_plan):  # noqa: F811
+    """An operator with several clusters exported the wrong PULSAR_ADMIN_URL: the plan's moves must not go there."""
+    import os
+    import subprocess
+    import sys
+
+    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+
+    db_url, plan_id, sim = interrupted_plan
+    with SimulatedPulsar(generate_cluster(seed=42, cluster="other"), ephemeral=True) as other:
+        env = dict(os.environ, PULSAR_REBALANCE_DATABASE_URL=db_url, PULSAR_ADMIN_URL=other.admin_url)
+        run = [sys.executable, "-m", "pulsar_rebalance.cli", "plans"]
+        out = subprocess.run([*run, "resume", plan_id], capture_output=True, text=True, env=env, timeout=180)
+        assert out.returncode == 1, out.stderr
+        assert (
+            f"not resumed: PULSAR_ADMIN_URL serves Pulsar cluster(s) other, not plan {plan_id}'s cluster" in out.stderr
+        )
+        assert other.executed() == [] and sim.executed() == []
+        assert json.loads(cli(db_url, "plans", "show", plan_id, "--json").stdout)["status"] == "executing"
+        # abort still ends the execution, but does not measure the other cluster as this plan's result
+        out = subprocess.run([*run, "abort", plan_id], capture_output=True, text=True, env=env, timeout=180)
+        assert out.returncode == 0, out.stderr
+        result = json.loads(cli(db_url, "plans", "show", plan_id, "--json").stdout)["result"]
+        assert "serves Pulsar cluster(s) other" in json.dumps(result) and not result.get("broker_usage_after")
+        assert other.executed() == []

@@ -264,9 +264,32 @@ def _resume(args: argparse.Namespace) -> int:
     from pulsar_rebalance.pipeline.execute import resume_plan
 
     with admin_client_from_env() as client:
+        wrong = _other_cluster(client, args.plan_id)
+        if wrong:
+            from pulsar_rebalance.errors import ConfigError
+
+            raise ConfigError(f"not resumed: {wrong}", key="PULSAR_ADMIN_URL")
         report = resume_plan(_engine(), client, plan_id=args.plan_id, by=_who(args.by))
     print(json.dumps(report.to_json(), default=str))
     return 0
+
+
+def _other_cluster(client, plan_id: str) -> str | None:
+    """Why ``client`` (from ``PULSAR_ADMIN_URL``) is not plan ``plan_id``'s Pulsar cluster, or None if it is:
+    with several clusters, another cluster's admin URL must never get this plan's moves."""
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    with session_scope(_engine()) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+        name = repo.cluster_name(s, cluster_id=plan.cluster_id)
+    served = client.clusters()
+    if name in served:
+        return None
+    return (
+        f"PULSAR_ADMIN_URL serves Pulsar cluster(s) {', '.join(served) or 'none'}, not plan {plan_id}'s cluster "
+        f"{name!r}: export that cluster's admin URL (and credentials)"
+    )
 
 
 def _abort(args: argparse.Namespace) -> int:
@@ -280,6 +303,11 @@ def _abort(args: argparse.Namespace) -> int:
         client, why_not = admin_client_from_env(), None
     except ConfigError as exc:
         client, why_not = None, str(exc)
+    if client is not None:
+        why_not = _other_cluster(client, args.plan_id)  # another cluster's admin URL must not be measured
+        if why_not:
+            client.close()
+            client = None
     with client if client is not None else nullcontext():
         plan = abort_plan(
             _engine(),
