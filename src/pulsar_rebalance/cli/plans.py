@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = psub.add_parser("list", help="recent plans, newest first")
     p.add_argument("--status", help="only plans in this status (pending, approved, executed, ...)")
+    p.add_argument("--cluster", default=None, help="only this Pulsar cluster's plans (default: every cluster)")
     p.add_argument(
         "--limit",
         type=bounded_int(1, MAX_LIST_LIMIT),
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = psub.add_parser("show", help="one plan with its actions, reasons and predicted effect")
     p.add_argument("plan_id")
+    _cluster_option(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--plot",
@@ -61,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also write a before/predicted/measured usage chart per broker "
         "(.png, .svg or .pdf; a directory: DIR/<plan id>.png)",
     )
-    p.set_defaults(func=_show)
+    p.set_defaults(func=_in_cluster(_show))
 
     p = psub.add_parser(
         "violations",
@@ -70,19 +72,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("plan_id")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=_violations)
+    _cluster_option(p)
+    p.set_defaults(func=_in_cluster(_violations))
 
     for verb in ("approve", "reject"):
         p = psub.add_parser(verb, help=f"{verb} a pending plan (recorded with who, when and comment)")
         p.add_argument("plan_id")
         p.add_argument("--comment", "-m", default=None)
         p.add_argument("--by", default=None, help="who decides (default: $PULSAR_REBALANCE_USER or the login name)")
-        p.set_defaults(func=_decide, decision="approved" if verb == "approve" else "rejected")
+        _cluster_option(p)
+        p.set_defaults(func=_in_cluster(_decide), decision="approved" if verb == "approve" else "rejected")
 
     p = psub.add_parser("stop", help="stop switch: an executing plan runs no further action (in-flight ones finish)")
     p.add_argument("plan_id")
     p.add_argument("--by", default=None, help="who stops it (default: $PULSAR_REBALANCE_USER or the login name)")
-    p.set_defaults(func=_stop)
+    _cluster_option(p)
+    p.set_defaults(func=_in_cluster(_stop))
     p = psub.add_parser(
         "resume",
         help="finish an interrupted execution (reconciles with Pulsar first), then measure and record the "
@@ -90,7 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("plan_id")
     p.add_argument("--by", default=None)
-    p.set_defaults(func=_resume)
+    _cluster_option(p)
+    p.set_defaults(func=_in_cluster(_resume))
     p = psub.add_parser(
         "abort",
         help="end an interrupted execution: actions not run are skipped; then the cluster is measured and "
@@ -98,13 +104,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("plan_id")
     p.add_argument("--by", default=None)
-    p.set_defaults(func=_abort)
+    _cluster_option(p)
+    p.set_defaults(func=_in_cluster(_abort))
 
     db = sub.add_parser("db", help="state database maintenance")
     dsub = db.add_subparsers(dest="db_command", metavar="ACTION")
     dsub.required = True
     p = dsub.add_parser("upgrade", help="apply Alembic migrations up to head")
     p.set_defaults(func=_db_upgrade)
+
+
+def _cluster_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cluster",
+        default=None,
+        help="the Pulsar cluster the plan must belong to (a safety check: refused if it is another's)",
+    )
+
+
+def _in_cluster(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``func``, after checking that plan ``args.plan_id`` is of cluster ``args.cluster`` (if given)."""
+
+    def checked(args: argparse.Namespace) -> int:
+        if args.cluster is not None:
+            from pulsar_rebalance.errors import ConfigError
+            from pulsar_rebalance.store import repository as repo
+            from pulsar_rebalance.store.engine import session_scope
+
+            with session_scope(_engine()) as s:
+                wanted = repo.cluster_id_named(s, args.cluster)
+                plan = repo.get_plan(s, plan_id=args.plan_id)
+                if plan.cluster_id != wanted:
+                    other = repo.cluster_name(s, cluster_id=plan.cluster_id)
+                    raise ConfigError(
+                        f"plan {args.plan_id} is of cluster {other!r}, not {args.cluster!r}", key="cluster"
+                    )
+        return func(args)
+
+    return checked
 
 
 def _engine():
@@ -227,9 +264,32 @@ def _resume(args: argparse.Namespace) -> int:
     from pulsar_rebalance.pipeline.execute import resume_plan
 
     with admin_client_from_env() as client:
+        wrong = _other_cluster(client, args.plan_id)
+        if wrong:
+            from pulsar_rebalance.errors import ConfigError
+
+            raise ConfigError(f"not resumed: {wrong}", key="PULSAR_ADMIN_URL")
         report = resume_plan(_engine(), client, plan_id=args.plan_id, by=_who(args.by))
     print(json.dumps(report.to_json(), default=str))
     return 0
+
+
+def _other_cluster(client, plan_id: str) -> str | None:
+    """Why ``client`` (from ``PULSAR_ADMIN_URL``) is not plan ``plan_id``'s Pulsar cluster, or None if it is:
+    with several clusters, another cluster's admin URL must never get this plan's moves."""
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import session_scope
+
+    with session_scope(_engine()) as s:
+        plan = repo.get_plan(s, plan_id=plan_id)
+        name = repo.cluster_name(s, cluster_id=plan.cluster_id)
+    served = client.clusters()
+    if name in served:
+        return None
+    return (
+        f"PULSAR_ADMIN_URL serves Pulsar cluster(s) {', '.join(served) or 'none'}, not plan {plan_id}'s cluster "
+        f"{name!r}: export that cluster's admin URL (and credentials)"
+    )
 
 
 def _abort(args: argparse.Namespace) -> int:
@@ -243,6 +303,11 @@ def _abort(args: argparse.Namespace) -> int:
         client, why_not = admin_client_from_env(), None
     except ConfigError as exc:
         client, why_not = None, str(exc)
+    if client is not None:
+        why_not = _other_cluster(client, args.plan_id)  # another cluster's admin URL must not be measured
+        if why_not:
+            client.close()
+            client = None
     with client if client is not None else nullcontext():
         plan = abort_plan(
             _engine(),
@@ -271,17 +336,23 @@ def _list(args: argparse.Namespace) -> int:
 
     with session_scope(_engine()) as s:
         repo.expire_due_plans(s)  # a plan whose window ended is shown (and recorded) as expired
-        plans = repo.list_plans(s, status=args.status, limit=args.limit)
+        cluster_id = repo.cluster_id_named(s, args.cluster) if args.cluster else None
+        plans = repo.list_plans(s, status=args.status, limit=args.limit, cluster_id=cluster_id)
+        names = {p.cluster_id: repo.cluster_name(s, cluster_id=p.cluster_id) for p in plans}
     if not plans:
-        print("no plans")
+        print("no plans" + (f" of cluster {args.cluster}" if args.cluster else ""))
         return 0
-    print(f"{'PLAN':<22} {'STATUS':<21} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  {'MAX USAGE':<32} RUN")
+    width = max(7, *(len(n) for n in names.values()))
+    print(
+        f"{'PLAN':<22} {'STATUS':<21} {'CREATED (UTC)':<20} {'SPLITS':>6} {'UNLOADS':>7}  {'MAX USAGE':<32} "
+        f"{'CLUSTER':<{width}} RUN"
+    )
     for p in plans:
         s_ = p.summary or {}
         usage = f"{_pct(s_.get('maxUsageBefore'))} -> {_pct(s_.get('maxUsageAfterPredicted'))} (predicted)"
         print(
             f"{p.plan_id:<22} {status_label(p):<21} {p.created_at:%Y-%m-%d %H:%M:%S} {s_.get('numBundleSplits', 0):>6} "
-            f"{s_.get('numBundleUnloads', 0):>7}  {usage:<32} {p.run_id}"
+            f"{s_.get('numBundleUnloads', 0):>7}  {usage:<32} {names[p.cluster_id]:<{width}} {p.run_id}"
         )
     return 0
 
@@ -392,17 +463,21 @@ def _show(args: argparse.Namespace) -> int:
     with session_scope(_engine()) as s:
         repo.expire_plan(s, plan_id=args.plan_id)  # no-op unless its window ended
         plan = repo.get_plan(s, plan_id=args.plan_id)
+        cluster = repo.cluster_name(s, cluster_id=plan.cluster_id)
         progress = queries.progress_inputs(s, plan_id=args.plan_id).progress()
     if args.plot:
         from pulsar_rebalance.cli.plot import plot_plan
 
         print(f"chart written to {plot_plan(plan, chart_path(args.plot, plan.plan_id))}", file=sys.stderr)
     if args.json:
-        print(json.dumps(plan_to_json(plan), default=str, indent=2))
+        print(json.dumps(plan_to_json(plan, cluster=cluster), default=str, indent=2))
         return 0
     s_ = plan.summary or {}
     out = sys.stdout
-    out.write(f"Plan {plan.plan_id}  status={status_label(plan)}  run={plan.run_id}  dry_run={plan.dry_run}\n")
+    out.write(
+        f"Plan {plan.plan_id}  cluster={cluster}  status={status_label(plan)}  run={plan.run_id}  "
+        f"dry_run={plan.dry_run}\n"
+    )
     if plan.dry_run:
         out.write(
             "DRY RUN: no admin call is made to Pulsar; on execution every action is skipped with what it would do\n"
@@ -470,11 +545,12 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def plan_to_json(plan) -> dict[str, Any]:
+def plan_to_json(plan, *, cluster: str | None = None) -> dict[str, Any]:
     return {
         "plan_id": plan.plan_id,
         "status": plan.status,
         "run_id": plan.run_id,
+        "cluster": cluster or (plan.summary or {}).get("cluster"),
         "dry_run": plan.dry_run,
         "created_at": plan.created_at,
         "expires_at": plan.expires_at,

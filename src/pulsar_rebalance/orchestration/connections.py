@@ -1,6 +1,6 @@
 """Resolve our Airflow Connections into environment variables for the Spark jobs.
 
-* ``pulsar_admin_default`` (any conn type, e.g. ``http``): host (``http(s)://host:port`` or a bare host
+* ``pulsar_admin_default`` (or ``pulsar_admin_<name>``: one per cluster, see ``core.clusters``; any conn type, e.g. ``http``): host (``http(s)://host:port`` or a bare host
   with port and schema ``https``), password = admin token (optional), extra
   ``{"tls_verify": true|false|"/path/ca.pem", "timeout": 10}``. OAuth2 client credentials instead of
   a token: extra ``{"auth": "oauth2", "issuer_url": ..., "audience": ..., "scope": ...}`` (audience and
@@ -35,7 +35,8 @@ def _get(conn_id: str):
         return None
 
 
-def admin_env(conn) -> dict[str, str]:
+def admin_env(conn, conn_id: str = ADMIN_CONN_ID) -> dict[str, str]:
+    """``PULSAR_ADMIN_*`` of admin Connection ``conn`` (named ``conn_id`` in errors); {} for None."""
     if conn is None:
         return {}
     host = conn.host or ""
@@ -46,13 +47,13 @@ def admin_env(conn) -> dict[str, str]:
     extra: dict[str, Any] = conn.extra_dejson or {}
     auth = str(extra.get("auth") or "token").strip().lower()
     if auth == "oauth2":
-        env.update(_oauth2_env(conn, extra))
+        env.update(_oauth2_env(conn, extra, conn_id))
     elif auth == "token":
         if conn.password:
             env["PULSAR_ADMIN_TOKEN"] = conn.password
     else:
         raise ConfigError(
-            f"Connection {ADMIN_CONN_ID!r}: extra 'auth' must be 'token' or 'oauth2', got {extra.get('auth')!r}",
+            f"Connection {conn_id!r}: extra 'auth' must be 'token' or 'oauth2', got {extra.get('auth')!r}",
             key="auth",
         )
     if "tls_verify" in extra:
@@ -64,9 +65,9 @@ def admin_env(conn) -> dict[str, str]:
     return env
 
 
-def _oauth2_env(conn, extra: dict[str, Any]) -> dict[str, str]:
+def _oauth2_env(conn, extra: dict[str, Any], conn_id: str) -> dict[str, str]:
     """``PULSAR_ADMIN_OAUTH2_*`` of an ``"auth": "oauth2"`` Connection: login = client id, password = secret."""
-    where = f"Connection {ADMIN_CONN_ID!r} (extra 'auth': 'oauth2')"
+    where = f"Connection {conn_id!r} (extra 'auth': 'oauth2')"
     if "token" in extra:
         raise ConfigError(f"{where} has a 'token' in its extra too: give a token or OAuth2, not both", key="token")
     missing = [
@@ -109,9 +110,10 @@ def db_url_from_conn(conn) -> str | None:
     ).render_as_string(hide_password=False)
 
 
-def job_environment() -> dict[str, str]:
-    """Secrets for a Spark job: admin URL/token and the state DB URL, from Connections (masked)."""
-    env = admin_env(_get(ADMIN_CONN_ID))
+def job_environment(admin_conn_id: str = ADMIN_CONN_ID) -> dict[str, str]:
+    """Secrets for a Spark job: admin URL/token (from Connection ``admin_conn_id``: each cluster's DAG
+    passes its own) and the state DB URL, from Connections (masked)."""
+    env = admin_env(_get(admin_conn_id), admin_conn_id)
     url = db_url_from_conn(_get(DB_CONN_ID))
     if url:
         env["PULSAR_REBALANCE_DATABASE_URL"] = url

@@ -276,11 +276,8 @@ def note_refusal(gate: dict[str, str], voter: str | None, refusal: str) -> None:
 def follow_airflow_runs(url: str) -> dict[str, str]:
     """Runs still ``running`` in the state DB whose Airflow run has ended (also when marked success/failed by
     hand) take Airflow's final state; returns ``{run_id: new status}``."""
-    from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
-    from sqlalchemy import select
 
-    from pulsar_rebalance.orchestration.ui.app import DAG_ID
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import make_engine, session_scope
 
@@ -290,10 +287,9 @@ def follow_airflow_runs(url: str) -> dict[str, str]:
     if not running:
         return {}
     with create_session() as session:
-        rows = session.execute(
-            select(DagRun.run_id, DagRun.state).where(DagRun.dag_id == DAG_ID, DagRun.run_id.in_(running))
-        ).all()
-    states = {str(run_id): str(getattr(state, "value", state)) for run_id, state in rows}
+        states = {
+            key: str(getattr(run.state, "value", run.state)) for key, run in _airflow_runs(session, running).items()
+        }
     changed = {}
     with session_scope(engine) as s:
         for run_id, state in states.items():
@@ -310,10 +306,8 @@ def note_empty_runs(url: str, *, recent: int = 50) -> list[str]:
     page shows it), unless the run has a note already; returns the run ids noted."""
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
-    from sqlalchemy import select
 
     from pulsar_rebalance.core.plan_summary import why_nothing_planned
-    from pulsar_rebalance.orchestration.ui.app import DAG_ID
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import make_engine, session_scope
 
@@ -323,13 +317,32 @@ def note_empty_runs(url: str, *, recent: int = 50) -> list[str]:
         return []
     noted = []
     with create_session() as session:
-        runs = session.scalars(
-            select(DagRun).where(DagRun.dag_id == DAG_ID, DagRun.run_id.in_(list(why)), ~DagRun.dag_run_note.has())
-        )
-        for run in runs:
-            run.note = f"Nothing to do: {'; '.join(why[run.run_id])}"[:1000]
-            noted.append(run.run_id)
+        for key, run in _airflow_runs(session, why, ~DagRun.dag_run_note.has()).items():
+            run.note = f"Nothing to do: {'; '.join(why[key])}"[:1000]
+            noted.append(key)
     return noted
+
+
+def _airflow_runs(session, keys, *where) -> dict[str, Any]:
+    """``{state DB run id: Airflow DagRun}`` for the run ids ``keys``, across every cluster's DAG
+    (``core.clusters.run_key``: a named cluster's runs are recorded as ``<Airflow run id>@<name>``)."""
+    from airflow.models.dagrun import DagRun
+    from sqlalchemy import select
+
+    from pulsar_rebalance.core import clusters
+
+    keys = set(keys)
+    wanted = {clusters.airflow_run(key) for key in keys}
+    rows = session.scalars(select(DagRun).where(DagRun.run_id.in_({run_id for _, run_id in wanted}), *where))
+    found: dict[str, Any] = {}
+    for run in rows:
+        name = clusters.name_of_dag(run.dag_id)
+        if name is None or (run.dag_id, run.run_id) not in wanted:
+            continue
+        key = clusters.run_key(run.run_id, name)
+        if key in keys:
+            found[key] = run
+    return found
 
 
 async def _sweep(url: str | None) -> None:

@@ -85,6 +85,10 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
     Args:
         job: the entry point's name.
         pass_params: add ``--params-json`` (the DAG run's params; they hold no secrets).
+        admin_conn_id: the Connection of the Pulsar admin API this job talks to (each cluster's DAG passes
+            its own ``pulsar_admin_<name>``; default ``pulsar_admin_default``).
+        run_key: the run id the job records its run under (a template; default ``{{ run_id }}``; a named
+            cluster's DAG gives ``core.clusters.run_key_template(name)``), when ``application_args`` is not given.
         kubernetes_secret: for a ``k8s://`` master, the name of a Kubernetes Secret whose keys are
             ``PULSAR_ADMIN_URL``, ``PULSAR_ADMIN_TOKEN``, ``PULSAR_REBALANCE_DATABASE_URL`` (any subset):
             the driver gets them as ``secretKeyRef`` variables and no secrets file is shipped
@@ -101,6 +105,8 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         pass_params: bool = False,
         jobs_dir: str | None = None,
         kubernetes_secret: str | None = None,
+        admin_conn_id: str | None = None,
+        run_key: str = "{{ run_id }}",
         **kwargs: Any,
     ) -> None:
         jobs = Path(jobs_dir or os.environ.get("PULSAR_REBALANCE_SPARK_JOBS_DIR") or SPARK_JOBS_DIR)
@@ -118,11 +124,12 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         # execute time (the archive may be built after the DAG was parsed); a conf given here wins
         default_driver_options = "spark.driver.extraJavaOptions" not in conf
         kwargs["conf"] = conf
-        kwargs.setdefault("application_args", ["--run-id", "{{ run_id }}"])
+        kwargs.setdefault("application_args", ["--run-id", run_key])
         super().__init__(**kwargs)
         self.job = job
         self.pass_params = pass_params
         self.kubernetes_secret = kubernetes_secret
+        self.admin_conn_id = admin_conn_id
         self._driver_java_options = default_driver_options
 
     def execute(self, context):
@@ -141,7 +148,7 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         from airflow.sdk import BaseHook
         from airflow.sdk.exceptions import AirflowNotFoundException
 
-        from pulsar_rebalance.orchestration.connections import job_environment
+        from pulsar_rebalance.orchestration.connections import ADMIN_CONN_ID, job_environment
 
         try:
             BaseHook.get_connection(self._conn_id)
@@ -156,7 +163,7 @@ class PulsarSparkJobOperator(SparkSubmitOperator):
         if self.pass_params and "--params-json" not in args:
             args += ["--params-json", json.dumps(dict(context["params"]), default=str)]
         self.application_args = args
-        secrets = job_environment()
+        secrets = job_environment(self.admin_conn_id or ADMIN_CONN_ID)
         env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         env.update({k: v for k, v in (self.env_vars or {}).items() if k not in secrets})
         master, deploy_mode = self._master_and_deploy_mode()

@@ -68,9 +68,17 @@ class PlanDetail:
         ).progress(now)
 
 
-def list_plan_rows(s: Session, *, limit: int = 50, status: str | None = None) -> list[PlanRow]:
-    """The newest plans first, with their cluster's name and headline numbers."""
-    plans = repo.list_plans(s, status=status, limit=limit)
+def list_plan_rows(
+    s: Session, *, limit: int = 50, status: str | None = None, cluster: str | None = None
+) -> list[PlanRow]:
+    """The newest plans first, with their cluster's name and headline numbers (only cluster ``cluster``'s
+    if given: none for a cluster never recorded)."""
+    cluster_id = None
+    if cluster is not None:
+        cluster_id = s.execute(select(Cluster.id).where(Cluster.name == cluster)).scalar_one_or_none()
+        if cluster_id is None:
+            return []
+    plans = repo.list_plans(s, status=status, limit=limit, cluster_id=cluster_id)
     names = _cluster_names(s, {p.cluster_id for p in plans})
     rows = []
     for p in plans:

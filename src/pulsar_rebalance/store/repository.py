@@ -105,6 +105,7 @@ from pulsar_rebalance.store.ranges import (
 )
 from pulsar_rebalance.store.runs import (
     cluster_name,
+    cluster_names,
     finish_run,
     follow_airflow_state,
     get_or_create_cluster,
@@ -171,6 +172,7 @@ __all__ = [
     "closed_gate_reason",
     "cluster_id_named",
     "cluster_name",
+    "cluster_names",
     "config_hash",
     "cordon",
     "cordoned",

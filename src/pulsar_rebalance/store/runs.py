@@ -118,6 +118,11 @@ def get_run(s: Session, *, run_id: str) -> RunView:
     return _run_view(row)
 
 
+def cluster_names(s: Session) -> list[str]:
+    """The name of every cluster recorded (by a run's collect_load), sorted."""
+    return list(s.execute(select(Cluster.name).order_by(Cluster.name)).scalars())
+
+
 def cluster_name(s: Session, *, cluster_id: int) -> str:
     row = s.get(Cluster, cluster_id)
     if row is None:

@@ -85,12 +85,22 @@ def create_app() -> FastAPI:
         return await http_exception_handler(request, exc)
 
     @app.get("/", response_class=HTMLResponse)
-    def plans_list(request: Request, status: str | None = None) -> HTMLResponse:
+    def plans_list(request: Request, status: str | None = None, cluster: str | None = None) -> HTMLResponse:
         from pulsar_rebalance.store import queries
+        from pulsar_rebalance.store import repository as repo
 
         with _session() as s:
-            rows = queries.list_plan_rows(s, limit=100, status=status or None)
-        return _page(request, "plans.html", title="Rebalance plans", rows=rows, status_filter=status or "")
+            rows = queries.list_plan_rows(s, limit=100, status=status or None, cluster=cluster or None)
+            names = repo.cluster_names(s)
+        return _page(
+            request,
+            "plans.html",
+            title="Rebalance plans",
+            rows=rows,
+            status_filter=status or "",
+            cluster_filter=cluster or "",
+            clusters=names,
+        )
 
     @app.get("/plans/{plan_id}", response_class=HTMLResponse)
     def plan_page(request: Request, plan_id: str) -> HTMLResponse:
@@ -109,8 +119,7 @@ def create_app() -> FastAPI:
         summary = summarize_plan(summary=plan.summary, actions=detail.action_dicts(), result=plan.result)
         progress = detail.progress() if plan.actions and plan.status in PROGRESS_STATUSES else None
         gate = dict(plan.gate or {})
-        dag_id = gate.get("dag_id") or DAG_ID
-        run_id = gate.get("run_id") or plan.run_id
+        dag_id, run_id = airflow_run(plan)
         root = _airflow_root(request)
         links = {
             "gate": f"{root}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/"
@@ -170,7 +179,9 @@ def create_app() -> FastAPI:
                 plan = repo.get_plan(s, plan_id=plan_id)
         except UnknownPlanError:
             return _page(request, "missing.html", title="No such plan", plan_id=plan_id, status_code=404)
-        dag_id = (plan.gate or {}).get("dag_id") or DAG_ID
+        dag_id, _ = airflow_run(plan)
+        if not _may_trigger(dag_id, user):  # the route's dependency checked the default DAG only
+            return Response(f"you may not trigger runs of {dag_id}", status_code=403, media_type="text/plain")
         run_id = trigger_fix_run(dag_id, user=user.get_name(), plan_id=plan_id)
         log.info(
             "user %s triggered %s run %s to fix the violations shown on plan %s",
@@ -213,6 +224,31 @@ def maintenance_window(s, *, cluster_id: int) -> dict[str, Any] | None:
         return None
     state = window_state(setting, datetime.now(UTC))
     return {"text": describe(setting), "open": state.open, "opens_at": state.opens_at, "closes_at": state.closes_at}
+
+
+def airflow_run(plan: Any) -> tuple[str, str]:
+    """``(dag id, Airflow run id)`` of the run that made ``plan``: its gate's, else from its run id
+    (``core.clusters.run_key``: each cluster's DAG records its runs as ``<run id>@<name>``)."""
+    from pulsar_rebalance.core import clusters
+
+    gate = plan.gate or {}
+    if gate.get("dag_id") and gate.get("run_id"):
+        return str(gate["dag_id"]), str(gate["run_id"])
+    return clusters.airflow_run(plan.run_id)
+
+
+def _may_trigger(dag_id: str, user: Any) -> bool:
+    """Whether Airflow's auth manager lets ``user`` create runs of ``dag_id``."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
+
+    if dag_id == DAG_ID:
+        return True
+    return bool(
+        get_auth_manager().is_authorized_dag(
+            method="POST", access_entity=DagAccessEntity.RUN, details=DagDetails(id=dag_id), user=user
+        )
+    )
 
 
 def trigger_fix_run(dag_id: str, *, user: str, plan_id: str) -> str:
@@ -298,10 +334,17 @@ def _templates():
             when=when,
             num=num,
             tone=lambda s: STATUS_TONE.get(s, "muted"),
+            airflow_run=_airflow_run_of_key,
             pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str),
         )
         _env = env
     return _env
+
+
+def _airflow_run_of_key(run_key: str) -> tuple[str, str]:
+    from pulsar_rebalance.core import clusters
+
+    return clusters.airflow_run(run_key)
 
 
 def _page(request: Request, template: str, *, status_code: int = 200, **ctx: Any) -> HTMLResponse:
