@@ -16,6 +16,7 @@ from pulsar_rebalance.simulator.closed_loop import run_closed_loop
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Topic
 from pulsar_rebalance.simulator.held_out_models import (
     HELD_OUT_MODELS,
+    HELD_OUT_MODELS_2,
     MemoryBoundModel,
     PerTopicCostModel,
 )
@@ -27,6 +28,15 @@ pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
 RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
+TARGETS = {
+    "steady-with-noise": 0.5,
+    "scale-up": 0.6,
+    "scale-down": 0.45,
+    "rolling-restart": 0.5,
+    "one-hot-broker": 0.45,
+    "heterogeneous": 0.55,
+}
+"""The scenarios' calibration targets (the others add load after calibrating)."""
 
 # one bundle's stats, as the cluster model reports them
 STATS: dict[str, Any] = {
@@ -137,18 +147,10 @@ def test_per_topic_cost_fit_sets_the_fixed_costs_per_cluster() -> None:
 def test_calibration_puts_the_brokers_where_the_scenario_asks(model: str, scenario: str) -> None:
     """Built under the model, the ideal is the scenario's target under the same model (the scenarios that add
     load after calibrating - a hot bundle, a toggling consumer, a hot topic - end above it)."""
-    targets = {
-        "steady-with-noise": 0.5,
-        "scale-up": 0.6,
-        "scale-down": 0.45,
-        "rolling-restart": 0.5,
-        "one-hot-broker": 0.45,
-        "heterogeneous": 0.55,
-    }
     m = build(scenario, 1, load_model=model).model
     ideal = m.ideal_usage()
-    if scenario in targets:
-        assert ideal == pytest.approx(targets[scenario], abs=1e-9)
+    if scenario in TARGETS:
+        assert ideal == pytest.approx(TARGETS[scenario], abs=1e-9)
     else:
         assert 0.4 <= ideal <= 0.55
     binding = "directMemory" if model == "memory-bound" else "cpu"
@@ -239,7 +241,7 @@ def test_the_benchmark_takes_the_held_out_models_only_when_asked(capsys: pytest.
     import figures
 
     bench = figures.load_script("benchmarks/bench_balance.py")
-    assert list(bench.MODELS) == [*LOAD_MODELS, *HELD_OUT_MODELS]
+    assert list(bench.MODELS) == [*LOAD_MODELS, *HELD_OUT_MODELS, *HELD_OUT_MODELS_2]
     assert bench.HELD_OUT_JSON.name == "balance-held-out.json"
     assert "balance-held-out-report" in bench.BLOCKS and "balance-report" not in bench.HELD_OUT_TARGETS
     with pytest.raises(SystemExit):

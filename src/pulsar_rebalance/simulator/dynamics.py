@@ -436,7 +436,7 @@ class ClusterModel:
         full = {ns for ns, nb in self.namespaces.items() if len(nb.ranges) >= cap}
         items += [s for b, s in stats.items() if split_full_name(b)[0] in full]
 
-        specs = list({(b.cores, b.nic_mbps): b for b in live}.values())  # one broker per capacity
+        specs = list({self.load_model.capacity_key(b): b for b in live}.values())  # one broker per capacity
 
         def alone(item: Mapping[str, Any]) -> float:
             return min(

@@ -25,8 +25,9 @@ heterogeneous-capacity   each broker's cores and NIC scaled by 0.5, 1 or 2 (4/8/
 ======================== =====================================================================
 
 Held out (not in :data:`LOAD_MODELS`, so not in the balance benchmark's default set; nobody tuned the
-planner on them): ``memory-bound`` and ``per-topic-cost`` in :mod:`pulsar_rebalance.simulator.held_out_models`,
-found by :func:`get_load_model` all the same.
+planner on them): ``memory-bound`` and ``per-topic-cost``, then a second set, ``tls-crypto`` and
+``bookie-backpressure``, in :mod:`pulsar_rebalance.simulator.held_out_models`, found by :func:`get_load_model`
+all the same.
 
 A model's NIC factor applies to every broker (and to the standard broker scenarios measure against);
 without the 10 Gbit/s NICs a CPU-side model would change nothing on these scenarios (NIC out binds).
@@ -96,6 +97,9 @@ class LoadModel:
     """Every broker's NIC (and the reference broker's) times this."""
     affine = True
     """Usage is affine in the traffic (no curve)."""
+    proportional_share = True
+    """A bundle's :meth:`share` is proportional to its rates once its counts cost nothing (the scenarios scale a
+    bundle to a load by ``goal / load``); False: it is a curve of them (the scenarios bisect)."""
 
     def cpu(self, load: Load, base: float = CPU_BASE_PCT) -> float:
         """CPU % before the reporting curve (``base`` = the idle broker's part; 0 for a bundle's share)."""
@@ -130,6 +134,10 @@ class LoadModel:
             "bandwidthIn": {"usage": load.thr_in * 8 / 1024, "limit": broker.nic_limit_kbps},
             "bandwidthOut": {"usage": load.thr_out * 8 / 1024, "limit": broker.nic_limit_kbps},
         }
+
+    def capacity_key(self, broker: Broker) -> tuple[float, ...]:
+        """What makes two brokers equal under this model (the floor tries one broker per key): cores and NIC."""
+        return (broker.cores, broker.nic_mbps)
 
     def share(self, load: Load, ref: Broker) -> float:
         """A bundle's load as a fraction of ``ref`` before any curve: max of its CPU and NIC parts (additive)."""

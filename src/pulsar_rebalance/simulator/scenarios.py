@@ -108,9 +108,10 @@ def _rate_factor(model: ClusterModel, stats: Mapping[str, Any], goal: float) -> 
     """The factor on a bundle's rates that makes its load (:func:`_load`) ``goal``.
 
     Every model of ``LOAD_MODELS`` charges a bundle in proportion to its rates: ``goal / load``, the original
-    arithmetic. A held-out model also charges its counts (topics, clients), which the rates do not scale:
-    bisection on the load, which grows with the factor."""
-    if _load(model, {**stats, **dict.fromkeys(_RATES, 0.0)}) == 0.0:
+    arithmetic. A held-out model also charges its counts (topics, clients), which the rates do not scale, or
+    charges a curve of the rates (``LoadModel.proportional_share`` False): bisection on the load, which grows
+    with the factor."""
+    if model.load_model.proportional_share and _load(model, {**stats, **dict.fromkeys(_RATES, 0.0)}) == 0.0:
         return goal / max(_load(model, stats), 1e-9)
 
     def at(f: float) -> float:
