@@ -18,6 +18,7 @@ from airflow.sdk import DAG, Param
 
 from pulsar_rebalance.core.config import SPLIT_ALGORITHM_NAMES, config_json_schema
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
+from pulsar_rebalance.orchestration.notify import attach_notifications
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
 from pulsar_rebalance.pipeline import params as run_params
 from pulsar_rebalance.pipeline.params import PLACEMENTS, SHEDDERS, RunParams
@@ -182,3 +183,4 @@ with DAG(
     execute_unload = PulsarSparkJobOperator(task_id="execute_unload", job="execute_unload")
 
     collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> execute_unload
+    attach_notifications(dag)  # email / webhook on waiting, executed, failed, interrupted, expired (docs/operations.md)
