@@ -268,3 +268,112 @@ def test_a_plan_that_expires_before_anyone_decides_is_announced(airflow_db, wire
     assert "nothing was executed" in mail.text and mail.subject.startswith("[pulsar-rebalance] Expired: rebalance plan")
     assert not _by_event(smtp, webhook, "waiting")[1] and not _by_event(smtp, webhook, "executed")[1]
     _assert_no_secret(smtp, webhook, db_url)
+
+
+# ------------------------------------------------------------------- the notifier on a stored plan
+def _executing_plan(db_url: str) -> tuple[str, str]:
+    """A real stored plan of two unloads, approved, one done, the execution still ``executing``."""
+    from datetime import UTC, datetime, timedelta
+
+    from pulsar_rebalance.store import make_engine, session_scope
+    from pulsar_rebalance.store import repository as repo
+
+    engine = make_engine(db_url)
+    moves = [
+        {
+            "kind": "unload",
+            "bundle": f"t/ns/{r}",
+            "source_broker": "b1:8080",
+            "destination_broker": "b2:8080",
+            "reason": "hot",
+        }
+        for r in ("0x00000000_0x80000000", "0x80000000_0xffffffff")
+    ]
+    with session_scope(engine) as s:
+        cluster_id = repo.get_or_create_cluster(s, name="prod-east", admin_url="http://pulsar:8080")
+        repo.start_run(s, run_id="run-x", cluster_id=cluster_id)
+        plan_id = repo.create_plan(
+            s,
+            run_id="run-x",
+            cluster_id=cluster_id,
+            status="pending",
+            expires_at=datetime.now(UTC) + timedelta(hours=1),
+            dry_run=False,
+            strategies={"shedding": "GlobalPlanner"},
+            config={},
+            summary={"maxUsageBefore": 0.9, "maxUsageAfterPredicted": 0.6, "strategies": {"shedding": "GlobalPlanner"}},
+            decision={"label": "Unload"},
+            actions=moves,
+        )
+    with session_scope(engine) as s:
+        repo.decide_plan(s, plan_id=plan_id, decision="approved", decided_by="alice")
+        repo.set_plan_status(s, plan_id=plan_id, status="executing")
+        first = repo.get_plan(s, plan_id=plan_id).actions[0]
+        repo.transition_action(s, action_id=first.id, to="in_progress")
+        repo.transition_action(s, action_id=first.id, to="completed")
+    return plan_id, "run-x"
+
+
+class _TaskInstance:
+    """The fields of Airflow's task instance in a callback's context that the notifier reads."""
+
+    def __init__(self, run_id: str, task_id: str) -> None:
+        self.dag_id, self.run_id, self.task_id = "pulsar_rebalance", run_id, task_id
+        self.log_url = f"http://localhost:8080/dags/pulsar_rebalance/runs/{run_id}/tasks/{task_id}"
+
+
+def test_execute_unload_failing_mid_execution_is_announced_as_interrupted(airflow_db, db_url, channels, monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    from pulsar_rebalance.errors import ExecutionError
+    from pulsar_rebalance.orchestration.notify import PlanNotifier
+
+    smtp, webhook = channels
+    _set_conn(monkeypatch, "pulsar_rebalance_db", {"conn_type": "postgres", "extra": {"url": db_url}})
+    plan_id, run_id = _executing_plan(db_url)
+    dag = DagBag(dag_folder=str(e2e.ROOT / "dags")).get_dag("pulsar_rebalance")
+    context = {
+        "task_instance": _TaskInstance(run_id, "execute_unload"),
+        "task": dag.get_task("execute_unload"),
+        "exception": ExecutionError("lost the admin API after 1 action"),
+        "params": {},
+    }
+    PlanNotifier("task_failed")(context)
+
+    [mail], [post] = _by_event(smtp, webhook, "interrupted")
+    assert post["plan_id"] == plan_id and post["status"] == "executing" and post["cluster"] == "prod-east"
+    assert (post["done"], post["task_id"], post["error_class"]) == (1, "execute_unload", "ExecutionError")
+    assert (
+        mail.subject
+        == f"[pulsar-rebalance] Interrupted: rebalance plan {plan_id} on cluster prod-east: 1 of 2 action(s) done"
+    )
+    assert f"pulsar-rebalance plans resume {plan_id}" in mail.text and "Task log: http://localhost:8080/" in mail.text
+
+    # any other task failing on the same run is a plain "failed", with the plan
+    context = {
+        **context,
+        "task_instance": _TaskInstance(run_id, "await_approval"),
+        "task": dag.get_task("await_approval"),
+    }
+    PlanNotifier("task_failed")(context)
+    [post] = _by_event(smtp, webhook, "failed")[1]
+    assert post["plan_id"] == plan_id and post["task_id"] == "await_approval"
+    _assert_no_secret(smtp, webhook, db_url)
+
+
+def test_a_notifier_that_cannot_read_the_store_warns_and_does_not_raise(channels, monkeypatch, caplog):
+    from pulsar_rebalance.orchestration.notify import PlanNotifier
+
+    smtp, webhook = channels
+    dead = f"postgresql+psycopg2://u:dbPa55w0rd@127.0.0.1:{free_port()}/x?connect_timeout=2"
+    _set_conn(monkeypatch, "pulsar_rebalance_db", {"conn_type": "postgres", "extra": {"url": dead}})
+    context = {"task_instance": _TaskInstance("run-y", "execute_unload"), "exception": None, "params": {}}
+    with caplog.at_level(logging.WARNING):
+        PlanNotifier("executed")(context)  # nothing to say without the plan: a warning, no exception
+        PlanNotifier("task_failed")(context)  # a failure is still told, without its plan
+    assert _by_event(smtp, webhook, "executed") == ([], [])
+    [mail], [post] = _by_event(smtp, webhook, "failed")
+    assert post["plan_id"] is None and post["task_id"] == "execute_unload"
+    warnings = " ".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+    assert "Notification for executed not composed" in warnings and "dbPa55w0rd" not in warnings
+    _assert_no_secret(smtp, webhook, dead)

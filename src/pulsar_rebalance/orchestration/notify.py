@@ -295,7 +295,7 @@ class PlanNotifier(BaseNotifier):
         try:
             message = message_for(self.hook, context)
         except Exception as exc:  # the store unreachable, ...: the task's own outcome stands
-            self.log.warning(
+            logger.warning(
                 "Notification for %s not composed (no channel was tried): %s: %s",
                 self.hook,
                 type(exc).__name__,
@@ -303,7 +303,7 @@ class PlanNotifier(BaseNotifier):
             )
             return
         if message is not None:
-            send(message, log=self.log)
+            send(message)
 
 
 def _callbacks(value: Any) -> list[Any]:
