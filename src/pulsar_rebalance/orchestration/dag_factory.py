@@ -23,6 +23,7 @@ from airflow.sdk import DAG, Param
 from pulsar_rebalance.core import clusters
 from pulsar_rebalance.core.config import SPLIT_ALGORITHM_NAMES, config_json_schema
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
+from pulsar_rebalance.orchestration.notify import attach_notifications
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator
 from pulsar_rebalance.orchestration.windows import MaintenanceWindowSensor
 from pulsar_rebalance.pipeline import params as run_params
@@ -233,4 +234,7 @@ def build_dag(name: str = clusters.DEFAULT_NAME, *, doc_md: str | None = None) -
 
         collect_load >> compute_usage >> detect_overload >> plan_split >> await_approval >> wait_for_window
         wait_for_window >> execute_unload
+        attach_notifications(
+            dag
+        )  # email / webhook: waiting, executed, failed, interrupted, expired (docs/operations.md)
     return dag
