@@ -226,7 +226,7 @@ def test_user_flags_reach_simple_auth_manager_and_no_schedule_by_default(tmp_pat
     # the DAG file reads the schedule from the same environment: none unless --schedule
     dag_code = (
         "import runpy\n"
-        f"dag = runpy.run_path({str(Path(__file__).resolve().parents[2] / 'dags' / 'pulsar_rebalance.py')!r})['dag']\n"
+        f"dag = runpy.run_path({str(Path(__file__).resolve().parents[2] / 'dags' / 'pulsar_rebalance.py')!r})['pulsar_rebalance']\n"
         "print(repr(dag.schedule), type(dag.timetable).__name__)"
     )
     assert _in_airflow(env, dag_code) == "None NullTimetable"

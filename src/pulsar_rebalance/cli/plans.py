@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pulsar_rebalance.core.lifecycle import PLAN_STATUSES, plan_kind
+
 if TYPE_CHECKING:
     from pulsar_rebalance.store.approvals import Decision
 
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     psub.required = True
 
     p = psub.add_parser("list", help="recent plans, newest first")
-    p.add_argument("--status", help="only plans in this status (pending, approved, executed, ...)")
+    p.add_argument("--status", help="only plans in this status: " + ", ".join(PLAN_STATUSES))
     p.add_argument("--cluster", default=None, help="only this Pulsar cluster's plans (default: every cluster)")
     p.add_argument(
         "--limit",
@@ -475,7 +477,7 @@ def _show(args: argparse.Namespace) -> int:
     s_ = plan.summary or {}
     out = sys.stdout
     out.write(
-        f"Plan {plan.plan_id}  cluster={cluster}  status={status_label(plan)}  run={plan.run_id}  "
+        f"Plan {plan.plan_id}  cluster={cluster}  kind={plan.kind}  status={status_label(plan)}  run={plan.run_id}  "
         f"dry_run={plan.dry_run}\n"
     )
     if plan.dry_run:
@@ -548,6 +550,7 @@ def _show(args: argparse.Namespace) -> int:
 def plan_to_json(plan, *, cluster: str | None = None) -> dict[str, Any]:
     return {
         "plan_id": plan.plan_id,
+        "kind": plan_kind(plan.summary),
         "status": plan.status,
         "run_id": plan.run_id,
         "cluster": cluster or (plan.summary or {}).get("cluster"),

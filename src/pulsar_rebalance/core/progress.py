@@ -50,6 +50,7 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
+from pulsar_rebalance.core.lifecycle import TRANSITIONS, PlanStatus
 from pulsar_rebalance.core.plan_summary import BundleTraffic
 
 DEFAULT_SECONDS: Mapping[str, float] = {"split": 2.0, "unload": 5.0}
@@ -57,7 +58,7 @@ DEFAULT_SECONDS: Mapping[str, float] = {"split": 2.0, "unload": 5.0}
 
 CAP_REACHED_PREFIX = "max_unloads_per_run="
 
-PROGRESS_STATUSES = ("approved", "executing", "interrupted", "executed", "partially_executed", "failed", "aborted")
+PROGRESS_STATUSES: tuple[PlanStatus, ...] = ("approved", "executing", *sorted(TRANSITIONS["executing"]))
 """The plan statuses that have a progress section (plan page, ``plans show``): about to run, running, or run."""
 
 

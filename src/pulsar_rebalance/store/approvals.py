@@ -26,7 +26,7 @@ from pulsar_rebalance.errors import (
 )
 from pulsar_rebalance.store._shared import SYSTEM_ACTOR, InvalidRowError, _aware, _json_value, _require_text
 from pulsar_rebalance.store.audit import audit
-from pulsar_rebalance.store.plans import _lock_plan, _plan_query, get_plan
+from pulsar_rebalance.store.plans import _lock_plan, _move_plan, _plan_query, get_plan
 from pulsar_rebalance.store.tables import Approval, ApprovalVote, Plan
 from pulsar_rebalance.store.views import ApprovalView, PlanView, _plan_view
 
@@ -269,8 +269,7 @@ def decide_plan(
             via=via,
         )
     )
-    plan.status = decision
-    plan.updated_at = when
+    _move_plan(plan, decision, when)
     s.flush()
     audit(
         s,
@@ -319,8 +318,7 @@ def expire_plan(s: Session, *, plan_id: str, now: datetime | None = None) -> boo
             via="system",
         )
     )
-    plan.status = "expired"
-    plan.updated_at = when
+    _move_plan(plan, "expired", when)
     s.flush()
     audit(
         s,

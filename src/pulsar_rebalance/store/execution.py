@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from pulsar_rebalance.core import lifecycle
 from pulsar_rebalance.core.plan import ActionState, check_transition
 from pulsar_rebalance.errors import ExecutionInProgressError, InvalidTransitionError, PlanStateError, UnknownPlanError
 from pulsar_rebalance.store._shared import SYSTEM_ACTOR, _aware, _for_update, _json_value, _require_text
@@ -28,15 +28,7 @@ from pulsar_rebalance.store.views import ActionView, _action_view
 
 logger = logging.getLogger(__name__)
 
-PLAN_TRANSITIONS: Mapping[str, frozenset[str]] = MappingProxyType(
-    {
-        "approved": frozenset({"executing"}),
-        "executing": frozenset({"executed", "partially_executed", "failed", "interrupted", "aborted"}),
-        "interrupted": frozenset({"executing", "aborted"}),
-        "partially_executed": frozenset({"executing", "aborted"}),
-        "failed": frozenset({"executing", "aborted"}),
-    }
-)
+PLAN_TRANSITIONS: Mapping[str, frozenset[str]] = lifecycle.EXECUTION_TRANSITIONS  # type: ignore[assignment]
 """Execution-phase plan statuses settable with :func:`set_plan_status`.
 
 ``pending -> approved|rejected`` happens only through :func:`decide_plan`, ``pending -> expired``
@@ -66,7 +58,7 @@ def request_stop(s: Session, *, plan_id: str, requested_by: str, now: datetime |
     plan = _lock_plan(s, plan_id)
     if plan is None:
         raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
-    if plan.status not in ("approved", "executing", "interrupted", "partially_executed", "failed"):
+    if plan.status not in lifecycle.STOPPABLE:
         raise PlanStateError(f"plan {plan_id} is {plan.status}: there is nothing to stop", plan_id=plan_id)
     if plan.stop_requested:
         return False

@@ -15,6 +15,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, selectinload
 
+from pulsar_rebalance.core import lifecycle
 from pulsar_rebalance.core.plan import (
     Action,
     InvalidPlanError,
@@ -41,7 +42,8 @@ logger = logging.getLogger(__name__)
 
 _PLAN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
-FINAL_PLAN_STATUSES = frozenset({"empty", "rejected", "expired", "superseded", "aborted", "executed"})
+FINAL_PLAN_STATUSES = lifecycle.FINAL
+"""Statuses a plan never leaves (:mod:`pulsar_rebalance.core.lifecycle`)."""
 
 
 def create_plan(
@@ -248,7 +250,7 @@ def supersede_plans(
         stmt = stmt.where(Plan.plan_id.in_(list(only)))
     done = []
     for plan in s.execute(_for_update(stmt.order_by(Plan.created_at))).scalars():
-        previous = plan.status
+        previous = _move_plan(plan, "superseded", when)
         if previous == "pending":  # a pending plan has no approval row yet; an approved one keeps its own
             s.add(
                 Approval(
@@ -261,9 +263,7 @@ def supersede_plans(
                     via="system",
                 )
             )
-        plan.status = "superseded"
         plan.superseded_by = by_plan_id
-        plan.updated_at = when
         s.flush()
         audit(
             s,
@@ -348,6 +348,20 @@ def _validate_action(i: int, action: Action | Mapping[str, Any]) -> Action:
         return action_from_mapping(action, default_seq=i)
     except InvalidPlanError as exc:
         raise InvalidRowError(exc.within(f"actions[{i}]").field, f"{exc.problem} (got {exc.value!r})") from exc
+
+
+def _move_plan(plan: Plan, status: str, when: datetime) -> str:
+    """Set ``plan``'s status (and ``updated_at``) where the lifecycle allows it
+    (:data:`pulsar_rebalance.core.lifecycle.TRANSITIONS`); returns the status it had."""
+    if not lifecycle.can_transition(plan.status, status):
+        allowed = ", ".join(sorted(lifecycle.TRANSITIONS.get(plan.status, ()))) or "nothing (final)"  # type: ignore[call-overload]
+        raise InvalidTransitionError(
+            f"plan {plan.plan_id} cannot go from {plan.status} to {status}; allowed from {plan.status}: {allowed}"
+        )
+    previous = plan.status
+    plan.status = status
+    plan.updated_at = when
+    return previous
 
 
 def _lock_plan(s: Session, plan_id: str) -> Plan | None:

@@ -42,23 +42,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from pulsar_rebalance.core.lifecycle import PLAN_STATUSES  # the plan lifecycle owns the statuses
 from pulsar_rebalance.core.plan import ACTION_KINDS, ACTION_STATES  # the plan's types own the vocabulary
 
 RUN_STATUSES = ("running", "succeeded", "failed", "nothing_to_do")
-PLAN_STATUSES = (
-    "pending",
-    "approved",
-    "rejected",
-    "expired",
-    "executing",
-    "executed",
-    "partially_executed",
-    "failed",
-    "empty",
-    "superseded",
-    "interrupted",
-    "aborted",
-)
 APPROVAL_DECISIONS = ("approved", "rejected", "expired", "superseded")
 
 NAMING_CONVENTION = {

@@ -6,6 +6,7 @@ from dataclasses import Field, asdict, dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from pulsar_rebalance.core.lifecycle import PlanKind, plan_kind
 from pulsar_rebalance.core.plan import ACTION_ROW_FIELDS, Action, InvalidPlanError, action_from_mapping
 from pulsar_rebalance.core.plan import Plan as CorePlan
 from pulsar_rebalance.store.tables import BundleRange, PlacementPolicy, Plan, PlanAction, Run
@@ -218,6 +219,11 @@ class PlanView(_View):
     stop_requested: dict[str, Any] | None = None
     required_approvals: int = 1
     votes: tuple[VoteView, ...] = ()
+
+    @property
+    def kind(self) -> PlanKind:
+        """What the plan is for (``rebalance``, ``drain``, ``fill``, ``rollback``, ``fix``): :func:`core.lifecycle.plan_kind`."""
+        return plan_kind(self.summary)
 
     def to_plan(self, *, cluster: str) -> CorePlan:
         """The stored plan as the core's :class:`~pulsar_rebalance.core.plan.Plan` (``cluster``: its name).

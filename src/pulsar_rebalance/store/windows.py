@@ -18,11 +18,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from pulsar_rebalance.core import lifecycle
 from pulsar_rebalance.core.windows import WindowSetting, describe, parse_setting
 from pulsar_rebalance.errors import UnknownPlanError
 from pulsar_rebalance.store._shared import SYSTEM_ACTOR, _aware, _require_text
 from pulsar_rebalance.store.audit import audit
-from pulsar_rebalance.store.plans import _lock_plan
+from pulsar_rebalance.store.plans import _lock_plan, _move_plan
 from pulsar_rebalance.store.tables import Cluster, ImbalanceWatch, MaintenanceWindow, Plan, Run
 
 logger = logging.getLogger(__name__)
@@ -95,8 +96,7 @@ def expire_waiting_plan(s: Session, *, plan_id: str, now: datetime, opens_at: da
         raise UnknownPlanError(f"no plan with id {plan_id!r}", plan_id=plan_id)
     if plan.status != "approved" or plan.expires_at is None or when < plan.expires_at:
         return False
-    plan.status = "expired"
-    plan.updated_at = when
+    _move_plan(plan, "expired", when)
     s.flush()
     reason = "approved, but its maintenance window did not open before it expired" + (
         f" (next opening {opens_at.isoformat()})" if opens_at else ""
@@ -119,7 +119,9 @@ def expire_waiting_plan(s: Session, *, plan_id: str, now: datetime, opens_at: da
 
 
 # ------------------------------------------------------------------------------------ imbalance watch
-BLOCKING_PLAN_STATUSES = ("pending", "approved", "executing", "interrupted")
+BLOCKING_PLAN_STATUSES = tuple(sorted(lifecycle.OPEN))
+"""A plan in any of these (not final: at the gate, approved, executing, or an unfinished execution
+waiting for resume/abort) keeps the watch from starting another run of its cluster."""
 
 
 def cluster_busy(s: Session, *, cluster_id: int) -> str | None:
