@@ -6,11 +6,14 @@ dependencies), so every route of this app depends on :func:`_auth_dependency`: A
 ``requires_access_dag(method="GET")`` for the ``pulsar_rebalance`` DAG, which authenticates the
 caller (``Authorization: Bearer <jwt>`` or the UI's ``_token`` cookie; 401 without) and asks the
 configured auth manager whether they may read that DAG (403 if not). FastAPI's own ``/docs``,
-``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only except for one button:
-*Plan to fix* (``POST /plans/{plan_id}/fix``) triggers a run of the DAG with
-``{"fix_policy_violations": true}``, for a user Airflow lets create DAG runs (``POST`` on the DAG's
-runs, 403 otherwise), from this origin only. Its plan waits at the gate like any other: deciding
-happens at the Airflow gate (Browse → Required Actions), which the plan page links to.
+``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only except for three buttons,
+each for a user Airflow lets create runs of the DAG (``POST`` on the DAG's runs, 403 otherwise) and
+from this origin only (:func:`_operator_dependencies`): *Plan to fix* (``POST /plans/{plan_id}/fix``)
+triggers a run of the DAG with ``{"fix_policy_violations": true}``, whose plan waits at the gate like
+any other (deciding happens at the Airflow gate, Browse → Required Actions, which the plan page links
+to); *Uncordon* and *Cordon* on the Brokers page (``POST /brokers/uncordon``, ``/brokers/cordon``)
+change a broker's cordon as ``pulsar-rebalance brokers uncordon|cordon`` does, audited under the
+user's name.
 
 The state DB comes from the ``pulsar_rebalance_db`` Airflow Connection (or
 ``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL``), as for the tasks.
