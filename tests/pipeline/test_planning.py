@@ -592,7 +592,7 @@ def test_a_drain_plan_moves_only_off_the_drained_broker_and_records_the_mode():
         params=params, reports=reports, ownership={**ownership, idle: "b2:8080"}, placement_policies=None
     )
     [idle_move] = [a for a in draft.actions if a.kind == "unload" and a.bundle == idle]
-    assert idle_move.source_broker == "b2:8080" and idle_move.predicted.bundle_load["msgRateIn"] == 0.0
+    assert idle_move.source_broker == "b2:8080" and set(idle_move.predicted.bundle_load.values()) == {0}
     assert sorted(a.bundle for a in draft.actions) == sorted(
         b for b, o in {**ownership, idle: "b2:8080"}.items() if o == "b2:8080"
     )

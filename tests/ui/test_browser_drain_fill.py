@@ -22,7 +22,16 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 from pulsar_rebalance.orchestration.ui.app import URL_PREFIX
-from tests.ui.test_browser import IMG, _answer, _dump, _full_page_screenshot, _gate_page, _login, _until
+from tests.ui.test_browser import (
+    IMG,
+    _answer,
+    _dump,
+    _full_page_screenshot,
+    _gate_page,
+    _login,
+    _until,
+    _wait_image_loaded,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(2400)]
 
@@ -78,7 +87,7 @@ class Operator:
         browser = self.browser
         wait = WebDriverWait(browser, 60)
         before = set(self.runs())
-        browser.set_window_size(1440, 1400)
+        browser.set_window_size(1440, 1500)
         browser.get(f"{self.stack.url}/dags/{DAG}")
         wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid=trigger-dag-button]"))).click()
         for name, value in fields.items():
@@ -102,10 +111,10 @@ class Operator:
                     == ("\n".join(v) if isinstance(v, list) else str(v))
                 )
             )
-        if screenshot:
-            first = browser.find_element(By.NAME, f"element_{next(iter(fields))}")
-            browser.execute_script("arguments[0].scrollIntoView({block: 'start'});", first)
-            browser.execute_script("window.scrollBy(0, 0);")
+        if screenshot:  # the last field filled at the foot of the view, the ones above it in sight
+            last = browser.find_element(By.NAME, f"element_{list(fields)[-1]}")
+            browser.execute_script("arguments[0].scrollIntoView({block: 'end'});", last)
+            browser.execute_script("arguments[0].closest('[role=dialog]')?.scrollBy(0, 120);", last)
             browser.save_screenshot(str(IMG / screenshot))
         submit = browser.find_element(By.CSS_SELECTOR, "button[data-testid=trigger-dag-submit]")
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
@@ -161,12 +170,13 @@ def test_drain_a_broker_watch_its_eta_rebalance_around_it_and_uncordon_it(operat
     drained = max(sim.broker_ids[1:], key=lambda b: (counts[b], b))  # not the admin URL's broker
     assert len(sim.broker_ids) >= 10 and counts[drained] >= 3, counts
 
-    # the trigger form: mode=drain, the broker, a pause after each unload
+    # the trigger form: mode=drain, the broker, one unload at a time with a pause after each
     drain = op.trigger(
         screenshot="drain-trigger-form.png",
+        max_parallel_unloads=1,  # one at a time, each followed by the pause
+        unload_pacing_seconds=PACING_SECONDS,
         mode="drain",
         brokers=[drained],
-        unload_pacing_seconds=PACING_SECONDS,
     )
     conf = op.runs()[drain]["conf"]
     assert (conf["mode"], conf["brokers"], conf["unload_pacing_seconds"]) == ("drain", [drained], PACING_SECONDS), conf
@@ -176,7 +186,7 @@ def test_drain_a_broker_watch_its_eta_rebalance_around_it_and_uncordon_it(operat
     assert sorted(a.bundle for a in plan.actions if a.kind == "unload") == sorted(
         b for b, o in owners.items() if o == drained
     )
-    assert op.cordons() == {drained: "admin"}  # cordoned when planned, by the user who triggered the run
+    assert op.cordons() == {drained: f"run {drain}"}  # cordoned when planned, by the run
 
     # approve at the gate, then watch the plan page: Progress with an ETA while it executes
     text = _gate_page(browser, op.stack, drain)
@@ -199,7 +209,8 @@ def test_drain_a_broker_watch_its_eta_rebalance_around_it_and_uncordon_it(operat
     lines = browser.find_element(By.ID, "progress-lines").text
     assert "actions done" in lines and "pacing:" in lines, lines
     assert f"Drain of {drained}" in browser.find_element(By.ID, "mode-callout").text
-    _full_page_screenshot(browser, IMG / "drain-plan-progress.png")
+    browser.execute_script("window.scrollTo(0, 0);")  # the head of the page: the drain, its progress and ETA
+    browser.save_screenshot(str(IMG / "drain-plan-progress.png"))
     op.wait_success(drain)
     assert op.plan_of(drain).status == "executed", eta
     assert op.owned_via_admin_api(drained) == []
@@ -223,10 +234,10 @@ def test_drain_a_broker_watch_its_eta_rebalance_around_it_and_uncordon_it(operat
     browser.get(f"{op.stack.url}{URL_PREFIX}/")
     wait.until(EC.element_to_be_clickable((By.ID, "brokers-link"))).click()
     row = wait.until(EC.presence_of_element_located((By.ID, f"broker-{drained}")))
-    assert row.get_attribute("data-cordoned") == "yes" and "by admin" in row.text, row.text
+    assert row.get_attribute("data-cordoned") == "yes" and f"by run {drain}" in row.text, row.text
     assert row.find_element(By.CSS_SELECTOR, "td.num").text == "0"  # bundles owned, as the rebalance run collected
     _full_page_screenshot(browser, IMG / "brokers-page.png")
-    row.find_element(By.CSS_SELECTOR, "button.uncordon").click()
+    browser.find_element(By.ID, f"broker-{drained}").find_element(By.CSS_SELECTOR, "button.uncordon").click()
     wait.until(lambda b: b.find_element(By.ID, f"broker-{drained}").get_attribute("data-cordoned") == "no")
     assert op.cordons() == {}
     from pulsar_rebalance.store import repository as repo
@@ -236,7 +247,7 @@ def test_drain_a_broker_watch_its_eta_rebalance_around_it_and_uncordon_it(operat
         events = [
             (e["event"], e["actor"], e["details"].get("broker")) for e in repo.audit_events(s) if "cordon" in e["event"]
         ]
-    assert events == [("broker_cordoned", "admin", drained), ("broker_uncordoned", "admin", drained)]
+    assert events == [("broker_cordoned", f"run {drain}", drained), ("broker_uncordoned", "admin", drained)]
 
 
 def test_fill_a_new_empty_broker_to_the_average_without_moving_bundles_between_the_others(operator):
@@ -255,6 +266,11 @@ def test_fill_a_new_empty_broker_to_the_average_without_moving_bundles_between_t
 
     done = op.plan_of(fill)
     assert done.status == "executed", done.status
+    op.browser.get(f"{op.stack.url}{URL_PREFIX}/plans/{done.plan_id}")
+    WebDriverWait(op.browser, 60).until(EC.presence_of_element_located((By.ID, "actions")))
+    assert f"Fill of {new}" in op.browser.find_element(By.ID, "mode-callout").text
+    assert _wait_image_loaded(op.browser, "chart") > 300
+    _full_page_screenshot(op.browser, IMG / "fill-plan-executed.png")
     after = sim.state.owners()
     moved = {b: (before[b], after[b]) for b in before if after[b] != before[b]}
     assert moved and all(dst == new for _, dst in moved.values()), moved  # only onto the new broker

@@ -172,7 +172,8 @@ def build_plan(
             child_stats[bundle] = loads[rng]
             for_moves.add(parent)
         full = f"{ns}/{rng}"
-        if u["broker"] in leaving and full not in child_stats and full not in _last_stats(reports, u["broker"]):
+        idle = u["broker"] in leaving and full not in child_stats and full not in _last_stats(reports, u["broker"])
+        if idle:
             # a drained broker's bundle its report has no sample of: Pulsar samples every bundle with a
             # loaded topic, so this one carries nothing; it must still move for the broker to end empty
             child_stats[full] = NamespaceBundleStats()
@@ -191,7 +192,9 @@ def build_plan(
                 "reason": reason,
                 "predicted": {
                     "tied": u.get("tied"),
-                    "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats),
+                    "bundleLoad": dict.fromkeys(_LOAD_KEYS, 0)
+                    if idle
+                    else _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats),
                 },
             }
         )
