@@ -47,6 +47,17 @@ def simulated_cluster():
     return generate_cluster(seed=42, brokers=10, bundles_per_namespace=16)
 
 
+_CENTRE_BETWEEN = """
+const [a, b] = arguments;
+let box = a.parentElement;
+while (box && !(box.scrollHeight > box.clientHeight + 1 && /(auto|scroll)/.test(getComputedStyle(box).overflowY))) {
+  box = box.parentElement;
+}
+const middle = (a.getBoundingClientRect().top + b.getBoundingClientRect().bottom) / 2;
+(box || document.scrollingElement).scrollBy(0, middle - window.innerHeight / 2);
+"""
+
+
 class Operator:
     """The operator's browser and, for the test's own checks, Airflow's REST API and the state DB."""
 
@@ -87,7 +98,7 @@ class Operator:
         browser = self.browser
         wait = WebDriverWait(browser, 60)
         before = set(self.runs())
-        browser.set_window_size(1440, 1500)
+        browser.set_window_size(1440, 1700)
         browser.get(f"{self.stack.url}/dags/{DAG}")
         wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-testid=trigger-dag-button]"))).click()
         for name, value in fields.items():
@@ -111,10 +122,9 @@ class Operator:
                     == ("\n".join(v) if isinstance(v, list) else str(v))
                 )
             )
-        if screenshot:  # the last field filled at the foot of the view, the ones above it in sight
-            last = browser.find_element(By.NAME, f"element_{list(fields)[-1]}")
-            browser.execute_script("arguments[0].scrollIntoView({block: 'end'});", last)
-            browser.execute_script("arguments[0].closest('[role=dialog]')?.scrollBy(0, 120);", last)
+        if screenshot:  # the fields filled, from the first to the last, centred in the dialog's scroll area
+            first, last = (browser.find_element(By.NAME, f"element_{n}") for n in (list(fields)[0], list(fields)[-1]))
+            browser.execute_script(_CENTRE_BETWEEN, first, last)
             browser.save_screenshot(str(IMG / screenshot))
         submit = browser.find_element(By.CSS_SELECTOR, "button[data-testid=trigger-dag-submit]")
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", submit)
