@@ -585,6 +585,21 @@ def test_a_drain_plan_moves_only_off_the_drained_broker_and_records_the_mode():
     assert moved and all(a.source_broker == "b2:8080" and a.destination_broker != "b2:8080" for a in moved)
     assert cycle["label"] == "Drain" and draft.summary["mode"]["brokers"] == ["b2:8080"]
     assert draft.summary["strategies"]["shedding"] == "drain"
+    # a bundle the drained broker owns but has no sample of (no topic loaded: Pulsar samples only those)
+    # moves too, predicted as idle: the guard would otherwise cut it and the broker never end empty
+    idle = "t/idle/0x00000000_0xffffffff"
+    draft, _ = build_mode_plan(
+        params=params, reports=reports, ownership={**ownership, idle: "b2:8080"}, placement_policies=None
+    )
+    [idle_move] = [a for a in draft.actions if a.kind == "unload" and a.bundle == idle]
+    assert idle_move.source_broker == "b2:8080" and set(idle_move.predicted.bundle_load.values()) == {0}
+    assert sorted(a.bundle for a in draft.actions) == sorted(
+        b for b, o in {**ownership, idle: "b2:8080"}.items() if o == "b2:8080"
+    )
+    assert (
+        f"unload of {idle} from b2:8080: no load sample (no topic loaded), predicted as idle" in draft.summary["notes"]
+    )
+    assert not draft.summary["guard"]["failed"]
     with pytest.raises(ConfigError, match="broker.s. nope:1 are not in this cluster's snapshot"):
         build_mode_plan(
             params=RunParams.from_json({"mode": "fill", "brokers": ["nope:1"]}),

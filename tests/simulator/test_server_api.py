@@ -502,3 +502,30 @@ def test_placement_constraints_survive_the_state_file(tmp_path) -> None:
         ClusterState.from_snapshot(
             {**restored.snapshot(), "namespaceIsolationPolicies": {"p": _policy(["a/b"], ["("])}}
         )
+
+
+def test_a_broker_added_to_a_running_cluster_is_listed_empty_and_takes_an_unload(
+    sim: SimulatedPulsar, admin: PulsarAdminClient
+) -> None:
+    """Scale-out: the new broker listens on its own port, every broker lists it, it owns nothing and
+    reports no load until an unload with ``destinationBroker`` moves a bundle onto it."""
+    before = sim.state.owners()
+    new = sim.add_broker()
+    assert new not in before.values() and new == sim.broker_ids[-1]
+    assert new in admin.brokers(sim.state.cluster)
+
+    def owned(broker: str) -> list[str]:  # answered by the broker itself; without its heartbeat namespaces
+        return [b for b in admin.owned_namespaces(sim.state.cluster, broker) if not b.startswith("pulsar/")]
+
+    assert owned(new) == []
+    assert admin.load_report(new)["numBundles"] == 0
+    bundle = next(iter(before))
+    namespace, bundle_range = bundle.rsplit("/", 1)
+    admin.unload_bundle(namespace, bundle_range, destination_broker=new)
+    assert sim.state.owner(bundle) == new
+    assert owned(new) == [bundle]
+    assert {b: o for b, o in sim.state.owners().items() if b != bundle} == {
+        b: o for b, o in before.items() if b != bundle
+    }
+    with pytest.raises(ValueError, match="already in the cluster"):
+        sim.state.add_broker(sim.state.broker_spec(new))

@@ -391,14 +391,22 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def dag_workers(airflow_stack):
+def simulated_cluster():
+    """The cluster ``dag_workers`` serves (a test module overrides it for another shape)."""
+    from pulsar_rebalance.simulator import generate_cluster
+
+    return generate_cluster(seed=42)
+
+
+@pytest.fixture(scope="module")
+def dag_workers(airflow_stack, simulated_cluster):
     """The scheduler and dag-processor next to the api-server, and a simulated cluster for the DAG's tasks:
     with them a triggered ``pulsar_rebalance`` run really runs (LocalExecutor, spark-submit per task)."""
     import json
 
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator import SimulatedPulsar
 
-    with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
+    with SimulatedPulsar(simulated_cluster, ephemeral=True) as sim:
         env = {"AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps({"conn_type": "http", "host": sim.admin_url})}
         try:
             airflow_stack.start("dag-processor", env=env)

@@ -63,7 +63,8 @@ def _full_page_screenshot(browser, path: Path, width: int = 1440) -> None:
     height = browser.execute_script(
         "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight);"
     )
-    browser.set_window_size(width, min(max(height + 40, 800), 4000))
+    # the window's height includes the browser's own frame (about 150 px in headless Chromium): add it
+    browser.set_window_size(width, min(max(height + 200, 800), 4000))
     path.parent.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(path))
     browser.set_window_size(width, 1000)

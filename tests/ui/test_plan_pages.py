@@ -50,11 +50,14 @@ def _routes(plan_id: str) -> list[tuple[str, str]]:
 
 def test_the_app_has_the_pages_and_nothing_else():
     routes = {(m, r.path) for r in create_app().routes for m in r.methods}
-    assert routes == {  # no /docs, /redoc, /openapi.json; one POST: the Plan to fix button
+    assert routes == {  # no /docs, /redoc, /openapi.json; POSTs: the Plan to fix, Uncordon and Cordon buttons
         ("GET", "/"),
         ("GET", "/plans/{plan_id}"),
         ("GET", "/plans/{plan_id}/chart.png"),
         ("POST", "/plans/{plan_id}/fix"),
+        ("GET", "/brokers"),
+        ("POST", "/brokers/uncordon"),
+        ("POST", "/brokers/cordon"),
     }
 
 

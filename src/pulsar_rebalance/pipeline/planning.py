@@ -171,6 +171,13 @@ def build_plan(
             loads = _child_loads(ns, split_children[parent], topics_by_bundle.get(parent, {}))
             child_stats[bundle] = loads[rng]
             for_moves.add(parent)
+        full = f"{ns}/{rng}"
+        idle = u["broker"] in leaving and full not in child_stats and full not in _last_stats(reports, u["broker"])
+        if idle:
+            # a drained broker's bundle its report has no sample of: Pulsar samples every bundle with a
+            # loaded topic, so this one carries nothing; it must still move for the broker to end empty
+            child_stats[full] = NamespaceBundleStats()
+            notes.append(f"unload of {full} from {u['broker']}: no load sample (no topic loaded), predicted as idle")
         if u.get("destinationReason"):
             reason = f"{reason}; destination: {u['destinationReason']}"
         actions.append(
@@ -185,7 +192,9 @@ def build_plan(
                 "reason": reason,
                 "predicted": {
                     "tied": u.get("tied"),
-                    "bundleLoad": _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats),
+                    "bundleLoad": dict.fromkeys(_LOAD_KEYS, 0)
+                    if idle
+                    else _bundle_load(reports.get(u["broker"], {}), f"{ns}/{rng}", child_stats),
                 },
             }
         )
@@ -538,6 +547,11 @@ _LOAD_KEYS = (
     "producerCount",
     "consumerCount",
 )
+
+
+def _last_stats(reports: Mapping[str, Mapping[str, Any]], broker: str) -> Mapping[str, Any]:
+    stats = reports.get(broker, {}).get("lastStats")
+    return stats if isinstance(stats, Mapping) else {}
 
 
 def _bundle_load(report: Mapping[str, Any], bundle: str, child_stats: Mapping[str, NamespaceBundleStats]) -> dict:

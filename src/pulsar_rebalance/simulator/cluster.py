@@ -822,6 +822,16 @@ class ClusterState:
             self._persist()
             return moved
 
+    def add_broker(self, spec: BrokerSpec) -> None:
+        """A new broker joins the cluster (scale-out): it is active at once and owns nothing until a
+        placement or an unload gives it bundles. Raises ``ValueError`` for a broker id already present."""
+        with self._lock:
+            if spec.broker_id in self._brokers:
+                raise ValueError(f"broker {spec.broker_id!r} is already in the cluster")
+            self._brokers[spec.broker_id] = copy.copy(spec)
+            self._policies = None
+            self._persist()
+
     def rename_brokers(self, mapping: Mapping[str, str]) -> None:
         """Rename broker ids (e.g. to the real ephemeral listening addresses); ownership follows."""
         with self._lock:

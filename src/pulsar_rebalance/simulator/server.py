@@ -34,6 +34,7 @@ point of a client's run).
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
@@ -51,6 +52,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 from pulsar_rebalance.simulator.cluster import (
     SPECIFIED_POSITIONS_DIVIDE,
     SUPPORTED_SPLIT_ALGORITHMS,
+    BrokerSpec,
     ClusterState,
     PulsarRestError,
     range_name,
@@ -286,6 +288,24 @@ class SimulatedPulsar:
         if server is not None:
             _stop_server(server)
         return self.state.remove_broker(broker_id)
+
+    def add_broker(self, spec: BrokerSpec | None = None) -> str:
+        """A new, empty broker joins the running cluster (scale-out): it listens on an OS-chosen port
+        of ``host`` and is listed by ``/admin/v2/brokers`` at once. ``spec`` gives its capacity (its
+        ``broker_id`` is replaced by the listening address); default: the first broker's. Returns its id."""
+        if not self._started:
+            raise RuntimeError("start the simulator before adding a broker")
+        server = _BrokerServer((self.host, 0), self)
+        broker_id = f"{self.host}:{server.server_address[1]}"
+        like = spec or self.state.broker_spec(self.state.broker_ids()[0])
+        try:
+            self.state.add_broker(dataclasses.replace(like, broker_id=broker_id))
+        except BaseException:
+            server.server_close()
+            raise
+        self._serve(broker_id, server)
+        logger.info("simulated broker %s joined cluster %s", broker_id, self.state.cluster)
+        return broker_id
 
     def __enter__(self) -> SimulatedPulsar:
         return self.start()

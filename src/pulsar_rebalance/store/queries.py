@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from pulsar_rebalance.core.progress import ActionProgress, Pacing, Progress
@@ -187,6 +187,70 @@ def progress_inputs(s: Session, *, plan_id: str) -> ProgressInputs:
         status=head.status,
         stop_requested=bool(head.stop_requested),
     )
+
+
+@dataclass(frozen=True)
+class BrokerRow:
+    """One line of the Brokers page: a broker as the latest collection saw it, and its cordon."""
+
+    cluster: str
+    broker: str
+    bundles: int  # bundles it owns (the open ownership rows: as of the latest collection or executed unload)
+    usage: float | None  # its weighted max usage in the latest load report we stored
+    msg_rate: float | None  # msg/s in + out, same report
+    reported_at: datetime | None  # when that report was collected (its run's start)
+    in_latest: bool  # listed by the cluster's latest collection (False: gone, or cordoned before ever seen)
+    cordon: repo.Cordon | None
+
+
+_LATEST_LOAD = text(
+    """
+    SELECT DISTINCT ON (bl.broker_id) bl.broker_id, bl.weighted_max_usage, bl.msg_rate_in, bl.msg_rate_out,
+           r.started_at
+    FROM broker_load bl JOIN runs r ON r.run_id = bl.run_id
+    WHERE r.cluster_id = :cluster_id
+    ORDER BY bl.broker_id, r.started_at DESC, r.run_id DESC
+    """
+)
+
+
+def broker_rows(s: Session) -> list[BrokerRow]:
+    """Every broker of every cluster: those the latest collection listed, those seen before and those
+    cordoned, with the bundles each owns, its latest stored usage and its cordon (who, when, why)."""
+    from pulsar_rebalance.store.tables import Broker, Ownership
+
+    rows: list[BrokerRow] = []
+    cordons = {(c.cluster, c.broker): c for c in repo.cordoned(s)}
+    for cid, name in s.execute(select(Cluster.id, Cluster.name).order_by(Cluster.name)).all():
+        seen = dict(s.execute(select(Broker.broker_id, Broker.last_seen_run_id).where(Broker.cluster_id == cid)).all())
+        latest = max(
+            (r for r in s.execute(select(Run.run_id, Run.started_at).where(Run.run_id.in_(set(seen.values()))))),
+            key=lambda r: (r.started_at, r.run_id),
+            default=None,
+        )
+        owned: dict[str, int] = {}
+        for (broker,) in s.execute(
+            select(Ownership.broker_id).where(Ownership.cluster_id == cid, Ownership.valid_to.is_(None))
+        ):
+            owned[broker] = owned.get(broker, 0) + 1
+        load = {r.broker_id: r for r in s.execute(_LATEST_LOAD, {"cluster_id": cid})}
+        names = set(seen) | set(owned) | {b for c, b in cordons if c == name}
+        for broker in sorted(names):
+            report = load.get(broker)
+            rates = [report.msg_rate_in, report.msg_rate_out] if report else []
+            rows.append(
+                BrokerRow(
+                    cluster=name,
+                    broker=broker,
+                    bundles=owned.get(broker, 0),
+                    usage=report.weighted_max_usage if report else None,
+                    msg_rate=sum(r for r in rates if r is not None) if rates else None,
+                    reported_at=report.started_at if report else None,
+                    in_latest=latest is not None and seen.get(broker) == latest.run_id,
+                    cordon=cordons.get((name, broker)),
+                )
+            )
+    return rows
 
 
 def _cluster_names(s: Session, ids: set[int]) -> dict[int, str]:

@@ -6,11 +6,14 @@ dependencies), so every route of this app depends on :func:`_auth_dependency`: A
 ``requires_access_dag(method="GET")`` for the ``pulsar_rebalance`` DAG, which authenticates the
 caller (``Authorization: Bearer <jwt>`` or the UI's ``_token`` cookie; 401 without) and asks the
 configured auth manager whether they may read that DAG (403 if not). FastAPI's own ``/docs``,
-``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only except for one button:
-*Plan to fix* (``POST /plans/{plan_id}/fix``) triggers a run of the DAG with
-``{"fix_policy_violations": true}``, for a user Airflow lets create DAG runs (``POST`` on the DAG's
-runs, 403 otherwise), from this origin only. Its plan waits at the gate like any other: deciding
-happens at the Airflow gate (Browse → Required Actions), which the plan page links to.
+``/redoc`` and ``/openapi.json`` are switched off. The pages are read-only except for three buttons,
+each for a user Airflow lets create runs of the DAG (``POST`` on the DAG's runs, 403 otherwise) and
+from this origin only (:func:`_operator_dependencies`): *Plan to fix* (``POST /plans/{plan_id}/fix``)
+triggers a run of the DAG with ``{"fix_policy_violations": true}``, whose plan waits at the gate like
+any other (deciding happens at the Airflow gate, Browse → Required Actions, which the plan page links
+to); *Uncordon* and *Cordon* on the Brokers page (``POST /brokers/uncordon``, ``/brokers/cordon``)
+change a broker's cordon as ``pulsar-rebalance brokers uncordon|cordon`` does, audited under the
+user's name.
 
 The state DB comes from the ``pulsar_rebalance_db`` Airflow Connection (or
 ``PULSAR_REBALANCE_DATABASE_URL`` / ``DATABASE_URL``), as for the tasks.
@@ -25,10 +28,12 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Form, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from pulsar_rebalance.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -161,19 +166,17 @@ def create_app() -> FastAPI:
             return Response(f"no plan with id {plan_id!r}", status_code=404, media_type="text/plain")
         return Response(plan_png(plan), media_type="image/png", headers={"Cache-Control": "private, no-cache"})
 
-    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-    from airflow.api_fastapi.core_api.security import get_user, requires_access_dag
+    from airflow.api_fastapi.core_api.security import get_user
 
     the_user = Depends(get_user)
+    operator_only = _operator_dependencies()
 
-    @app.post("/plans/{plan_id}/fix", dependencies=[Depends(requires_access_dag("POST", DagAccessEntity.RUN, DAG_ID))])
+    @app.post("/plans/{plan_id}/fix", dependencies=operator_only)
     def plan_fix(request: Request, plan_id: str, user: Any = the_user) -> Response:
         """Trigger a ``fix_policy_violations`` run of the plan's DAG, then show that run in Airflow."""
         from pulsar_rebalance.errors import UnknownPlanError
         from pulsar_rebalance.store import repository as repo
 
-        if not _same_origin(request):
-            return Response("cross-origin request refused", status_code=403, media_type="text/plain")
         try:
             with _session() as s:
                 plan = repo.get_plan(s, plan_id=plan_id)
@@ -192,6 +195,54 @@ def create_app() -> FastAPI:
         )
         url = f"{_airflow_root(request)}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
         return RedirectResponse(url, status_code=303)
+
+    @app.get("/brokers", response_class=HTMLResponse)
+    def brokers_page(request: Request) -> HTMLResponse:
+        from pulsar_rebalance.store import queries
+
+        with _session() as s:
+            rows = queries.broker_rows(s)
+        return _page(request, "brokers.html", title="Brokers", rows=rows)
+
+    @app.post("/brokers/uncordon", dependencies=operator_only)
+    def brokers_uncordon(
+        request: Request, cluster: str = Form(), broker: str = Form(), user: Any = the_user
+    ) -> Response:
+        """Let plans target ``broker`` again (``pulsar-rebalance brokers uncordon``, audited as that)."""
+        from pulsar_rebalance.store import repository as repo
+
+        with _session() as s:
+            gone = repo.uncordon(s, cluster_id=repo.cluster_id_named(s, cluster), brokers=[broker], by=user.get_name())
+        log.info(
+            "user %s uncordoned %s of cluster %s%s",
+            user.get_name(),
+            broker,
+            cluster,
+            "" if gone else " (was not cordoned)",
+        )
+        return RedirectResponse(f"{_own_root(request)}/brokers", status_code=303)
+
+    @app.post("/brokers/cordon", dependencies=operator_only)
+    def brokers_cordon(
+        request: Request, cluster: str = Form(), broker: str = Form(), reason: str = Form(""), user: Any = the_user
+    ) -> Response:
+        """Keep every plan of every mode off ``broker`` (``pulsar-rebalance brokers cordon``, audited as that)."""
+        from pulsar_rebalance.errors import ConfigError
+        from pulsar_rebalance.store import queries
+        from pulsar_rebalance.store import repository as repo
+
+        why = reason.strip() or "cordoned on the Brokers page"
+        with _session() as s:
+            cid = repo.cluster_id_named(s, cluster)
+            if not any(r.cluster == cluster and r.broker == broker for r in queries.broker_rows(s)):
+                raise ConfigError(f"unknown broker {broker!r} in cluster {cluster!r}", key="broker")
+            repo.cordon(s, cluster_id=cid, brokers=[broker], by=user.get_name(), reason=why)
+        log.info("user %s cordoned %s of cluster %s: %s", user.get_name(), broker, cluster, why)
+        return RedirectResponse(f"{_own_root(request)}/brokers", status_code=303)
+
+    @app.exception_handler(ConfigError)
+    def _bad_input(request: Request, exc: ConfigError) -> HTMLResponse:
+        return _page(request, "error.html", title="Cannot do that", status_code=400, message=str(exc))
 
     @app.exception_handler(NoStateDatabase)
     def _no_db(request: Request, exc: NoStateDatabase) -> HTMLResponse:
@@ -249,6 +300,20 @@ def _may_trigger(dag_id: str, user: Any) -> bool:
             method="POST", access_entity=DagAccessEntity.RUN, details=DagDetails(id=dag_id), user=user
         )
     )
+
+
+def _operator_dependencies() -> list[Any]:
+    """What every button of these pages (a POST) needs beyond reading: Airflow's permission to create
+    runs of the DAG (``POST`` on its runs: 403 for a viewer), and a request from this origin."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+
+    return [Depends(requires_access_dag("POST", DagAccessEntity.RUN, DAG_ID)), Depends(_require_same_origin)]
+
+
+def _require_same_origin(request: Request) -> None:
+    if not _same_origin(request):
+        raise StarletteHTTPException(403, "cross-origin request refused")
 
 
 def trigger_fix_run(dag_id: str, *, user: str, plan_id: str) -> str:
@@ -337,6 +402,9 @@ def _templates():
             airflow_run=_airflow_run_of_key,
             pretty=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str),
         )
+        from pulsar_rebalance.core import lifecycle
+
+        env.globals["lifecycle"] = lifecycle  # statuses and their groups (core/lifecycle.py), not template lists
         _env = env
     return _env
 
