@@ -41,15 +41,16 @@ def test_an_explicit_list_names_clusters_kept_in_a_secrets_backend(airflow_db, m
     monkeypatch.setenv("PULSAR_REBALANCE_SCHEDULE_EAST", "")  # manual runs only
     bag = _bag()
     assert bag.import_errors == {}
-    ours = sorted(d for d in bag.dag_ids if d.startswith("pulsar_rebalance") and not d.endswith("_watch"))
+    ours = sorted(d for d in bag.dag_ids if d.startswith("pulsar_rebalance") and "_imbalance_watch" not in d)
     assert ours == ["pulsar_rebalance_east", "pulsar_rebalance_west"]
     assert bag.get_dag("pulsar_rebalance_east").schedule is None
 
 
 def test_a_bad_cluster_name_fails_the_dag_file_naming_it(airflow_db, monkeypatch):
     monkeypatch.setenv("PULSAR_REBALANCE_CLUSTERS", "east,US-West")
-    errors = _bag().import_errors
-    assert len(errors) == 1 and "'US-West'" in next(iter(errors.values()))
+    errors = _bag().import_errors  # the rebalance DAGs' file and the watches' file each refuse it, naming it
+    assert {Path(f).name for f in errors} == {"pulsar_rebalance.py", "pulsar_rebalance_imbalance_watch.py"}
+    assert all("'US-West'" in e for e in errors.values())
 
 
 def test_the_secrets_of_a_job_come_from_its_own_dags_connection(monkeypatch):
@@ -62,3 +63,16 @@ def test_the_secrets_of_a_job_come_from_its_own_dags_connection(monkeypatch):
     assert job_environment()["PULSAR_ADMIN_URL"] == "http://default:1"
     west = job_environment("pulsar_admin_west")
     assert west["PULSAR_ADMIN_URL"] == "http://west:2" and west["PULSAR_ADMIN_TOKEN"] == "w-token"
+
+
+def test_each_cluster_gets_its_own_imbalance_watch_reading_its_own_connection(airflow_db, monkeypatch):
+    monkeypatch.setenv("PULSAR_REBALANCE_CLUSTERS", "default,west")
+    bag = _bag()
+    assert bag.import_errors == {}
+    for watch, conn, target in (
+        ("pulsar_rebalance_imbalance_watch", "pulsar_admin_default", "pulsar_rebalance"),
+        ("pulsar_rebalance_imbalance_watch_west", "pulsar_admin_west", "pulsar_rebalance_west"),
+    ):
+        dag = bag.get_dag(watch)
+        assert dag.get_task("sample_imbalance").op_kwargs == {"admin_conn_id": conn}
+        assert dag.get_task("trigger_rebalance").trigger_dag_id == target

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -83,12 +84,15 @@ def watch_sample(
     return {"trigger": step.trigger, "run_id": trigger_run_id, "reason": step.reason, "cluster": cluster}
 
 
-def sample_task(*, threshold: float, samples: int, cluster: str | None, run_id: str) -> dict[str, Any]:
-    """The ``sample_imbalance`` task body: read the load reports, record the sample, decide."""
-    from pulsar_rebalance.orchestration.connections import database_url, job_environment
+def sample_task(
+    *, threshold: float, samples: int, cluster: str | None, run_id: str, admin_conn_id: str | None = None
+) -> dict[str, Any]:
+    """The ``sample_imbalance`` task body: read the load reports (through the watched DAG's admin
+    Connection ``admin_conn_id``; default ``pulsar_admin_default``), record the sample, decide."""
+    from pulsar_rebalance.orchestration.connections import ADMIN_CONN_ID, database_url, job_environment
     from pulsar_rebalance.pipeline.context import admin_client_from_env
 
-    client = admin_client_from_env({**os.environ, **job_environment()})
+    client = admin_client_from_env({**os.environ, **job_environment(admin_conn_id or ADMIN_CONN_ID)})
     try:
         name, broker, worst = worst_broker(client, cluster)
         admin_url = client.base_url
@@ -106,15 +110,101 @@ def sample_task(*, threshold: float, samples: int, cluster: str | None, run_id: 
     )
 
 
-def should_trigger(params: dict[str, Any], run_id: str, **_: Any) -> bool:
+def should_trigger(params: dict[str, Any], run_id: str, admin_conn_id: str | None = None, **_: Any) -> bool:
     """``sample_imbalance``'s callable (a ShortCircuitOperator): True lets ``trigger_rebalance`` run."""
     decided = sample_task(
         threshold=float(params["threshold"]),
         samples=int(params["samples"]),
         cluster=params.get("cluster") or None,
         run_id=run_id,
+        admin_conn_id=admin_conn_id,
     )
     return bool(decided["trigger"])
 
 
-__all__ = ["REBALANCE_DAG_ID", "sample_task", "should_trigger", "watch_sample", "worst_broker"]
+WATCH_DAG_ID = "pulsar_rebalance_imbalance_watch"
+
+
+def watch_dag_id(name: str) -> str:
+    """The watch of cluster ``name`` (``core.clusters``): ``pulsar_rebalance_imbalance_watch`` for the
+    default cluster, ``pulsar_rebalance_imbalance_watch_<name>`` for another."""
+    from pulsar_rebalance.core import clusters
+
+    return WATCH_DAG_ID if name == clusters.DEFAULT_NAME else f"{WATCH_DAG_ID}_{name}"
+
+
+def build_watch_dags(environ: Mapping[str, str], doc_md: str | None = None) -> dict[str, Any]:
+    """``{dag_id: DAG}``: one imbalance watch per cluster the rebalance DAG file builds a DAG for (the
+    same names, ``core.clusters.cluster_names``), each reading its own cluster's admin Connection and
+    triggering that cluster's DAG. Paused when created."""
+    import pendulum
+    from airflow.providers.standard.operators.python import ShortCircuitOperator
+    from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+    from airflow.sdk import DAG, Param
+
+    from pulsar_rebalance.core import clusters
+    from pulsar_rebalance.errors import ConfigError
+
+    try:
+        names = clusters.cluster_names(environ)
+    except ValueError as exc:
+        raise ConfigError(str(exc), key=clusters.CLUSTERS_ENV) from None
+    out: dict[str, Any] = {}
+    for name in names:
+        target = clusters.dag_id(name)
+        with DAG(
+            dag_id=watch_dag_id(name),
+            description=f"Start a {target} run when the worst broker stays over a threshold (inside the window)",
+            schedule=environ.get("PULSAR_REBALANCE_IMBALANCE_SCHEDULE", "*/5 * * * *") or None,
+            start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+            catchup=False,
+            max_active_runs=1,
+            is_paused_upon_creation=True,
+            render_template_as_native_obj=True,
+            tags=["pulsar", "rebalance", f"cluster:{name}"],
+            doc_md=doc_md,
+            params={
+                "threshold": Param(
+                    float(environ.get("PULSAR_REBALANCE_IMBALANCE_THRESHOLD", "0.85")),
+                    type="number",
+                    exclusiveMinimum=0,
+                    maximum=2,
+                    description="the worst broker's max resource usage (fraction: 0.85 = 85 %) that counts as over",
+                ),
+                "samples": Param(
+                    int(environ.get("PULSAR_REBALANCE_IMBALANCE_SAMPLES", "3")),
+                    type="integer",
+                    minimum=1,
+                    maximum=1000,
+                    description="consecutive samples (runs of this DAG) at or over the threshold before a run starts",
+                ),
+                "cluster": Param(None, type=["null", "string"], description="Pulsar cluster name; null = the first"),
+            },
+        ) as dag:
+            sample_imbalance = ShortCircuitOperator(
+                task_id="sample_imbalance",
+                python_callable=should_trigger,
+                op_kwargs={"admin_conn_id": clusters.conn_id(name)},
+            )
+            trigger_rebalance = TriggerDagRunOperator(
+                task_id="trigger_rebalance",
+                trigger_dag_id=target,
+                trigger_run_id="imbalance__{{ run_id }}",  # recorded by sample_imbalance before this task runs
+                conf={"cluster": "{{ params.cluster }}"},
+                skip_when_already_exists=True,  # a retry never starts a second run
+            )
+            sample_imbalance >> trigger_rebalance
+        out[dag.dag_id] = dag
+    return out
+
+
+__all__ = [
+    "REBALANCE_DAG_ID",
+    "WATCH_DAG_ID",
+    "build_watch_dags",
+    "sample_task",
+    "should_trigger",
+    "watch_dag_id",
+    "watch_sample",
+    "worst_broker",
+]
