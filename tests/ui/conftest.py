@@ -68,12 +68,11 @@ class Seeded:
     executed: str  # an executed plan with an approval and measured usage
 
 
-@pytest.fixture
-def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
+def planned_move():
+    """``(params, decision, draft)``: the plan the real planning code (``build_plan``) makes of ``REPORTS``
+    for one unload of broker-1's bundle to broker-2, as plan_split would store it."""
     from pulsar_rebalance.pipeline.params import RunParams
     from pulsar_rebalance.pipeline.planning import build_plan
-    from pulsar_rebalance.store import repository as repo
-    from pulsar_rebalance.store.engine import dispose_engines, make_engine, session_scope
 
     params = RunParams.from_json({})
     decision = {
@@ -98,7 +97,47 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
         topics_by_bundle={},
         ownership={b: br for br, r in REPORTS.items() for b in r["lastStats"]},
     )
-    draft.summary["warnings"] = ["2 topics were reported under a bundle their hash does not fall into"]
+    return params, decision, draft
+
+
+def store_planned_move(
+    s,
+    *,
+    run_id: str,
+    cluster_id: int,
+    expires_at: datetime,
+    required_approvals: int = 1,
+    warnings: tuple[str, ...] = (),
+) -> str:
+    """Start run ``run_id`` of the cluster and store :func:`planned_move`'s pending plan for it, as
+    planning does (in the caller's transaction); returns the plan id."""
+    from pulsar_rebalance.store import repository as repo
+
+    params, decision, draft = planned_move()
+    if warnings:
+        draft.summary["warnings"] = list(warnings)
+    repo.start_run(s, run_id=run_id, cluster_id=cluster_id, params=params.to_json())
+    return repo.create_plan(
+        s,
+        run_id=run_id,
+        cluster_id=cluster_id,
+        status="pending",
+        expires_at=expires_at,
+        dry_run=False,
+        strategies=draft.summary["strategies"],
+        config={"loadBalancerSheddingEnabled": False},
+        summary=draft.summary,
+        decision=decision["cycle"],
+        actions=draft.actions,
+        required_approvals=required_approvals,
+    )
+
+
+@pytest.fixture
+def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
+    from pulsar_rebalance.store import repository as repo
+    from pulsar_rebalance.store.engine import dispose_engines, make_engine, session_scope
+
     engine = make_engine(db_url)
     now = datetime.now(UTC)
     ids = []
@@ -106,23 +145,16 @@ def seeded_db(db_url, monkeypatch) -> Iterator[Seeded]:
         cid = repo.get_or_create_cluster(s, name="sim-cluster", admin_url="http://pulsar:8080")
     for run_id in ("scheduled__2026-11-23T10:00:00+00:00", "manual__2026-11-23T11:00:00+00:00"):
         with session_scope(engine) as s:
-            repo.start_run(s, run_id=run_id, cluster_id=cid, params=params.to_json())
             ids.append(
-                repo.create_plan(
+                store_planned_move(
                     s,
                     run_id=run_id,
                     cluster_id=cid,
-                    status="pending",
                     expires_at=now + timedelta(hours=1),
-                    dry_run=False,
-                    strategies=draft.summary["strategies"],
-                    config={"loadBalancerSheddingEnabled": False},
-                    summary=draft.summary,
-                    decision=decision["cycle"],
-                    actions=draft.actions,
-                    required_approvals=len(ids) + 1,
+                    required_approvals=len(ids) + 1,  # the pending one needs a second approver
+                    warnings=("2 topics were reported under a bundle their hash does not fall into",),
                 )
-            )  # the pending one needs a second approver
+            )
         if len(ids) == 1:  # execute the first before the second supersedes it
             with session_scope(engine) as s:
                 repo.decide_plan(
