@@ -107,3 +107,60 @@ def test_the_plans_of_two_clusters_filtered_to_one_in_the_browser(airflow_stack,
     assert "approved" in shown[two_clusters.east_waiting].text
     browser.set_window_size(1440, 560)  # the selector and east's two rows (the window frame takes ~140 px)
     browser.save_screenshot(str(IMG / "plans-two-clusters.png"))
+
+
+def test_the_waiting_email_of_a_plan_as_received_and_its_link_to_the_plan_page(
+    airflow_stack, two_clusters, state_db, airflow_db, browser, monkeypatch, tmp_path
+):
+    """The ``waiting`` notification of west's plan, sent by the notifier's own ``send`` to a real local SMTP
+    server: the received HTML body (verbatim, under the received From/To/Subject) in the browser, and its
+    link opens the plan page on the api-server (``[api] base_url``)."""
+    import html
+    import json
+
+    from pulsar_rebalance.core import notifications as compose
+    from pulsar_rebalance.core.clusters import run_key
+    from pulsar_rebalance.orchestration.notify import plan_link, run_plan_facts, send
+    from tests.notify_receivers import SmtpServer
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": state_db}})
+    )
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", airflow_stack.url)
+    facts = run_plan_facts(run_key("scheduled__2026-11-26T09:00:00+00:00", "west"))
+    assert facts is not None and facts.plan_id == two_clusters.west_pending and facts.status == "pending"
+    with SmtpServer() as smtp:
+        monkeypatch.setenv("AIRFLOW_CONN_PULSAR_REBALANCE_SMTP", json.dumps(smtp.connection()))
+        assert send(compose.waiting(facts, link=plan_link(facts.plan_id)))["email"] == "sent"
+        [mail] = smtp.received()
+    assert mail.subject == (
+        f"[pulsar-rebalance] Approval needed: rebalance plan {facts.plan_id} on cluster west: 1 unload(s), 0 split(s)"
+    )
+    for line in (
+        "Cluster: west",
+        "Busiest broker's usage: 85.0% -> 63.7% (predicted)",
+        "Actions: 1 unload(s), 0 split(s)",
+    ):
+        assert line in mail.text, mail.text
+
+    head = "".join(f"<div><b>{k}:</b> {html.escape(mail.headers[k])}</div>" for k in ("From", "To", "Subject"))
+    page = tmp_path / "waiting-email.html"
+    page.write_text(
+        '<!doctype html><meta charset="utf-8"><body style="font-family: sans-serif; margin: 24px">'
+        f'<div style="border-bottom: 1px solid #ccc; padding-bottom: 8px; margin-bottom: 8px">{head}</div>'
+        f"{mail.body}</body>"
+    )
+    _login(browser, airflow_stack, "admin")
+    browser.set_window_size(1000, 500)
+    browser.get(page.as_uri())
+    link = WebDriverWait(browser, 30).until(EC.element_to_be_clickable((By.LINK_TEXT, "Open the plan page")))
+    assert (
+        f"Plan page: {airflow_stack.url}/pulsar-rebalance/plans/{facts.plan_id}"
+        in browser.find_element(By.TAG_NAME, "pre").text
+    )
+    browser.save_screenshot(str(IMG / "waiting-email.png"))
+    link.click()
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.ID, "plan-status")))
+    assert browser.current_url == f"{airflow_stack.url}{URL_PREFIX}/plans/{facts.plan_id}"
+    assert browser.find_element(By.ID, "plan-status").text == "pending"
+    browser.set_window_size(1440, 1000)
