@@ -322,7 +322,8 @@ def _gate_page(browser, stack, run_id: str, *, option: str | None = "Approve", t
 
 def _answer(browser, option: str, comment: str) -> None:
     """Fill the gate's comment and click ``option``, as the operator does."""
-    box = WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.ID, "element_comment")))
+    # clickable, not just present: under load the reopened request's form renders its box before it is enabled
+    box = WebDriverWait(browser, 60).until(EC.element_to_be_clickable((By.ID, "element_comment")))
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", box)
     box.clear()
     box.send_keys(comment)
