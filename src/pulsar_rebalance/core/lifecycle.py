@@ -93,10 +93,6 @@ def can_transition(src: str, dst: str) -> bool:
     return dst in TRANSITIONS.get(src, frozenset())  # type: ignore[call-overload]
 
 
-def is_status(value: object) -> bool:
-    return value in PLAN_STATUSES
-
-
 def plan_kind(summary: Mapping[str, Any] | None) -> PlanKind:
     """What a plan is for, from its stored summary: a ``drain`` or ``fill`` (``summary.mode``), a
     ``rollback`` of an earlier plan (``summary.rollbackOf``), a ``fix`` of placement-policy violations
@@ -126,6 +122,5 @@ __all__ = [
     "PlanKind",
     "PlanStatus",
     "can_transition",
-    "is_status",
     "plan_kind",
 ]
