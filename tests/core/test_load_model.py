@@ -196,3 +196,23 @@ def test_a_balanced_convex_cluster_with_noisy_reports_gets_no_move_over_sixty_cy
     moved = [(k, u["bundle"]) for k, c in enumerate(out["cycles"]) for u in c["unloads"]]
     assert moved == [] and all(c["splits"] == [] for c in out["cycles"])
     assert max(c["stats"].get("maxUsageBefore", 0) for c in out["cycles"]) > 0.5  # CPU binds, near 60 %
+
+
+def test_a_broker_clipped_to_its_reports_is_relieved_only_in_proportion():
+    # the model put broker-0 at twice what its reports show: its bundles are over-stated there as well, so
+    # one leaving it relieves it by the same proportion (not by its full modelled share: a source must not
+    # look emptier than its reports can show), while arriving elsewhere it counts in full
+    view = _view(_cluster(_linear, hot_factor=1.0))
+    b0, b1 = "broker-0", "broker-1"
+    bundle = view.owned[b0][0]
+    vec = view.bundles[bundle].vec
+    modelled = view.usage(b0)
+    full_relief = modelled - view.usage_after(b0, vec, -1.0)
+    assert full_relief > 0 and not view.clipped(b0)
+    view.clip(b0, modelled / 2)
+    assert view.clipped(b0) and view.usage(b0) == pytest.approx(modelled / 2)
+    assert view.usage(b0) - view.usage_after(b0, vec, -1.0) == pytest.approx(full_relief / 2)
+    added = view.usage_after(b1, vec, 1.0) - view.usage(b1)
+    view.move(bundle, b1)
+    assert view.usage(b0) == pytest.approx(modelled / 2 - full_relief / 2)
+    assert view.usage(b1) - (view.usage_after(b1, vec, -1.0)) == pytest.approx(added)

@@ -354,11 +354,17 @@ class GlobalPlanner:
 
         def dest_candidates(exclude: str) -> list[str]:
             out: list[tuple[float, str]] = []
+            skipped: list[tuple[float, str]] = []
             while idlest and len(out) < st.candidate_destinations + 1:
                 u, b = heapq.heappop(idlest)
                 if u != view.usage(b) or any(b == o for _, o in out):
                     continue
+                if view.clipped(b):  # its reports contradict the model: how much room it has is not known
+                    skipped.append((u, b))
+                    continue
                 out.append((u, b))
+            for entry in skipped:
+                heapq.heappush(idlest, entry)
             for entry in out:
                 heapq.heappush(idlest, entry)
             return [b for _, b in out if b != exclude][: st.candidate_destinations]

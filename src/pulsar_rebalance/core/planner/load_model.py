@@ -268,6 +268,8 @@ class ClusterView:
         self._usage: dict[str, float] = {}
         self.limit: dict[str, list[float]] = {}
         self.used: dict[str, list[float]] = {}
+        self.relief: dict[str, list[float]] = {}
+        """Per clipped broker and resource, the share of a leaving bundle's contribution its usage loses."""
         reported: dict[str, list[float]] = {}
         broker_feat: dict[str, list[float]] = {}
         for b, d in brokers.items():
@@ -469,12 +471,21 @@ class ClusterView:
 
     def clip(self, broker: str, level: float) -> None:
         """Lower ``broker``'s planned usage to at most ``level``: each counted resource's use to ``level``'s
-        share of its limit (its bundles keep their contributions: moving one still predicts its relief)."""
+        share of its limit. The model over-stated that broker, so it over-states its bundles there too: a
+        bundle leaving it relieves it only in proportion (``level / modelled`` per resource), while the
+        same bundle arriving elsewhere still counts in full. Both errors point the safe way: the source is
+        not believed emptier than its reports can show, the destination not lighter than the model says."""
         used = self.used[broker]
+        relief = self.relief.setdefault(broker, [1.0] * 5)
         for i, k in self._scale[broker]:
             if used[i] * k > level:
+                relief[i] *= level / (used[i] * k)
                 used[i] = level / k
         self._usage.pop(broker, None)
+
+    def clipped(self, broker: str) -> bool:
+        """Whether the reports contradicted the model on ``broker`` (:meth:`clip` lowered it)."""
+        return broker in self.relief
 
     def usage(self, broker: str) -> float:
         """Capacity-normalised usage now (cached; moves and splits refresh it)."""
@@ -485,8 +496,12 @@ class ClusterView:
         return u
 
     def usage_after(self, broker: str, vec: Sequence[float], sign: float) -> float:
-        """Usage of ``broker`` if ``vec`` were added (sign 1) or removed (sign -1)."""
+        """Usage of ``broker`` if ``vec`` were added (sign 1) or removed (sign -1; from a clipped broker in
+        proportion, :meth:`clip`)."""
         used = self.used[broker]
+        relief = self.relief.get(broker)
+        if sign < 0 and relief is not None:
+            return max(((used[i] - vec[i] * relief[i]) * k for i, k in self._scale[broker]), default=0.0)
         return max(((used[i] + sign * vec[i]) * k for i, k in self._scale[broker]), default=0.0)
 
     def ideal(self, brokers: Sequence[str] | None = None) -> float:
@@ -503,8 +518,9 @@ class ClusterView:
     def move(self, bundle: str, dest: str) -> None:
         bl = self.bundles[bundle]
         src = bl.broker
+        relief = self.relief.get(src)
         for i, v in enumerate(bl.vec):
-            self.used[src][i] -= v
+            self.used[src][i] -= v if relief is None else v * relief[i]
             self.used[dest][i] += v
         self.owned[src].remove(bundle)
         self.owned[dest].append(bundle)
