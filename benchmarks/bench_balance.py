@@ -556,6 +556,33 @@ def cases(results: Results2) -> list[dict[str, Any]]:
     return out
 
 
+def worst_run(results: Results2) -> dict[str, Any] | None:
+    """The single run (one seed) where the planner ends furthest above no-action on the same seed: means over
+    seeds can hide one seed where it ended worse."""
+    worst: dict[str, Any] | None = None
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            for sc, by in by_sc.items():
+                na = {r["seed"]: r for r in by.get(NO_ACTION, [])}
+                for r in by.get(PLANNER, []):
+                    n = na.get(r["seed"])
+                    if n is not None and (worst is None or r["final_max"] - n["final_max"] > worst["delta"]):
+                        worst = {
+                            "model": m,
+                            "cadence": c,
+                            "scenario": sc,
+                            "seed": r["seed"],
+                            "planner": r["final_max"],
+                            "no_action": n["final_max"],
+                            "delta": r["final_max"] - n["final_max"],
+                        }
+    return worst
+
+
+def _run_text(k: dict[str, Any]) -> str:
+    return f"{k['scenario']} / {k['model']} / {k['cadence']}, seed {k['seed']}: planner {k['planner']:.3f} vs no-action {k['no_action']:.3f} ({k['delta']:+.3f})"
+
+
 def _transient_text(k: dict[str, Any]) -> str:
     return (
         f"{k['scenario']} / {k['model']} / {k['cadence']}: worst max planner {k['planner_worst']:.3f} vs no-action "
@@ -610,6 +637,9 @@ def verdict_lines(results: Results2) -> list[str]:
         lines.append(f"worst case: {_case_text(worst)}")
         lines.append(f"best case:  {_case_text(best)}")
         lines.append(f"worst transient: {_transient_text(max(ks, key=lambda k: k['delta_worst']))}")
+    one = worst_run(results)
+    if one is not None:
+        lines.append(f"worst single run: {_run_text(one)}")
     return lines
 
 
@@ -664,8 +694,11 @@ def headline_v2(doc: dict[str, Any]) -> str:
             f"**Worst case** for the planner: {_case_text(worst)}. **Best case**: {_case_text(best)} "
             "(final max, means over seeds; scenario / load model / cadence). **Worst transient**: "
             f"{_transient_text(max(ks, key=lambda k: k['delta_worst']))}.",
-            "",
         ]
+        one = worst_run(results)
+        if one is not None:
+            lines[-1] += f" **Worst single run** (one seed, where means hide it): {_run_text(one)}."
+        lines.append("")
     lines += [
         "| load model | cadence | scenarios meeting every criterion | failed criteria | worst case vs no-action | best case vs no-action |",
         "|---|---|---|---|---|---|",

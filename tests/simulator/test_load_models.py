@@ -351,6 +351,21 @@ def test_the_verdict_flags_each_broken_criterion() -> None:
     assert any(line.startswith("best case:  a / linear / minute") for line in lines)
     assert any(line.startswith("worst transient: b / linear / minute") for line in lines)
     assert sum(line.startswith("FAIL") for line in lines) == 2
+    # means over seeds can hide one seed that ended worse: the single worst run is named with its seed
+    hidden = {**good, "GlobalPlanner": [_row(1, 0.72), _row(2, 0.50)], "no-action": [_row(1, 0.70), _row(2, 0.70)]}
+    assert bench.worst_run({"linear": {"dag": {"a": good, "c": hidden}}}) == {
+        "model": "linear",
+        "cadence": "dag",
+        "scenario": "c",
+        "seed": 1,
+        "planner": 0.72,
+        "no_action": 0.70,
+        "delta": pytest.approx(0.02),
+    }
+    assert any(
+        line.startswith("worst single run: c / linear / dag, seed 1")
+        for line in bench.verdict_lines({"linear": {"dag": {"c": hidden}}})
+    )
 
 
 def test_quick_mode_prints_one_line_per_run_and_the_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -390,6 +405,10 @@ def test_the_report_and_headline_render_a_format_2_document() -> None:
     }
     head = bench.BLOCKS["balance-headline"](doc)
     assert "**Worst case**" in head and "**Best case**" in head and "| nic-bound | dag | 1 of 2 |" in head
+    assert (
+        "**Worst single run** (one seed, where means hide it): " in head
+        and "/ nic-bound / dag, seed 1: planner 0.550" in head
+    )
     report = bench.BLOCKS["balance-report"](doc)
     assert "## nic-bound, dag cadence" in report and "balance/nic-bound-dag.png" in report
     assert "* steady-with-noise: steady: seed 1: 2 moves" in report
