@@ -330,6 +330,33 @@ def test_a_broker_its_reports_contradict_is_relieved_in_proportion_and_receives_
     assert max(result.max_usage) < 0.6, [round(u, 3) for u in result.max_usage]
 
 
+def test_a_bundle_planned_at_a_peak_its_topics_do_not_show_now_is_not_split_until_they_do() -> None:
+    # an on/off consumer in its off phase: the bundle is planned at its remembered peak, but its topics'
+    # rates now do not say which topic carries that peak. Cut by today's rates, the part holding the
+    # consumer's topic looked small, moved, and took its destination to 1.36 when the consumer came back
+    # (a simulated day of periodic jitter under convex CPU, seed 2). Split when the peak shows.
+    model = _model("hot-bundle-needs-split", 2)
+    cycle = _cycle(model)
+    split = _decide(cycle)["cycles"][0]["splits"][0]  # as it is: split at once
+    bundle, broker = split["bundle"], split["broker"]
+    s = cycle["bundleData"][bundle]["shortTermData"]
+    peak = {
+        "msgRate": 2 * (s["msgRateIn"] + s["msgRateOut"]),
+        "msgThroughputIn": 2 * s["msgThroughputIn"],
+        "msgThroughputOut": 2 * s["msgThroughputOut"],
+        "atMs": cycle["nowMs"] - 60_000,
+    }
+    # the broker's reports showed its usage at that peak 5 minutes ago: believed hot, not clipped
+    state = {
+        "globalPlanner": {"peaks": {bundle: peak}, "highs": {broker: {"usage": 5.0, "atMs": cycle["nowMs"] - 300_000}}}
+    }
+    out = _decide(cycle, state=state)["cycles"][0]
+    assert all(sp["bundle"] != bundle for sp in out["splits"]), out["splits"]
+    assert any(w.startswith(f"{bundle}: its traffic swings") for w in out["stats"]["warnings"]), out["stats"][
+        "warnings"
+    ]
+
+
 def test_a_broker_is_hot_only_as_far_as_its_own_reports_showed_it() -> None:
     # the planner remembers a peak of a bundle's traffic; how much CPU that peak costs is the load model's
     # guess. Where the broker's own reports never showed the usage the guess predicts (a CPU spent on

@@ -35,7 +35,8 @@ One cycle:
    target, split it - isolating a topic that carries more than half of it (boundaries at its hash
    and hash+1), otherwise into equal-load parts by topic hash - and place the children in the same
    plan. A bundle that is a single hot topic, or whose namespace is at
-   ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a split.
+   ``loadBalancerNamespaceMaximumBundles``, gets a **warning**, not a split; so does a bundle planned at
+   a peak its topics' current rates do not show (which topic carries the peak is not known yet).
 6. **A broker pinned above the target** by a bundle nothing can split or move (one hot topic, or a
    namespace at its bundle limit) is the cluster's worst broker: its other bundles move off it (each
    to a broker that ends no higher than the target or the pinned bundle alone), so that bundle gets the
@@ -847,6 +848,15 @@ class GlobalPlanner:
             # the topics' current rates, scaled to the rates the bundle is planned at (its recent peak)
             planned = (bl.msg_rate, bl.feat_in, bl.feat_out)
             tot = [sum(f[k] for _, f in raw) for k in range(3)]
+            if any(planned[k] > (1 + st.swing) * tot[k] + 1e-9 for k in range(3)):
+                # planned at a peak its topics do not show now (an on/off consumer in its off phase): which
+                # topic carries the peak is not known, and a part sized by today's rates may take the whole
+                # peak to its destination. Split when the peak shows in the topics' rates.
+                warnings.append(
+                    f"{bundle}: its traffic swings (planned at its recent peak of {planned[0]:.0f} msg/s, its topics now "
+                    f"carry {tot[0]:.0f} msg/s): which topic carries the peak is not known now, not split in this plan"
+                )
+                return None
             k3 = [planned[k] / tot[k] if tot[k] > 0 else 0.0 for k in range(3)]
             topic_loads = []
             for h, f in raw:
