@@ -142,6 +142,31 @@ def _worse(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _day_worse(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The planner's runs whose worst broker over the day is above doing nothing's on the same seed (by more
+    than half a point)."""
+    na = {(r["model"], r["seed"]): r for r in doc["rows"] if r["strategy"] == "no-action"}
+    return [
+        r
+        for r in doc["rows"]
+        if r["strategy"] == PLANNER
+        and (r["model"], r["seed"]) in na
+        and r["worst_max"] > na[(r["model"], r["seed"])]["worst_max"] + 0.005
+    ]
+
+
+def _day_text(doc: dict[str, Any]) -> str:
+    day = _day_worse(doc)
+    runs = sum(1 for r in doc["rows"] if r["strategy"] == PLANNER)
+    if not day:
+        return f"Its worst broker over the day is above doing nothing's (by more than half a point) in none of {runs} runs."
+    return (
+        f"Its worst broker over the day is above doing nothing's (by more than half a point) in {len(day)} of {runs} runs: "
+        + "; ".join(f"{r['model']} seed {r['seed']}" for r in day)
+        + "."
+    )
+
+
 def render_headline(doc: dict[str, Any]) -> str:
     worse = _worse(doc)
     return (
@@ -154,6 +179,8 @@ def render_headline(doc: dict[str, Any]) -> str:
             + "; ".join(f"{r['model']} seed {r['seed']}" for r in worse)
             + "."
         )
+        + " "
+        + _day_text(doc)
     )
 
 
@@ -191,7 +218,8 @@ def render(doc: dict[str, Any]) -> str:
         "",
         "Ends above doing nothing on the same seed (by more than half a point): "
         + ("; ".join(f"{r['model']} seed {r['seed']} ({r['final_max']:.3f})" for r in worse) if worse else "none")
-        + ".",
+        + ". "
+        + _day_text(doc),
     ]
     return "\n".join(out)
 

@@ -442,3 +442,44 @@ def test_the_safety_table_counts_every_strategy_against_doing_nothing() -> None:
     table = bench.safety_table(results)
     assert table[2].startswith("| **GlobalPlanner** | 2 | 0 | 0 |")  # the safest first
     assert table[3].startswith("| AvgShedder | 2 | 1 | 1 | +0.020 (one-hot-broker / linear / minute)")
+
+
+def test_the_day_of_jitter_verdict_counts_moves_per_day_and_compares_with_doing_nothing_per_seed() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import figures
+
+    bench = figures.load_script("benchmarks/bench_jitter_day.py")
+
+    def row(model: str, strategy: str, seed: int, moves: int, final: float, worst: float) -> dict[str, Any]:
+        return {
+            "model": model,
+            "strategy": strategy,
+            "seed": seed,
+            "moves": moves,
+            "moves_per_day": float(moves),
+            "final_max": final,
+            "worst_max": worst,
+            "ideal": 0.5,
+            "seconds": 1.0,
+        }
+
+    doc = {
+        "meta": {},
+        "rate_noise": 0.03,
+        "held_out": ["tls-crypto"],
+        "seconds": 1,
+        "rows": [
+            row("linear", "GlobalPlanner", 1, 2, 0.53, 0.60),
+            row("linear", "no-action", 1, 0, 0.55, 0.62),
+            row("tls-crypto", "GlobalPlanner", 1, 7, 0.56, 0.70),
+            row("tls-crypto", "no-action", 1, 0, 0.55, 0.65),
+        ],
+    }
+    assert bench.verdict(doc).startswith("**not met** in 1 of 2 runs: tls-crypto seed 1: 7 moves")
+    head = bench.render_headline(doc)
+    assert "ends above doing nothing (by more than half a point) in 1 run(s): tls-crypto seed 1" in head
+    assert "above doing nothing's (by more than half a point) in 1 of 2 runs: tls-crypto seed 1" in head
+    assert "| tls-crypto (held out) | 7 / 0.560 | 0 / 0.550 |" in bench.render(doc)
+    doc["rows"][2] = row("tls-crypto", "GlobalPlanner", 1, 2, 0.55, 0.65)
+    assert bench.verdict(doc).startswith("**met** in all 2 day-long runs")
+    assert "in no run" in bench.render_headline(doc) and "in none of 2 runs" in bench.render_headline(doc)
