@@ -130,33 +130,21 @@ def verdict(doc: dict[str, Any]) -> str:
     )
 
 
-def _worse(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The planner's runs that end above doing nothing on the same seed (beyond half a point)."""
+def _worse(doc: dict[str, Any], key: str = "final_max") -> list[dict[str, Any]]:
+    """The planner's runs that end above doing nothing on the same seed (beyond half a point); with
+    ``key="worst_max"``: whose worst broker over the day is above doing nothing's."""
     na = {(r["model"], r["seed"]): r for r in doc["rows"] if r["strategy"] == "no-action"}
     return [
         r
         for r in doc["rows"]
         if r["strategy"] == PLANNER
         and (r["model"], r["seed"]) in na
-        and r["final_max"] > na[(r["model"], r["seed"])]["final_max"] + 0.005
-    ]
-
-
-def _day_worse(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The planner's runs whose worst broker over the day is above doing nothing's on the same seed (by more
-    than half a point)."""
-    na = {(r["model"], r["seed"]): r for r in doc["rows"] if r["strategy"] == "no-action"}
-    return [
-        r
-        for r in doc["rows"]
-        if r["strategy"] == PLANNER
-        and (r["model"], r["seed"]) in na
-        and r["worst_max"] > na[(r["model"], r["seed"])]["worst_max"] + 0.005
+        and r[key] > na[(r["model"], r["seed"])][key] + 0.005
     ]
 
 
 def _day_text(doc: dict[str, Any]) -> str:
-    day = _day_worse(doc)
+    day = _worse(doc, "worst_max")
     runs = sum(1 for r in doc["rows"] if r["strategy"] == PLANNER)
     if not day:
         return f"Its worst broker over the day is above doing nothing's (by more than half a point) in none of {runs} runs."
