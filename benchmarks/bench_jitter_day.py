@@ -30,16 +30,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "src"))
 
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
+from bench_balance import JITTER_MOVES_PER_DAY, NO_ACTION, PLANNER, TIE  # noqa: E402  (the criteria's one source)
 
 SCRIPT = "benchmarks/bench_jitter_day.py"
 JSON = ROOT / "docs" / "benchmarks" / "jitter-day.json"
 DOC = ROOT / "docs" / "benchmarks" / "jitter-day.md"
 SCENARIO = "periodic-jitter"
-PLANNER = "GlobalPlanner"
-STRATEGIES = (PLANNER, "no-action", "AvgShedder")
+STRATEGIES = (PLANNER, NO_ACTION, "AvgShedder")
 MINUTES = 1440
-MAX_PER_DAY = 2.0
-"""The criterion: at most this many moves per simulated day under periodic jitter."""
 
 
 def _run(task: tuple[str, str, int, float]) -> dict[str, Any]:
@@ -116,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 def verdict(doc: dict[str, Any]) -> str:
     """The criterion's verdict on the planner's runs, with every run that breaks it."""
     runs = [r for r in doc["rows"] if r["strategy"] == PLANNER]
-    over = [r for r in runs if r["moves_per_day"] > MAX_PER_DAY + 1e-9]
+    over = [r for r in runs if r["moves_per_day"] > JITTER_MOVES_PER_DAY + 1e-9]
     if not runs:
         return "not measured (the planner was not run)"
     most = max(runs, key=lambda r: r["moves_per_day"])
@@ -133,13 +131,13 @@ def verdict(doc: dict[str, Any]) -> str:
 def _worse(doc: dict[str, Any], key: str = "final_max") -> list[dict[str, Any]]:
     """The planner's runs that end above doing nothing on the same seed (beyond half a point); with
     ``key="worst_max"``: whose worst broker over the day is above doing nothing's."""
-    na = {(r["model"], r["seed"]): r for r in doc["rows"] if r["strategy"] == "no-action"}
+    na = {(r["model"], r["seed"]): r for r in doc["rows"] if r["strategy"] == NO_ACTION}
     return [
         r
         for r in doc["rows"]
         if r["strategy"] == PLANNER
         and (r["model"], r["seed"]) in na
-        and r[key] > na[(r["model"], r["seed"])][key] + 0.005
+        and r[key] > na[(r["model"], r["seed"])][key] + TIE
     ]
 
 
@@ -159,7 +157,7 @@ def render_headline(doc: dict[str, Any]) -> str:
     worse = _worse(doc)
     return (
         f"Periodic jitter for a whole simulated day (one decision a minute, {MINUTES} in all) under every load "
-        f"model, the held-out ones included; criterion at most {MAX_PER_DAY:g} moves per simulated day: {verdict(doc)}. "
+        f"model, the held-out ones included; criterion at most {JITTER_MOVES_PER_DAY:g} moves per simulated day: {verdict(doc)}. "
         + (
             "The planner ends above doing nothing (by more than half a point) in no run."
             if not worse
@@ -187,7 +185,7 @@ def render(doc: dict[str, Any]) -> str:
         "final max (the worst broker's highest usage over the last 5 decisions); *day max*: the worst broker's "
         "highest usage over the day after the first decision, per seed.",
         "",
-        f"Criterion, at most {MAX_PER_DAY:g} moves per simulated day: {verdict(doc)}.",
+        f"Criterion, at most {JITTER_MOVES_PER_DAY:g} moves per simulated day: {verdict(doc)}.",
         "",
         "| load model | " + " | ".join(strategies) + " | day max: " + " / ".join(strategies) + " |",
         "|---|" + "---|" * len(strategies) + "---|",

@@ -344,28 +344,24 @@ class GlobalPlanner:
         child_features: dict[str, tuple[float, float, float]] = {}
         # lazy heaps of (usage, broker): the busiest first, the least used first
         busiest = [(-view.usage(b), b) for b in eligible]
-        idlest = [(view.usage(b), b) for b in eligible]
+        # a broker clipped to its reports is no destination: the model and its reports disagree on its room
+        idlest = [(view.usage(b), b) for b in eligible if not view.clipped(b)]
         heapq.heapify(busiest)
         heapq.heapify(idlest)
 
         def changed_usage(*brokers: str) -> None:
             for b in brokers:
                 heapq.heappush(busiest, (-view.usage(b), b))
-                heapq.heappush(idlest, (view.usage(b), b))
+                if not view.clipped(b):
+                    heapq.heappush(idlest, (view.usage(b), b))
 
         def dest_candidates(exclude: str) -> list[str]:
             out: list[tuple[float, str]] = []
-            skipped: list[tuple[float, str]] = []
             while idlest and len(out) < st.candidate_destinations + 1:
                 u, b = heapq.heappop(idlest)
                 if u != view.usage(b) or any(b == o for _, o in out):
                     continue
-                if view.clipped(b):  # its reports contradict the model: how much room it has is not known
-                    skipped.append((u, b))
-                    continue
                 out.append((u, b))
-            for entry in skipped:
-                heapq.heappush(idlest, entry)
             for entry in out:
                 heapq.heappush(idlest, entry)
             return [b for _, b in out if b != exclude][: st.candidate_destinations]
@@ -845,7 +841,6 @@ class GlobalPlanner:
                 (topic_hash(topic), (r.msg_rate, r.msg_throughput_in, r.msg_throughput_out))
                 for topic, r in inp.bundle_topics[bundle].items()  # type: ignore[index]
             )
-            # the topics' current rates, scaled to the rates the bundle is planned at (its recent peak)
             planned = (bl.msg_rate, bl.feat_in, bl.feat_out)
             tot = [sum(f[k] for _, f in raw) for k in range(3)]
             if any(planned[k] > (1 + st.swing) * tot[k] + 1e-9 for k in range(3)):
@@ -857,6 +852,7 @@ class GlobalPlanner:
                     f"carry {tot[0]:.0f} msg/s): which topic carries the peak is not known now, not split in this plan"
                 )
                 return None
+            # the topics' current rates, scaled to the rates the bundle is planned at (its recent peak)
             k3 = [planned[k] / tot[k] if tot[k] > 0 else 0.0 for k in range(3)]
             topic_loads = []
             for h, f in raw:
