@@ -128,7 +128,7 @@ def _noisy(seed: int, noise: float):
 
 
 @pytest.mark.parametrize("noise", [0.02, 0.05])
-def test_a_balanced_cluster_with_noisy_reports_gets_no_move(noise: float):
+def test_a_balanced_cluster_with_noisy_reports_gets_no_move(noise: float, narrow_band: None):
     # identical traffic on every broker; only the CPU reading differs (up to 5 % noise)
     for seed in range(5):
         rng = random.Random(seed)
@@ -175,7 +175,7 @@ def test_a_report_is_one_sample_the_unexplained_part_is_believed_by_half():
 
 
 @pytest.mark.parametrize("noise", [0.03, 0.05])
-def test_a_balanced_convex_cluster_with_noisy_reports_gets_no_move_over_sixty_cycles(noise: float):
+def test_a_balanced_convex_cluster_with_noisy_reports_gets_no_move_over_sixty_cycles(noise: float, narrow_band: None):
     # one sample per cycle, a fresh noise draw each time; the planner remembers its smoothed view across
     # cycles (decide's state): over an hour of one-minute decisions nothing moves on a balanced cluster
     rng = random.Random(7)

@@ -12,7 +12,7 @@ import pytest
 
 from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
-from pulsar_rebalance.core.planner import split_candidates
+from pulsar_rebalance.core.planner import PlannerSettings, split_candidates
 from pulsar_rebalance.core.shedders import get_shedder
 from pulsar_rebalance.core.shedders.base import namespace_of
 from pulsar_rebalance.core.state import StrategyState
@@ -74,6 +74,25 @@ def _decide(
     return decide_scenario(doc)
 
 
+def _decide_confirmed(cycle: dict[str, Any]) -> dict[str, Any]:
+    """The plan once the busiest broker's imbalance is confirmed: the same reports a minute apart until the
+    planner stops waiting for consecutive reports (a broker above the trigger but not far above it)."""
+    out = _decide(cycle)
+    for i in range(1, PlannerSettings().confirm_reports):
+        if out["cycles"][0]["reason"] != "HitCount":
+            break
+        again = copy.deepcopy(cycle)
+        again["nowMs"] = cycle["nowMs"] + i * 60_000
+        out = _decide(again, out["state"])
+    return out
+
+
+def _band(ideal: float) -> float:
+    """How far above the ideal the planner's target is (without noise)."""
+    st = PlannerSettings()
+    return max(st.target_abs, st.target_rel * ideal)
+
+
 def _check_invariants(
     model: ClusterModel, cycle_in: dict[str, Any], out: dict[str, Any], overload: float = 0.85
 ) -> None:
@@ -119,13 +138,13 @@ def test_one_plan_keeps_every_invariant_and_improves_the_worst_broker(name: str)
         model.advance(), model.advance()  # the two empty brokers have joined
     cycle = _cycle(model)
     before = max(model.true_usage().values())
-    out = _decide(cycle)
+    out = _decide_confirmed(cycle)
     cyc = out["cycles"][0]
     assert cyc["label"] == "Success", cyc["detail"]
     _check_invariants(model, cycle, out)
     assert max(model.true_usage().values()) < before - 0.02
     # deterministic: the same input gives the same plan, byte for byte
-    assert _decide(cycle) == out
+    assert _decide_confirmed(cycle) == out
 
 
 def test_zero_moves_when_the_cluster_is_within_the_target() -> None:
@@ -137,7 +156,7 @@ def test_zero_moves_when_the_cluster_is_within_the_target() -> None:
 
 def test_heterogeneous_capacity_comes_from_reported_limits() -> None:
     model = _model("heterogeneous")
-    cyc = _decide(_cycle(model))["cycles"][0]
+    cyc = _decide_confirmed(_cycle(model))["cycles"][0]
     big = "broker-0:8080"  # twice the cores and NIC: it must take load, never give it
     assert any(u["destination"] == big for u in cyc["unloads"])
     assert all(u["broker"] != big for u in cyc["unloads"])
@@ -251,7 +270,7 @@ def test_bundle_topics_is_read_only_by_the_planner_and_validated_for_every_strat
 def test_closed_loop_reaches_the_target_without_ping_pong_and_then_stays_put() -> None:
     result = run_closed_loop(build("one-hot-broker", 2), "GlobalPlanner")
     s = result.summary()
-    assert s["final_max"] <= s["ideal"] * 1.05
+    assert s["final_max"] <= s["ideal"] + _band(s["ideal"]) + 0.005  # within the target (+ the reports' noise)
     assert s["ping_pong"] == 0 and s["churn"] == 0
     steady = run_closed_loop(build("steady-with-noise", 2), "GlobalPlanner").summary()
     assert steady["moves"] == 0 and steady["splits"] == 0
@@ -286,7 +305,7 @@ def test_a_rolling_restart_gets_one_corrective_plan_at_its_end() -> None:
     moving = [i for i, n in enumerate(result.moves_per_cycle) if n]
     assert len(moving) == 1 and moving[0] > 22, result.moves_per_cycle
     s = result.summary()
-    assert s["final_max"] <= 1.05 * s["ideal"] and s["ping_pong"] == 0
+    assert s["final_max"] <= s["ideal"] + _band(s["ideal"]) + 0.005 and s["ping_pong"] == 0
 
 
 def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
@@ -319,13 +338,18 @@ def test_a_swinging_bundle_is_planned_at_its_peak_and_nothing_chases_the_swing()
 
 
 def test_a_broker_its_reports_contradict_is_relieved_in_proportion_and_receives_nothing(monkeypatch) -> None:
-    # with a wider band (target 3 points or 6 %), periodic jitter once went wrong: the model put broker-0
-    # at 0.82 (its on/off consumer's remembered peak), its reports at 0.57, so it was clipped; moving a big
+    # with the band of then (trigger 5 points) and a target of 3 points or 6 %, periodic jitter once went
+    # wrong: the model put broker-0 at 0.82 (its on/off consumer's remembered peak), its reports at 0.57,
+    # so it was clipped; moving a big
     # bundle off it was then predicted to take it to 0.32, and the same plan moved four bundles onto it.
     # Its consumer came back on and took it to 0.79. A clipped broker is relieved in proportion and is no
     # destination in that plan (core.planner.load_model.ClusterView.clip)
     planner = get_shedder("GlobalPlanner")
-    monkeypatch.setattr(planner, "settings", dataclasses.replace(planner.settings, target_abs=0.03, target_rel=0.06))
+    monkeypatch.setattr(
+        planner,
+        "settings",
+        dataclasses.replace(planner.settings, target_abs=0.03, target_rel=0.06, trigger_abs=0.05, trigger_rel=0.10),
+    )
     result = run_closed_loop(build("periodic-jitter", 1, rate_noise=0.03), "GlobalPlanner")
     assert max(result.max_usage) < 0.6, [round(u, 3) for u in result.max_usage]
 

@@ -77,10 +77,16 @@ TopicLoad = tuple[int, list[float], tuple[float, float, float]]
 
 @dataclass(frozen=True, slots=True)
 class PlannerSettings:
-    target_abs: float = 0.015
-    target_rel: float = 0.03
-    trigger_abs: float = 0.05
-    trigger_rel: float = 0.10
+    target_abs: float = 0.05
+    target_rel: float = 0.10
+    """A broker above the trigger is planned down to ideal + max(these, the noise): ThresholdShedder's
+    geometry, which sheds an overloaded broker to the average + its threshold - 5 points
+    (``ADDITIONAL_THRESHOLD_PERCENT_MARGIN``), i.e. + 5 points by default."""
+    trigger_abs: float = 0.10
+    trigger_rel: float = 0.20
+    """The planner acts on brokers above ideal + max(these, ``noise_trigger`` x the noise):
+    ThresholdShedder's ``loadBalancerBrokerThresholdShedderPercentage`` default, 10 points above the
+    average (and 20 % of the ideal, the same at an ideal of 50 %)."""
     min_gain: float = 0.005
     """A move must lower the source by at least this (usage fraction): smaller ones are not worth a disconnect."""
     cooldown_ms: int = 30 * 60_000
