@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -248,7 +249,10 @@ def test_drain_a_broker_watch_its_eta_rebalance_around_it_and_uncordon_it(operat
     assert row.find_element(By.CSS_SELECTOR, "td.num").text == "0"  # bundles owned, as the rebalance run collected
     _full_page_screenshot(browser, IMG / "brokers-page.png")
     browser.find_element(By.ID, f"broker-{drained}").find_element(By.CSS_SELECTOR, "button.uncordon").click()
-    wait.until(lambda b: b.find_element(By.ID, f"broker-{drained}").get_attribute("data-cordoned") == "no")
+    # the click posts a form and the page reloads: the row found before the reload goes stale mid-read
+    WebDriverWait(browser, 60, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda b: b.find_element(By.ID, f"broker-{drained}").get_attribute("data-cordoned") == "no"
+    )
     assert op.cordons() == {}
     from pulsar_rebalance.store import repository as repo
     from pulsar_rebalance.store.engine import make_engine, session_scope
