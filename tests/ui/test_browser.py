@@ -298,7 +298,8 @@ def test_approve_at_the_gate_in_the_browser_and_the_run_executes(airflow_stack, 
 
 def _gate_page(browser, stack, run_id: str, *, option: str | None = "Approve", timeout: float = 180):
     """Open the run's gate (the task's Required Actions page) and return its text once it offers ``option``
-    (reloading: Airflow shows a request that opened again only after a reload); ``option=None``: as it is."""
+    and takes an answer (reloading: Airflow shows a request that opened again only after a reload);
+    ``option=None``: as it is."""
     from urllib.parse import quote
 
     url = f"{stack.url}/dags/pulsar_rebalance/runs/{quote(run_id, safe='')}/tasks/await_approval/required_actions"
@@ -312,6 +313,9 @@ def _gate_page(browser, stack, run_id: str, *, option: str | None = "Approve", t
             WebDriverWait(browser, 20).until(  # present; enabled once the required comment is filled in
                 EC.presence_of_element_located((By.CSS_SELECTOR, f"button[data-testid='hitl-option-{option}']"))
             )
+            # and open for an answer: a page loaded just before the request opened again (the next approver's
+            # turn, under load) shows the answered request, its option buttons present but its form read-only
+            WebDriverWait(browser, 20).until(EC.element_to_be_clickable((By.ID, "element_comment")))
             return browser.find_element(By.TAG_NAME, "body").text
         except TimeoutException as exc:
             if time.monotonic() > deadline:
