@@ -248,3 +248,25 @@ def test_warn_mode_never_re_places():
     )
     (v,) = r.failed
     assert v.destination == "cool2" and r.replaced == ()
+
+
+def test_destination_room_answers_as_the_guard_does_for_a_move_of_that_traffic():
+    # what a strategy asks before planning (core.guard.DestinationRoom) is the guard's destination rules
+    from pulsar_rebalance.core.guard import DestinationRoom
+    from pulsar_rebalance.core.load import LocalBrokerData
+
+    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in REPORTS.items()}
+    room = DestinationRoom(parsed, W, LIMITS)
+    traffic = {A: (100.0, 50_000.0, 50_000.0), B: (200.0, 100_000.0, 100_000.0), C: (700.0, 350_000.0, 350_000.0)}
+    for bundle in (A, B, C):
+        for dest in ("cool1", "cool2"):
+            verdict = guard(REPORTS, [Move(bundle, "hot", dest)], W, LIMITS).verdicts[0]
+            assert room.fits("hot", dest, traffic[bundle]) == verdict.passed, (bundle, dest, verdict.reason)
+    # cool1 30 %, its cap min(85, 50 + 10, 30 + 27.5) = 57.5 %: 27.5 points; A (8 points) taken leaves 19.5
+    assert room.room("cool1") == pytest.approx(0.275)
+    room.take("hot", "cool1", traffic[A])
+    assert room.room("cool1") == pytest.approx(0.195)
+    room.take("hot", "cool1", traffic[B])  # 16 points more: 3.5 left, too little for A's 8
+    assert room.room("cool1") == pytest.approx(0.035)
+    assert not room.fits("hot", "cool1", traffic[A]) and room.fits("hot", "cool2", traffic[A])
+    assert room.room("nobody") == 0.0 and not room.fits("hot", "nobody", traffic[A])

@@ -319,6 +319,16 @@ def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
     assert cyc["stats"]["maxUsageAfter"] <= cyc["stats"]["target"] + 0.005
 
 
+def test_split_parts_are_sized_for_the_room_the_do_no_harm_guard_allows() -> None:
+    # per-topic cost: the fitted model puts much of the hot bundle's CPU on its topics, the guard predicts a
+    # part by its share of the source's messages (larger). Parts sized for the model's room alone went over
+    # the guard's band on every destination, were cut with their split, and the broker stayed hot.
+    run = build("hot-bundle-needs-split", 1, load_model="per-topic-cost", rate_noise=0.03)
+    result = run_closed_loop(run, "GlobalPlanner", decisions=6)
+    assert result.splits >= 1 and result.moves >= 2, (result.splits, result.moves, result.guard_cut)
+    assert result.max_usage[-1] < result.max_usage[0] - 0.1, result.max_usage
+
+
 def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None:
     run = build("hot-single-topic-unsplittable", 2)
     model = run.model

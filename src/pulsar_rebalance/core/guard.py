@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import NamespaceBundleStats
+from pulsar_rebalance.core.load import LocalBrokerData, NamespaceBundleStats
 from pulsar_rebalance.core.policies import DestinationFilter, PlacementPolicies
 from pulsar_rebalance.core.prediction import LoadState, Move
 
@@ -217,6 +217,64 @@ class GuardResult:
             "bandMargin": self.limits.band,
             "freeCapacityShare": self.limits.free_share,
         }
+
+
+class DestinationRoom:
+    """What the guard will let each destination take over one plan, for a strategy to plan within it.
+
+    The guard predicts a move by the bundle's share of its source's reported usage
+    (:class:`LoadState`); a strategy with its own load model (the GlobalPlanner's fitted one) can
+    predict a part of a bundle as smaller and size it for a room the guard then refuses, and the
+    guard cuts the move. Here the strategy asks before it plans: :meth:`fits` is the guard's
+    destination rules (``overload-threshold``, ``target-band``, ``free-capacity``) for a move of that
+    much traffic on top of the moves :meth:`take` recorded; :meth:`room` is how many points are left.
+    """
+
+    def __init__(
+        self,
+        brokers: Mapping[str, LocalBrokerData],
+        weights: tuple[float, float, float, float, float],
+        limits: GuardLimits,
+    ) -> None:
+        self.load = LoadState.from_parsed(brokers, weights)
+        before = self.load.usages()
+        average = sum(before.values()) / len(before) if before else 0.0
+        self.cap = {
+            b: min(limits.overload, average + limits.band, u + limits.free_share * max(0.0, limits.overload - u))
+            for b, u in before.items()
+        }
+
+    def amounts(self, source: str, traffic: tuple[float, float, float]) -> dict[str, float] | None:
+        """Per resource, what moving ``traffic`` (msg/s in + out, bytes/s in, bytes/s out) off ``source``
+        takes along (None: ``source`` sent no report)."""
+        if source not in self.load.parsed:
+            return None
+        return self.load.traffic_amounts(source, *traffic)
+
+    def room(self, destination: str) -> float:
+        """Points ``destination`` can still take (0 without a report)."""
+        if destination not in self.cap:
+            return 0.0
+        return max(0.0, self.cap[destination] - self.load.usage(destination))
+
+    def added(self, source: str, destination: str, traffic: tuple[float, float, float]) -> float:
+        """Points ``destination`` would take with ``traffic`` from ``source`` (inf: no prediction)."""
+        amounts = self.amounts(source, traffic)
+        if amounts is None or destination not in self.cap:
+            return float("inf")
+        return self.load.destination_after(destination, amounts) - self.load.usage(destination)
+
+    def fits(self, source: str, destination: str, traffic: tuple[float, float, float]) -> bool:
+        amounts = self.amounts(source, traffic)
+        if amounts is None or destination not in self.cap:
+            return False
+        return self.load.destination_after(destination, amounts) <= self.cap[destination] + TOLERANCE
+
+    def take(self, source: str, destination: str, traffic: tuple[float, float, float]) -> None:
+        """Record a planned move of ``traffic`` (later checks see it)."""
+        amounts = self.amounts(source, traffic)
+        if amounts is not None and destination in self.cap:
+            self.load.add(source, destination, amounts)
 
 
 def guard_plan(

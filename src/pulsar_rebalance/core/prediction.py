@@ -69,6 +69,24 @@ class LoadState:
                 "bundles": len(d.last_stats) or d.num_bundles,
             }
 
+    @classmethod
+    def from_parsed(
+        cls, brokers: Mapping[str, LocalBrokerData], weights: tuple[float, float, float, float, float]
+    ) -> LoadState:
+        """The same state from already parsed load reports (the planner's input)."""
+        self = object.__new__(cls)
+        self.weights, self.parsed, self.extra_stats = weights, dict(brokers), {}
+        self.state = {}
+        for b, d in self.parsed.items():
+            self.state[b] = {
+                "res": {k: (v.usage, v.limit) for k, v in _res(d).items()},
+                "msgRate": d.msg_rate_in + d.msg_rate_out,
+                "msgThroughputIn": d.msg_throughput_in,
+                "msgThroughputOut": d.msg_throughput_out,
+                "bundles": len(d.last_stats) or d.num_bundles,
+            }
+        return self
+
     def copy(self) -> LoadState:
         other = object.__new__(LoadState)
         other.weights, other.parsed, other.extra_stats = self.weights, self.parsed, self.extra_stats
@@ -118,13 +136,36 @@ class LoadState:
 
     def _amounts(self, m: Move, st: NamespaceBundleStats) -> dict[str, float]:
         """What ``m`` moves per resource, in the source report's units (its share of the source's usage)."""
-        src0 = self.parsed[m.source]
+        return self.traffic_amounts(
+            m.source, st.msg_rate_in + st.msg_rate_out, st.msg_throughput_in, st.msg_throughput_out
+        )
+
+    def traffic_amounts(
+        self, source: str, msg_rate: float, throughput_in: float, throughput_out: float
+    ) -> dict[str, float]:
+        """What moving this much traffic (msg/s in + out, bytes/s in, bytes/s out) off ``source`` moves per
+        resource, in its report's units: its share of the source's reported usage (the model above)."""
+        src0 = self.parsed[source]
         res = _res(src0)
         return {
-            "bandwidthIn": res["bandwidthIn"].usage * _share(st.msg_throughput_in, src0.msg_throughput_in),
-            "bandwidthOut": res["bandwidthOut"].usage * _share(st.msg_throughput_out, src0.msg_throughput_out),
-            "cpu": res["cpu"].usage * _share(st.msg_rate_in + st.msg_rate_out, src0.msg_rate_in + src0.msg_rate_out),
+            "bandwidthIn": res["bandwidthIn"].usage * _share(throughput_in, src0.msg_throughput_in),
+            "bandwidthOut": res["bandwidthOut"].usage * _share(throughput_out, src0.msg_throughput_out),
+            "cpu": res["cpu"].usage * _share(msg_rate, src0.msg_rate_in + src0.msg_rate_out),
         }
+
+    def destination_after(self, destination: str, amounts: Mapping[str, float]) -> float:
+        """``destination``'s usage if it took ``amounts`` (see :meth:`traffic_amounts`), without applying them."""
+        dst = dict(self.state[destination]["res"])
+        for key, amount in amounts.items():
+            dst[key] = (dst[key][0] + amount, dst[key][1])
+        return _weighted(dst, self.weights)
+
+    def add(self, source: str, destination: str, amounts: Mapping[str, float]) -> None:
+        """Move ``amounts`` from ``source`` to ``destination`` (usage only; the traffic counters stay)."""
+        src, dst = self.state[source]["res"], self.state[destination]["res"]
+        for key, amount in amounts.items():
+            src[key] = (max(0.0, src[key][0] - amount), src[key][1])
+            dst[key] = (dst[key][0] + amount, dst[key][1])
 
     def usage_after(self, m: Move) -> tuple[float, float] | None:
         """(source, destination) usage if ``m`` were applied, without applying it (None: cannot be predicted)."""

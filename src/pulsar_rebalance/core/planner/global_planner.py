@@ -63,6 +63,7 @@ from pulsar_rebalance.core.bundles import (
 )
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_weights
 from pulsar_rebalance.core.load import BundleData, LocalBrokerData
 from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
 from pulsar_rebalance.core.planner.memory import PlannerMemory
@@ -263,6 +264,9 @@ class GlobalPlanner:
         min_gain = max(st.min_gain, noise)
         overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
         max_before = max((before[b] for b in eligible), default=0.0)
+        # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
+        # share of the source's reported usage, not by this model): split parts are sized within it too
+        room = DestinationRoom(inp.brokers, resource_weights(config), GuardLimits.from_config(config))
         stats: dict[str, Any] = {
             "ideal": _r(ideal),
             "target": _r(target),
@@ -380,6 +384,7 @@ class GlobalPlanner:
             bl = view.bundles[name]
             view.move(name, d)
             allowed.moved(name, s, d)
+            room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
             changed_usage(s, d)
             moved_in_plan.add(name)
             reason = (
@@ -486,6 +491,7 @@ class GlobalPlanner:
                         [d for d in dests if allowed.permits(biggest[1], s, d)],
                         excess - min_gain,
                         placed,
+                        room,
                     )
                     if split is not None:
                         splits.append(split)
@@ -722,6 +728,7 @@ class GlobalPlanner:
         dests: Sequence[str],
         target: float,
         excess: float,
+        room: DestinationRoom | None = None,
     ) -> tuple[list[int], list[str | None]]:
         """Cut the bundle (its topics in hash order) into parts to move, each sized to the room a
         destination has below the target, and parts that stay: the fewest parts to move whose load
@@ -732,7 +739,13 @@ class GlobalPlanner:
 
         For m parts, each at most the m-th largest room R, the most load m disjoint runs of topics
         can carry is a dynamic programme over the topics (the best run ending at a topic is the longest
-        one within R); m grows until that covers the excess (at most ``max_split_parts - 1`` parts)."""
+        one within R); m grows until that covers the excess (at most ``max_split_parts - 1`` parts).
+
+        A destination's room is also what the do-no-harm guard (``room``) will let it take: the guard
+        predicts a part by its share of the source's reported usage, which can be larger than this
+        model's estimate (CPU the model puts on topics rather than messages); a part sized only for the
+        model's room would then be cut with its split. The guard's points are converted to the model's
+        by the ratio of the two estimates for the whole bundle on the least-used destination."""
         st = self.settings
         n = len(topic_loads)
         rooms = sorted((d for d in dests if view.usage(d) < target), key=lambda d: (view.usage(d), d))
@@ -743,9 +756,22 @@ class GlobalPlanner:
         prefix = [0.0]
         for x in size:
             prefix.append(prefix[-1] + x)
+        eff = {d: target - view.usage(d) for d in rooms}
+        if room is not None and prefix[-1] > 0:
+            whole = (
+                sum(f[0] for *_, f in topic_loads),
+                sum(f[1] for *_, f in topic_loads),
+                sum(f[2] for *_, f in topic_loads),
+            )
+            ratio = room.added(bl.broker, ref, whole) / prefix[-1]
+            if ratio > 0:
+                eff = {d: min(r, room.room(d) / ratio) for d, r in eff.items()}
+        rooms = sorted((d for d in rooms if eff[d] > 0), key=lambda d: (-eff[d], view.usage(d), d))
+        if not rooms:
+            return [], []
         best: tuple[float, list[tuple[int, int]]] | None = None
         for m in range(1, min(st.max_split_parts - 1, len(rooms)) + 1):
-            cap = target - view.usage(rooms[m - 1])
+            cap = eff[rooms[m - 1]]
             # f[k][i]: most load k runs can carry among topics[:i]; run ends at i-1 and starts at lo[i]
             lo = [0] * (n + 1)
             j = 0
@@ -792,7 +818,19 @@ class GlobalPlanner:
         for r in order:
             a, b = runs[r]
             vec = [sum(topic_loads[t][1][i] for t in range(a, b)) for i in range(5)]
-            d = next((x for x in free if view.usage_after(x, vec, 1.0) <= target), None)
+            traffic = (
+                sum(topic_loads[t][2][0] for t in range(a, b)),
+                sum(topic_loads[t][2][1] for t in range(a, b)),
+                sum(topic_loads[t][2][2] for t in range(a, b)),
+            )
+            d = next(
+                (
+                    x
+                    for x in free
+                    if view.usage_after(x, vec, 1.0) <= target and (room is None or room.fits(bl.broker, x, traffic))
+                ),
+                None,
+            )
             dest_of[r] = d
             if d is not None:
                 free.remove(d)
@@ -832,6 +870,7 @@ class GlobalPlanner:
         dests: Sequence[str] = (),
         excess: float = 0.0,
         placements: dict[str, str] | None = None,
+        room: DestinationRoom | None = None,
     ) -> SplitDecision | None:
         """Split ``bundle`` (see the module docstring); ``placements`` receives the destination planned
         for each child that is to move (room-fitted parts)."""
@@ -893,7 +932,7 @@ class GlobalPlanner:
                 points = [p for p in (h, h + 1) if rng.lower < p < rng.upper]
                 how = f"isolate its hottest topic ({size[top] / total:.0%} of the bundle) at hash {format_boundary(h)}"
             else:
-                points, part_dests = self._fitted_parts(view, bl, topic_loads, rng, dests, target, excess)
+                points, part_dests = self._fitted_parts(view, bl, topic_loads, rng, dests, target, excess, room)
                 how = (
                     f"{len(points) + 1} parts by topic hash, each part to move sized to the room one of the "
                     f"least-used brokers has below the target"
