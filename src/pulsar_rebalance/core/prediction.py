@@ -56,9 +56,13 @@ class LoadState:
         weights: tuple[float, float, float, float, float],
         extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
     ) -> None:
-        self.weights = weights
-        self.parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
+        self._start({b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}, weights)
         self.extra_stats: Mapping[str, NamespaceBundleStats] = extra_stats or {}
+
+    def _start(self, parsed: dict[str, LocalBrokerData], weights: tuple[float, float, float, float, float]) -> None:
+        self.weights = weights
+        self.parsed = parsed
+        self.extra_stats = {}
         self.state: dict[str, dict[str, Any]] = {}
         for b, d in self.parsed.items():
             self.state[b] = {
@@ -75,16 +79,7 @@ class LoadState:
     ) -> LoadState:
         """The same state from already parsed load reports (the planner's input)."""
         self = object.__new__(cls)
-        self.weights, self.parsed, self.extra_stats = weights, dict(brokers), {}
-        self.state = {}
-        for b, d in self.parsed.items():
-            self.state[b] = {
-                "res": {k: (v.usage, v.limit) for k, v in _res(d).items()},
-                "msgRate": d.msg_rate_in + d.msg_rate_out,
-                "msgThroughputIn": d.msg_throughput_in,
-                "msgThroughputOut": d.msg_throughput_out,
-                "bundles": len(d.last_stats) or d.num_bundles,
-            }
+        self._start(dict(brokers), weights)
         return self
 
     def copy(self) -> LoadState:
