@@ -13,6 +13,10 @@ Usage::
     .venv/bin/python benchmarks/bench_balance.py --held-out --rate-noise 0.03
     # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
+    # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
+    # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
+    # anything else under src/ changed since the stored run, or when the flags differ from the stored run's
+    .venv/bin/python benchmarks/bench_balance.py --merge --rate-noise 0.03 --jobs 2
 
 For each scenario, load model (``simulator/load_models.py``), cadence and seed, each strategy runs in a
 closed loop on the deterministic cluster model (``simulator/dynamics.py``, scenarios in
@@ -29,6 +33,7 @@ scenario x load model x cadence. Not a timed test: results are committed under `
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -170,6 +175,119 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float],
     return task, summary, r.max_usage, r.ideal, time.perf_counter() - t0
 
 
+Series = dict[str, dict[str, dict[str, dict[str, Any]]]]
+"""model -> cadence -> scenario -> {"ideal": [...], "max_usage": {strategy: [...]}}: the first seed's worst-broker
+series, what the plots draw (stored in the JSON so that ``--merge`` can redraw every strategy's lines)."""
+
+PLANNER_SOURCES = "pulsar_rebalance/core/planner/"
+"""The planner's own code: the only sources ``--merge`` lets differ from the stored run's."""
+
+
+def _rel(path: Path) -> str:
+    """``path`` as the docs' markers name it: relative to the repository (absolute when outside it)."""
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def _series(values: Sequence[float]) -> list[float]:
+    return [round(v, 5) for v in values]
+
+
+def _by_order(keys: Any, order: Any) -> list[str]:
+    """``keys`` in their defined ``order`` (the JSON stores them sorted), unknown ones last."""
+    return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
+
+
+def run_params(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
+    """What a run's results depend on besides the code: stored with the results, compared by ``--merge``."""
+    return {
+        "seeds": seeds,
+        "large_seeds": args.large_seeds,
+        "noise": args.noise,
+        "rate_noise": args.rate_noise,
+        "approval_delay_min": args.approval_delay_min,
+        "drift_tolerance": args.drift_tolerance,
+        "max_unloads_per_run": args.max_unloads_per_run,
+        "guard": not args.no_guard,
+    }
+
+
+def source_digests() -> dict[str, str]:
+    """SHA-256 of every Python source of the package the runs import (``pulsar_rebalance/...`` -> hex)."""
+    import pulsar_rebalance
+
+    package = Path(pulsar_rebalance.__file__).resolve().parent
+    return {
+        f"pulsar_rebalance/{p.relative_to(package).as_posix()}": hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(package.rglob("*.py"))
+    }
+
+
+def merge_problems(
+    stored: dict[str, Any], params: dict[str, Any], models: Sequence[str], digests: dict[str, str]
+) -> list[str]:
+    """Why the planner's new cells cannot be merged into ``stored`` (empty: they can): the stored run must
+    carry its series and source digests, have run with the same flags and load models, and only the
+    planner's sources may differ from the ones it ran (else the other strategies' results would be stale)."""
+    if "series" not in stored or "sources" not in stored:
+        return [
+            f"the stored run ({stored.get('meta', {}).get('date', 'undated')}) has no per-run series or source "
+            "digests (it predates --merge): run the full benchmark once"
+        ]
+    problems = [
+        f"{key}: the stored run used {stored.get(key)!r}, this command {value!r} (pass the stored run's flags: "
+        f"`{stored.get('merged', {}).get('base', stored['meta'])['command']}`)"
+        for key, value in params.items()
+        if stored.get(key) != value
+    ]
+    if set(stored["results"]) != set(models):
+        problems.append(f"load models: the stored run has {sorted(stored['results'])}, this set is {sorted(models)}")
+    before = stored["sources"]
+    changed = sorted(f for f in set(before) | set(digests) if before.get(f) != digests.get(f))
+    outside = [f for f in changed if not f.startswith(PLANNER_SOURCES)]
+    if outside:
+        problems.append(
+            f"changed since the stored run outside {PLANNER_SOURCES} (the other strategies' results would be "
+            f"stale; run the full benchmark): {', '.join(outside)}"
+        )
+    return problems
+
+
+def merge_doc(
+    stored: dict[str, Any],
+    results: Results2,
+    series: Series,
+    strategies: Sequence[str],
+    elapsed: float,
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    """``stored`` with ``strategies``' cells and series replaced by this run's (every cell of the stored run
+    must be re-run), the current source digests, and provenance naming both runs."""
+    doc = json.loads(json.dumps(stored))
+    cells = {(m, c, sc) for m, by_c in stored["results"].items() for c, by_sc in by_c.items() for sc in by_sc}
+    rerun = {(m, c, sc) for m, by_c in results.items() for c, by_sc in by_c.items() for sc in by_sc}
+    if cells != rerun:
+        raise ValueError(f"the re-run does not cover the stored run's cells: missing {sorted(cells - rerun)[:5]}")
+    for m, c, sc in cells:
+        for st in strategies:
+            doc["results"][m][c][sc][st] = results[m][c][sc][st]
+            doc["series"][m][c][sc]["max_usage"][st] = series[m][c][sc]["max_usage"][st]
+    doc["results"] = ordered_v2(doc["results"])
+    doc["sources"] = source_digests()
+    base = stored.get("merged", {}).get("base") or {
+        "date": stored["meta"]["date"],
+        "command": stored["meta"]["command"],
+        "elapsed_s": stored["elapsed_s"],
+    }
+    doc["merged"] = {"strategies": list(strategies), "elapsed_s": round(elapsed), "base": base}
+    doc["meta"] = {
+        **meta,
+        "note": f"{', '.join(strategies)} re-run by this command ({round(elapsed)} s) and merged: every other "
+        f"strategy's results are from the full run of {base['date']} (`{base['command']}`), whose sources differ "
+        f"from these only in the planner's ({PLANNER_SOURCES})",
+    }
+    return doc
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", nargs="*", default=None, help="default: all (quick mode: all but large-zipf)")
@@ -223,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the strategies' raw decisions, without the do-no-harm guard plan_split applies (default: with it)",
     )
     parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="re-run only the GlobalPlanner's cells with the stored run's seeds and flags and merge them into the "
+        "committed JSON and report (every other strategy's results kept); refused when files outside "
+        "src/pulsar_rebalance/core/planner/ changed since the stored run",
+    )
+    parser.add_argument(
         "--render",
         action="store_true",
         help="only re-render the report and the README headline from the committed docs/benchmarks/balance.json "
@@ -235,8 +360,19 @@ def main(argv: list[str] | None = None) -> int:
     the_set = HELD_OUT_SETS[args.held_out] if args.held_out else tuple(LOAD_MODELS)
     if args.render:
         doc = json.loads(json_path.read_text(encoding="utf-8"))
-        figures.update(SCRIPT, str(json_path.relative_to(ROOT)), doc, targets)
+        figures.update(SCRIPT, _rel(json_path), doc, targets)
         return 0
+    if args.merge:
+        if args.quick or args.no_write:
+            parser.error("--merge writes the merged report: leave out --quick and --no-write")
+        if args.models is not None or args.scenarios is not None or args.cadences != list(CADENCES):
+            parser.error(
+                "--merge re-runs every scenario, load model and cadence of the stored run: leave out "
+                "--models, --scenarios and --cadences"
+            )
+        if args.strategies not in (None, [PLANNER]):
+            parser.error(f"--merge re-runs the {PLANNER} only (the other strategies' code must not have changed)")
+        args.strategies = [PLANNER]
     if args.models is None:
         args.models = list(the_set)
     if args.quick:
@@ -256,6 +392,19 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--noise", args.noise), ("--rate-noise", args.rate_noise)):
         if value is not None and not 0.0 <= value <= 0.1:
             parser.error(f"{flag} must be in [0, 0.1], got {value}")
+    params = run_params(args, seeds)
+    stored: dict[str, Any] | None = None
+    if args.merge:
+        if not json_path.exists():
+            print(f"cannot merge: {json_path} does not exist; run the full benchmark first", file=sys.stderr)
+            return 2
+        stored = json.loads(json_path.read_text(encoding="utf-8"))
+        problems = merge_problems(stored, params, the_set, source_digests())
+        if problems:
+            print(f"cannot merge into {json_path}:", file=sys.stderr)
+            for problem in problems:
+                print(f"  - {problem}", file=sys.stderr)
+            return 2
     # Pulsar's split trigger logs every refused split (namespace at its bundle limit): not news here
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
 
@@ -281,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     tasks.sort(key=lambda t: t[0] not in LARGE)  # the long ones first: the pool ends together
     results: dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]] = {}
-    series: dict[tuple[str, str, str], tuple[dict[str, list[float]], list[float]]] = {}
+    series: Series = {}
     load = figures.LoadSampler()
     load.__enter__()
     started = time.perf_counter()
@@ -307,9 +456,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         first = args.large_seeds[0] if sc in LARGE else seeds[0]
         if seed == first:
-            panel = series.setdefault((model, cadence, sc), ({}, ideal))
-            panel[0][strategy] = max_usage
+            panel = series.setdefault(model, {}).setdefault(cadence, {}).setdefault(sc, {"ideal": _series(ideal)})
+            panel.setdefault("max_usage", {})[strategy] = _series(max_usage)
     results = ordered_v2(results)
+    merged = None if stored is None else merge_doc(stored, results, series, strategies, elapsed, figures.meta(load))
+    if merged is not None:  # the verdicts below are the merged report's: the planner against everyone stored
+        results = merged["results"]
     print(
         f"\n{len(tasks)} runs in {elapsed:.0f} s (means over seeds {seeds}"
         + (f", large-zipf {args.large_seeds}" if any(s in LARGE for s in scenarios) else "")
@@ -328,40 +480,47 @@ def main(argv: list[str] | None = None) -> int:
         and set(args.cadences) == set(CADENCES)
         and {PLANNER, NO_ACTION} <= set(strategies)
     )
-    if not full:
+    if merged is not None:
+        doc = merged
+    elif not full:
         print(
             "partial run (not every scenario, load model of the set and cadence, or no planner / no-action): "
             "nothing written; the docs are written by a full run only (--held-out: of the held-out models)",
             file=sys.stderr,
         )
         return 0
-    out_dir = ROOT / "docs" / "benchmarks"
+    else:
+        doc = {
+            "format": FORMAT,
+            "meta": figures.meta(load),
+            **params,
+            "elapsed_s": round(elapsed),
+            "results": results,
+            "series": series,
+            "sources": source_digests(),
+        }
+    out_dir = json_path.parent
     img_dir = out_dir / "balance"
     img_dir.mkdir(parents=True, exist_ok=True)
-    for model in args.models:
-        for cadence in args.cadences:
-            panels = {sc: series[(model, cadence, sc)] for sc in scenarios if (model, cadence, sc) in series}
+    for model in _by_order(doc["series"], MODELS):
+        for cadence in _by_order(doc["series"][model], CADENCES):
+            by_scenario = doc["series"][model][cadence]
             xlabel = "decision (1 per simulated minute)" if cadence == "minute" else "decision (1 per simulated hour)"
             plot(
                 f"load model {model}, cadence {cadence} (first seed)",
-                panels,
+                {
+                    sc: (
+                        {
+                            st: by_scenario[sc]["max_usage"][st]
+                            for st in _by_order(by_scenario[sc]["max_usage"], STRATEGIES)
+                        },
+                        by_scenario[sc]["ideal"],
+                    )
+                    for sc in _by_order(by_scenario, SCENARIOS)
+                },
                 img_dir / f"{model}-{cadence}.png",
                 xlabel,
             )
-    doc = {
-        "format": FORMAT,
-        "meta": figures.meta(load),
-        "seeds": seeds,
-        "large_seeds": args.large_seeds,
-        "noise": args.noise,
-        "rate_noise": args.rate_noise,
-        "approval_delay_min": args.approval_delay_min,
-        "drift_tolerance": args.drift_tolerance,
-        "max_unloads_per_run": args.max_unloads_per_run,
-        "guard": not args.no_guard,
-        "elapsed_s": round(elapsed),
-        "results": results,
-    }
     if args.held_out:
         doc["held_out"] = True
     if args.held_out not in (None, "1"):
@@ -369,10 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     figures.write_json(json_path, doc)
     for name, paths in targets.items():
         for path in paths:
-            _ensure_report(path, name, str(json_path.relative_to(ROOT)))
+            _ensure_report(path, name, _rel(json_path))
     figures.update(
         SCRIPT,
-        str(json_path.relative_to(ROOT)),
+        _rel(json_path),
         doc,
         targets,
     )
@@ -419,10 +578,7 @@ Results2 = dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]]
 
 def ordered_v2(results: Results2) -> Results2:
     """Models, cadences, scenarios and strategies in their defined order (the JSON stores them sorted)."""
-
-    def by_order(keys: Sequence[str], order: Sequence[str]) -> list[str]:
-        return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
-
+    by_order = _by_order
     return {
         m: {
             c: {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -483,3 +484,153 @@ def test_the_day_of_jitter_verdict_counts_moves_per_day_and_compares_with_doing_
     doc["rows"][2] = row("tls-crypto", "GlobalPlanner", 1, 2, 0.55, 0.65)
     assert bench.verdict(doc).startswith("**met** in all 2 day-long runs")
     assert "in no run" in bench.render_headline(doc) and "in none of 2 runs" in bench.render_headline(doc)
+
+
+def _stored_run(bench: Any) -> dict[str, Any]:
+    """A stored balance run as ``--merge`` finds it: one load model and cadence, two scenarios, three strategies."""
+    by = {
+        "GlobalPlanner": [_row(1, 0.60, moves=4)],
+        "no-action": [_row(1, 0.70)],
+        "ThresholdShedder": [_row(1, 0.65, moves=2)],
+    }
+    series = {st: [0.7, 0.65] for st in by}
+    return {
+        "format": 2,
+        "meta": {"date": "2026-11-01 00:00 UTC", "command": "python benchmarks/bench_balance.py --rate-noise 0.03"},
+        "seeds": [1],
+        "large_seeds": [1],
+        "noise": None,
+        "rate_noise": 0.03,
+        "approval_delay_min": 15,
+        "drift_tolerance": 0.5,
+        "max_unloads_per_run": None,
+        "guard": True,
+        "elapsed_s": 100,
+        "results": {"linear": {"dag": {sc: copy.deepcopy(by) for sc in ("one-hot-broker", "scale-up")}}},
+        "series": {
+            "linear": {
+                "dag": {sc: {"ideal": [0.5, 0.5], "max_usage": dict(series)} for sc in ("one-hot-broker", "scale-up")}
+            }
+        },
+        "sources": bench.source_digests(),
+    }
+
+
+def _params(stored: dict[str, Any]) -> dict[str, Any]:
+    keys = ("seeds", "large_seeds", "noise", "rate_noise", "approval_delay_min", "drift_tolerance")
+    return {**{k: stored[k] for k in keys}, "max_unloads_per_run": None, "guard": True}
+
+
+def test_merge_refuses_a_run_that_predates_it_other_flags_or_changed_sources_outside_the_planner() -> None:
+    bench = _bench()
+    stored = _stored_run(bench)
+    params, digests = _params(stored), bench.source_digests()
+    assert bench.merge_problems(stored, params, ["linear"], digests) == []
+    # a change to the planner's own code is what --merge is for
+    planner_file = next(f for f in digests if f.startswith("pulsar_rebalance/core/planner/"))
+    assert bench.merge_problems(stored, params, ["linear"], {**digests, planner_file: "0" * 64}) == []
+    # anything else the runs import would leave the other strategies' stored results stale
+    (problem,) = bench.merge_problems(stored, params, ["linear"], {**digests, "pulsar_rebalance/core/guard.py": "0"})
+    assert "outside pulsar_rebalance/core/planner/" in problem and "pulsar_rebalance/core/guard.py" in problem
+    (problem,) = bench.merge_problems(stored, {**params, "rate_noise": 0.0}, ["linear"], digests)
+    assert problem.startswith("rate_noise: the stored run used 0.03, this command 0.0")
+    (problem,) = bench.merge_problems(stored, params, ["linear", "convex-cpu"], digests)
+    assert problem.startswith("load models:")
+    old = {k: v for k, v in stored.items() if k not in ("series", "sources")}
+    (problem,) = bench.merge_problems(old, params, ["linear"], digests)
+    assert "predates --merge" in problem and "run the full benchmark once" in problem
+
+
+def test_merge_replaces_the_planners_cells_and_lines_keeps_everyone_elses_and_says_so() -> None:
+    bench = _bench()
+    stored = _stored_run(bench)
+    new_rows = {sc: {"GlobalPlanner": [_row(1, 0.55, moves=3)]} for sc in ("one-hot-broker", "scale-up")}
+    new_series = {
+        "linear": {"dag": {sc: {"ideal": [0.5, 0.5], "max_usage": {"GlobalPlanner": [0.7, 0.55]}} for sc in new_rows}}
+    }
+    meta = {"date": "2026-11-02 00:00 UTC", "command": "python benchmarks/bench_balance.py --merge"}
+    doc = bench.merge_doc(stored, {"linear": {"dag": new_rows}}, new_series, ["GlobalPlanner"], 12.3, meta)
+    for sc in new_rows:
+        cell = doc["results"]["linear"]["dag"][sc]
+        assert cell["GlobalPlanner"][0]["final_max"] == 0.55
+        assert cell["ThresholdShedder"] == stored["results"]["linear"]["dag"][sc]["ThresholdShedder"]
+        assert cell["no-action"] == stored["results"]["linear"]["dag"][sc]["no-action"]
+        lines = doc["series"]["linear"]["dag"][sc]["max_usage"]
+        assert lines["GlobalPlanner"] == [0.7, 0.55] and lines["ThresholdShedder"] == [0.7, 0.65]
+    assert stored["results"]["linear"]["dag"]["scale-up"]["GlobalPlanner"][0]["final_max"] == 0.60  # not mutated
+    assert doc["merged"] == {
+        "strategies": ["GlobalPlanner"],
+        "elapsed_s": 12,
+        "base": {"date": "2026-11-01 00:00 UTC", "command": stored["meta"]["command"], "elapsed_s": 100},
+    }
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import figures
+
+    line = figures.provenance({**doc["meta"], "machine": {"cores": 2}, "load_average": {"text": "1.0"}})
+    assert "GlobalPlanner re-run by this command (12 s) and merged" in line
+    assert "from the full run of 2026-11-01 00:00 UTC (`python benchmarks/bench_balance.py --rate-noise 0.03`)" in line
+    # merged again later: the base stays the full run
+    again = bench.merge_doc(doc, {"linear": {"dag": new_rows}}, new_series, ["GlobalPlanner"], 5, meta)
+    assert again["merged"]["base"] == doc["merged"]["base"]
+    with pytest.raises(ValueError, match="does not cover the stored run's cells"):
+        bench.merge_doc(
+            stored, {"linear": {"dag": {"scale-up": new_rows["scale-up"]}}}, new_series, ["GlobalPlanner"], 1, meta
+        )
+
+
+def test_merge_on_the_command_line_refuses_before_running_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = _bench()
+    stored = _stored_run(bench)
+    path = tmp_path / "balance.json"
+    path.write_text(json.dumps({k: v for k, v in stored.items() if k != "series"}), encoding="utf-8")
+    monkeypatch.setattr(bench, "JSON", path)
+    assert bench.main(["--merge", "--seeds", "1", "--rate-noise", "0.03"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot merge into {path}:" in err and "predates --merge" in err
+    monkeypatch.setattr(bench, "JSON", tmp_path / "missing.json")
+    assert bench.main(["--merge"]) == 2
+    assert "does not exist; run the full benchmark first" in capsys.readouterr().err
+    for extra in (["--models", "linear"], ["--strategies", "ThresholdShedder"], ["--quick"]):
+        with pytest.raises(SystemExit):
+            bench.main(["--merge", *extra])
+
+
+@pytest.mark.slow
+def test_a_full_run_stores_what_merge_needs_and_merge_rewrites_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the whole write path on a benchmark shrunk to one scenario and one load model (both cadences): a full
+    # run writes results, series and source digests; --merge then re-runs the planner only and rewrites the
+    # report and the plots from the stored lines of everyone else
+    bench = _bench()
+    monkeypatch.setattr(bench, "SCENARIOS", {"steady-with-noise": bench.SCENARIOS["steady-with-noise"]})
+    monkeypatch.setattr(bench, "LOAD_MODELS", {"linear": bench.LOAD_MODELS["linear"]})
+    path = tmp_path / "balance.json"
+    report, readme = tmp_path / "balance.md", tmp_path / "README.md"
+    for md, name in ((report, "balance-report"), (readme, "balance-headline")):
+        md.write_text(f"<!-- {name}:start (written by x from y) -->\nold\n<!-- {name}:end -->\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "JSON", path)
+    monkeypatch.setattr(bench, "TARGETS", {"balance-report": [report], "balance-headline": [readme]})
+    flags = ["--seeds", "1", "--rate-noise", "0.03"]
+    assert bench.main([*flags, "--strategies", "GlobalPlanner", "no-action"]) == 0
+    full = json.loads(path.read_text(encoding="utf-8"))
+    panel = full["series"]["linear"]["minute"]["steady-with-noise"]
+    assert set(panel["max_usage"]) == {"GlobalPlanner", "no-action"} and len(panel["ideal"]) == 60
+    assert full["sources"] == bench.source_digests() and "merged" not in full
+    assert {p.name for p in (tmp_path / "balance").iterdir()} == {"linear-minute.png", "linear-dag.png"}
+    for png in (tmp_path / "balance").iterdir():
+        png.unlink()
+    assert bench.main(["--merge", *flags]) == 0
+    merged = json.loads(path.read_text(encoding="utf-8"))
+    assert merged["merged"]["strategies"] == ["GlobalPlanner"]
+    assert merged["merged"]["base"]["date"] == full["meta"]["date"]
+    assert (
+        merged["results"]["linear"]["dag"]["steady-with-noise"]["no-action"]
+        == (full["results"]["linear"]["dag"]["steady-with-noise"]["no-action"])
+    )
+    assert merged["series"] == full["series"]  # the same code re-run: the same lines (the model is deterministic)
+    assert {p.name for p in (tmp_path / "balance").iterdir()} == {"linear-minute.png", "linear-dag.png"}
+    assert "GlobalPlanner re-run by this command" in report.read_text(encoding="utf-8")
+    assert "| linear | minute | 1 of 1 |" in readme.read_text(encoding="utf-8")
