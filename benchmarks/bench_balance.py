@@ -662,11 +662,14 @@ def done_when(scenario: str, by: dict[str, list[dict[str, Any]]]) -> list[dict[s
         pf, cf = _mean(p, "final_max"), _mean(by[closest], "final_max")
         pm, cm = _mean(p, "moves"), _mean(by[closest], "moves")
         if pf < cf - 1e-9:
+            # what each bought with its moves: how far below doing nothing it ended (the criterion's trade-off)
+            nf = _mean(by[NO_ACTION], "final_max") if by.get(NO_ACTION) else None
+            gained = "" if nf is None else f"; below no-action's {nf:.3f} by {nf - pf:.3f} vs {nf - cf:.3f}"
             add(
                 "moves",
                 CRITERIA[4][1],
                 pm <= MOVES_FACTOR * cm + 1e-9,
-                f"{pm:.1f} moves vs {closest} {cm:.1f} (final {pf:.3f} < {cf:.3f})",
+                f"{pm:.1f} moves vs {closest} {cm:.1f} (final {pf:.3f} < {cf:.3f}{gained})",
             )
         else:
             add("moves", CRITERIA[4][1], None, f"not lower than {closest} ({pf:.3f} vs {cf:.3f})")

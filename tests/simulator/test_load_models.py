@@ -338,6 +338,16 @@ def test_the_verdict_flags_each_broken_criterion() -> None:
     assert failed("periodic-jitter", {**jitter, "GlobalPlanner": [_row(1, 0.5, moves=1, minutes=60)]}) == {"jitter"}
     # lower than the closest Pulsar strategy, but with more than 1.5x its moves
     assert failed("one-hot-broker", {**good, "GlobalPlanner": [_row(1, 0.55, moves=4)]}) == {"moves"}
+    (moves,) = [
+        c
+        for c in bench.done_when("one-hot-broker", {**good, "GlobalPlanner": [_row(1, 0.55, moves=4)]})
+        if c["key"] == "moves"
+    ]
+    # the detail shows what each bought with its moves: how far below doing nothing it ended
+    assert (
+        moves["detail"]
+        == "4.0 moves vs ThresholdShedder 2.0 (final 0.550 < 0.600; below no-action's 0.700 by 0.150 vs 0.100)"
+    )
     assert failed("one-hot-broker", {**good, "GlobalPlanner": [_row(1, 0.55, moves=3)]}) == set()
     # missing baselines are reported as not checked, not as passing or failing
     crit = bench.done_when("one-hot-broker", {"GlobalPlanner": [_row(1, 0.55)]})
