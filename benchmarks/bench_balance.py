@@ -259,9 +259,10 @@ def merge_doc(
     strategies: Sequence[str],
     elapsed: float,
     meta: dict[str, Any],
+    digests: dict[str, str],
 ) -> dict[str, Any]:
     """``stored`` with ``strategies``' cells and series replaced by this run's (every cell of the stored run
-    must be re-run), the current source digests, and provenance naming both runs."""
+    must be re-run), the current source ``digests``, and provenance naming both runs."""
     doc = json.loads(json.dumps(stored))
     cells = {(m, c, sc) for m, by_c in stored["results"].items() for c, by_sc in by_c.items() for sc in by_sc}
     rerun = {(m, c, sc) for m, by_c in results.items() for c, by_sc in by_c.items() for sc in by_sc}
@@ -272,7 +273,7 @@ def merge_doc(
             doc["results"][m][c][sc][st] = results[m][c][sc][st]
             doc["series"][m][c][sc]["max_usage"][st] = series[m][c][sc]["max_usage"][st]
     doc["results"] = ordered_v2(doc["results"])
-    doc["sources"] = source_digests()
+    doc["sources"] = digests
     base = stored.get("merged", {}).get("base") or {
         "date": stored["meta"]["date"],
         "command": stored["meta"]["command"],
@@ -393,13 +394,14 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and not 0.0 <= value <= 0.1:
             parser.error(f"{flag} must be in [0, 0.1], got {value}")
     params = run_params(args, seeds)
+    digests = source_digests()  # before the runs: what they import
     stored: dict[str, Any] | None = None
     if args.merge:
         if not json_path.exists():
             print(f"cannot merge: {json_path} does not exist; run the full benchmark first", file=sys.stderr)
             return 2
         stored = json.loads(json_path.read_text(encoding="utf-8"))
-        problems = merge_problems(stored, params, the_set, source_digests())
+        problems = merge_problems(stored, params, the_set, digests)
         if problems:
             print(f"cannot merge into {json_path}:", file=sys.stderr)
             for problem in problems:
@@ -459,7 +461,9 @@ def main(argv: list[str] | None = None) -> int:
             panel = series.setdefault(model, {}).setdefault(cadence, {}).setdefault(sc, {"ideal": _series(ideal)})
             panel.setdefault("max_usage", {})[strategy] = _series(max_usage)
     results = ordered_v2(results)
-    merged = None if stored is None else merge_doc(stored, results, series, strategies, elapsed, figures.meta(load))
+    merged = (
+        None if stored is None else merge_doc(stored, results, series, strategies, elapsed, figures.meta(load), digests)
+    )
     if merged is not None:  # the verdicts below are the merged report's: the planner against everyone stored
         results = merged["results"]
     print(
@@ -497,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
             "elapsed_s": round(elapsed),
             "results": results,
             "series": series,
-            "sources": source_digests(),
+            "sources": digests,
         }
     out_dir = json_path.parent
     img_dir = out_dir / "balance"
@@ -578,16 +582,15 @@ Results2 = dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]]
 
 def ordered_v2(results: Results2) -> Results2:
     """Models, cadences, scenarios and strategies in their defined order (the JSON stores them sorted)."""
-    by_order = _by_order
     return {
         m: {
             c: {
-                sc: {st: results[m][c][sc][st] for st in by_order(list(results[m][c][sc]), list(STRATEGIES))}
-                for sc in by_order(list(results[m][c]), list(SCENARIOS))
+                sc: {st: results[m][c][sc][st] for st in _by_order(results[m][c][sc], STRATEGIES)}
+                for sc in _by_order(results[m][c], SCENARIOS)
             }
-            for c in by_order(list(results[m]), list(CADENCES))
+            for c in _by_order(results[m], CADENCES)
         }
-        for m in by_order(list(results), MODELS)
+        for m in _by_order(results, MODELS)
     }
 
 

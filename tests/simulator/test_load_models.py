@@ -528,7 +528,7 @@ def _stored_run(bench: Any) -> dict[str, Any]:
 
 def _params(stored: dict[str, Any]) -> dict[str, Any]:
     keys = ("seeds", "large_seeds", "noise", "rate_noise", "approval_delay_min", "drift_tolerance")
-    return {**{k: stored[k] for k in keys}, "max_unloads_per_run": None, "guard": True}
+    return {k: stored[k] for k in (*keys, "max_unloads_per_run", "guard")}
 
 
 def test_merge_refuses_a_run_that_predates_it_other_flags_or_changed_sources_outside_the_planner() -> None:
@@ -559,7 +559,9 @@ def test_merge_replaces_the_planners_cells_and_lines_keeps_everyone_elses_and_sa
         "linear": {"dag": {sc: {"ideal": [0.5, 0.5], "max_usage": {"GlobalPlanner": [0.7, 0.55]}} for sc in new_rows}}
     }
     meta = {"date": "2026-11-02 00:00 UTC", "command": "python benchmarks/bench_balance.py --merge"}
-    doc = bench.merge_doc(stored, {"linear": {"dag": new_rows}}, new_series, ["GlobalPlanner"], 12.3, meta)
+    doc = bench.merge_doc(
+        stored, {"linear": {"dag": new_rows}}, new_series, ["GlobalPlanner"], 12.3, meta, {"a.py": "1"}
+    )
     for sc in new_rows:
         cell = doc["results"]["linear"]["dag"][sc]
         assert cell["GlobalPlanner"][0]["final_max"] == 0.55
@@ -568,6 +570,7 @@ def test_merge_replaces_the_planners_cells_and_lines_keeps_everyone_elses_and_sa
         lines = doc["series"]["linear"]["dag"][sc]["max_usage"]
         assert lines["GlobalPlanner"] == [0.7, 0.55] and lines["ThresholdShedder"] == [0.7, 0.65]
     assert stored["results"]["linear"]["dag"]["scale-up"]["GlobalPlanner"][0]["final_max"] == 0.60  # not mutated
+    assert doc["sources"] == {"a.py": "1"}  # the sources this run imported
     assert doc["merged"] == {
         "strategies": ["GlobalPlanner"],
         "elapsed_s": 12,
@@ -580,11 +583,11 @@ def test_merge_replaces_the_planners_cells_and_lines_keeps_everyone_elses_and_sa
     assert "GlobalPlanner re-run by this command (12 s) and merged" in line
     assert "from the full run of 2026-11-01 00:00 UTC (`python benchmarks/bench_balance.py --rate-noise 0.03`)" in line
     # merged again later: the base stays the full run
-    again = bench.merge_doc(doc, {"linear": {"dag": new_rows}}, new_series, ["GlobalPlanner"], 5, meta)
+    again = bench.merge_doc(doc, {"linear": {"dag": new_rows}}, new_series, ["GlobalPlanner"], 5, meta, {})
     assert again["merged"]["base"] == doc["merged"]["base"]
     with pytest.raises(ValueError, match="does not cover the stored run's cells"):
         bench.merge_doc(
-            stored, {"linear": {"dag": {"scale-up": new_rows["scale-up"]}}}, new_series, ["GlobalPlanner"], 1, meta
+            stored, {"linear": {"dag": {"scale-up": new_rows["scale-up"]}}}, new_series, ["GlobalPlanner"], 1, meta, {}
         )
 
 
