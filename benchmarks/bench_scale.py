@@ -625,10 +625,10 @@ def render(results: list[dict[str, Any]], info: dict[str, str], total_s: float, 
         "",
         "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()) + f". Benchmark wall time: {total_s:.0f} s.",
         "",
-        "Load: the machine is shared with two other engineers' test runs (2 cores). The 1-minute load average "
-        f"sampled while the measured jobs ran was at most {max(loads, default=0):.1f} "
-        f"(at their ends: {min(ends, default=0):.1f} to {max(ends, default=0):.1f}); above 2 a job waited for a "
-        "core, so wall times are upper bounds. Each job's own numbers are in the per-job table.",
+        f"Load: the 1-minute load average sampled while the measured jobs ran was at most {max(loads, default=0):.1f} "
+        f"(at their ends: {min(ends, default=0):.1f} to {max(ends, default=0):.1f}); above the machine's "
+        f"{os.cpu_count()} cores a job waited for a core (other work shared the machine), so wall times are upper "
+        "bounds. Each job's own numbers are in the per-job table.",
         "",
         "What is measured: see the module docstring of `benchmarks/bench_scale.py`. Every Spark job is a real "
         f"`spark-submit --master local[N] --driver-memory {args.driver_memory}` with the DAG operator's settings "

@@ -93,6 +93,12 @@ def _band(ideal: float) -> float:
     return max(st.target_abs, st.target_rel * ideal)
 
 
+def _trigger_band(ideal: float) -> float:
+    """How far above the ideal the planner's trigger is (without noise): a broker below it is no source."""
+    st = PlannerSettings()
+    return max(st.trigger_abs, st.trigger_rel * ideal)
+
+
 def _check_invariants(
     model: ClusterModel, cycle_in: dict[str, Any], out: dict[str, Any], overload: float = 0.85
 ) -> None:
@@ -243,6 +249,37 @@ def test_hysteresis_never_undoes_its_own_recent_moves() -> None:
     )
 
 
+def _tiles(ns: str, mibs: list[float]) -> dict[str, float]:
+    """``len(mibs)`` bundles tiling namespace ``ns``, each with that many MiB/s in."""
+    step = 0x100000000 // len(mibs)
+    bounds = [i * step for i in range(len(mibs))] + [0xFFFFFFFF]
+    return {f"{ns}/0x{lo:08x}_0x{hi:08x}": m for lo, hi, m in zip(bounds, bounds[1:], mibs)}
+
+
+def test_only_brokers_above_the_trigger_in_enough_reports_are_shed() -> None:
+    # ThresholdShedder's geometry: a broker above the trigger is shed down to the target; one between the
+    # target and the trigger is left alone, as is one above the trigger for fewer reports than confirm it
+    # (unless far above). Before, one confirmed broker made every broker above the target a source.
+    cycle = _nic_cluster(
+        {
+            "A:8080": _tiles("t/a", [10.0] * 10),  # 0.80 of its NIC: far above the trigger
+            "B:8080": _tiles("t/b", [13.0] * 5),  # 0.52: above the trigger, first report
+            "F:8080": _tiles("t/f", [11.5] * 5),  # 0.46: above the target, below the trigger
+            "C:8080": _tiles("t/c", [12.5]),
+            "D:8080": _tiles("t/d", [12.5]),
+        }
+    )
+    cyc = _decide(cycle)["cycles"][0]
+    st = cyc["stats"]
+    assert st["target"] + 0.005 < st["brokers"]["F:8080"]["usage"] < st["trigger"] < st["brokers"]["B:8080"]["usage"]
+    assert cyc["unloads"] and {u["broker"] for u in cyc["unloads"]} == {"A:8080"}, cyc["unloads"]
+    assert st["brokers"]["A:8080"]["predictedUsage"] <= st["target"]
+    # B seen above the trigger twice before: confirmed now, shed too; F still not
+    confirmed = _decide(cycle, {"globalPlanner": {"above": {"B:8080": 2}}})["cycles"][0]
+    assert {u["broker"] for u in confirmed["unloads"]} == {"A:8080", "B:8080"}, confirmed["unloads"]
+    assert confirmed["stats"]["brokers"]["F:8080"]["predictedUsage"] == confirmed["stats"]["brokers"]["F:8080"]["usage"]
+
+
 def test_state_of_the_planner_is_validated() -> None:
     bad = {"globalPlanner": {"moves": {"t/ns/0x00000000_0xffffffff": {"from": "a", "to": "", "atMs": 1}}}}
     with pytest.raises(ScenarioError) as err:
@@ -305,7 +342,8 @@ def test_a_rolling_restart_gets_one_corrective_plan_at_its_end() -> None:
     moving = [i for i, n in enumerate(result.moves_per_cycle) if n]
     assert len(moving) == 1 and moving[0] > 22, result.moves_per_cycle
     s = result.summary()
-    assert s["final_max"] <= s["ideal"] + _band(s["ideal"]) + 0.005 and s["ping_pong"] == 0
+    # within the band: the brokers above the trigger shed down to the target, the others left alone
+    assert s["final_max"] <= s["ideal"] + _trigger_band(s["ideal"]) and s["ping_pong"] == 0
 
 
 def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:

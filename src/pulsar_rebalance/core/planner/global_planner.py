@@ -13,16 +13,19 @@ One cycle:
    per bundle its contribution (fitted from the reports), planned at the recent peak (max of the last
    sample, Pulsar's short-term average and the remembered peak of a swinging bundle). Usage is
    capacity-normalised (weighted max of usage/limit).
-2. **Ideal** = total usage / total capacity (binding resource). **Target** = ideal + max(1.5 points,
-   3 % of ideal); a broker counts as above it only beyond ``min_gain`` (0.5 point) more, so no move is
-   made to shave less than that. **Trigger** = ideal + max(5 points, 10 % of ideal, 3 x noise). Nothing happens
-   unless the busiest broker is above the trigger (hysteresis: a balanced cluster gets zero moves,
-   noise and on/off traffic inside the band are ignored).
+2. **Ideal** = total usage / total capacity (binding resource). **Trigger** = ideal + max(10 points,
+   20 % of ideal, 3 x noise); **target** = ideal + max(5 points, 10 % of ideal, noise): ThresholdShedder's
+   geometry. A broker counts as above a level only beyond ``min_gain`` (0.5 point) more, so no move is
+   made to shave less than that. Nothing happens unless the busiest broker is above the trigger
+   (hysteresis: a balanced cluster gets zero moves, noise and on/off traffic inside the band are
+   ignored). The plan's **sources** are the brokers above the trigger in ``confirm_reports`` consecutive
+   reports (or at once far above it); each is planned down to the target. A broker between the target
+   and the trigger is no source, as in ThresholdShedder, which sheds only brokers above its threshold.
 3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
    restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
    threshold: a rolling restart gets one corrective plan once every broker reports again, not one per
    broker (the practice Pulsar's rolling-restart guide and Cruise Control's grace periods describe).
-4. **Greedy descent of the maximum, fewest moves first**: take the busiest broker above the target;
+4. **Greedy descent of the maximum, fewest moves first**: take the busiest source above the target;
    move the *smallest* bundle that alone brings it to the target with its destination staying within
    the target (one move closes the whole gap); else the *largest* bundle whose destination stays
    within the target (the most gap closed per move); else the move that lowers max(source,
@@ -291,6 +294,9 @@ class GlobalPlanner:
         confirmed = [b for b in hot if seen[b] >= st.confirm_reports]
         mem.above = seen
         clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
+        # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
+        # a broker between the target and the trigger, or above it for fewer reports, is left alone
+        sources = {b for b in hot if seen[b] >= st.confirm_reports or before[b] >= clear}
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(
@@ -411,13 +417,15 @@ class GlobalPlanner:
             )
 
         actions = 0
-        # Brokers above the target are planned down to it while the busiest one can still be lowered;
+        # Sources above the target are planned down to it while the busiest one can still be lowered;
         # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
         # brokers above the trigger and above that level (or above the overload threshold) are still worth
         # disrupting clients for. A broker counts as above a level only by more than min_gain.
         floor_at = target
         while actions < st.max_actions:
-            while busiest and (busiest[0][1] in stuck or -busiest[0][0] != view.usage(busiest[0][1])):
+            while busiest and (
+                busiest[0][1] in stuck or busiest[0][1] not in sources or -busiest[0][0] != view.usage(busiest[0][1])
+            ):
                 heapq.heappop(busiest)
             if not busiest:
                 break
