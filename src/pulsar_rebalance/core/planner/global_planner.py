@@ -291,7 +291,6 @@ class GlobalPlanner:
         # AvgShedder counts hits the same way), unless it is far above (twice the band) or overloaded
         hot = sorted(b for b in eligible if before[b] > trigger)
         seen = {b: mem.above.get(b, 0) + 1 for b in hot}
-        confirmed = [b for b in hot if seen[b] >= st.confirm_reports]
         mem.above = seen
         clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
         # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
@@ -309,7 +308,7 @@ class GlobalPlanner:
                 f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
                 stats,
             ), new_state
-        if not confirmed and max_before < clear:
+        if not sources:  # above the trigger, but not yet in enough reports and not far above
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
             return skip(
                 Reason.HIT_COUNT,

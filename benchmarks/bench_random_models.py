@@ -1,0 +1,414 @@
+"""Benchmark: the planner on load models drawn at random, next to doing nothing and Pulsar's shedders.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_random_models.py --jobs 2   # writes docs/benchmarks/random-models.json + .md
+    .venv/bin/python benchmarks/bench_random_models.py --render   # redraws the plot and blocks from the JSON
+
+A real cluster's cost per message is unknown. The balance benchmark's five load models are the ones the
+planner was tuned on and its two held-out sets are two more guesses each; this one draws ``--models N``
+load models from a seeded family (``simulator/random_models.py``: NIC size, per-message in / out and
+per-byte costs from 0.2x to 5x, idle CPU, a queueing curve, capacity mixes, per-broker speeds and
+background CPU the reports do not explain), the same ones on every machine, and runs every scenario but
+``large-zipf`` (100 brokers: too slow for this sweep) at both cadences of ``bench_balance.py`` (same
+``run_one``: the cluster model, the do-no-harm guard, noisy reports) for each strategy. Nothing was
+tuned on them: the family was written, run once, and reported as it came out.
+
+Counted per run (one seed), not per mean: whether a strategy ends above doing nothing (final max more
+than half a point above no-action's on the same seed), whether it drives a broker above 85 % where doing
+nothing stays below, and its moves; on ``steady-with-noise`` where doing nothing's worst broker stays
+within 5 points of the ideal (a model with hidden speeds or background CPU unbalances the start), any
+move is churn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "src"))
+
+import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
+
+SCRIPT = "benchmarks/bench_random_models.py"
+JSON = ROOT / "docs" / "benchmarks" / "random-models.json"
+DOC = ROOT / "docs" / "benchmarks" / "random-models.md"
+PNG = ROOT / "docs" / "benchmarks" / "random-models.png"
+PLANNER = "GlobalPlanner"
+NO_ACTION = "no-action"
+STRATEGIES = (PLANNER, NO_ACTION, "AvgShedder", "ThresholdShedder")
+SKIPPED_SCENARIOS = ("large-zipf",)
+TIE = 0.005
+"""Ends above doing nothing: more than this above no-action's final max on the same seed."""
+HOT = 0.85
+STEADY = "steady-with-noise"
+
+
+def _run(task: tuple[str, str, str, str, int]) -> dict[str, Any]:
+    import bench_balance
+
+    scenario, model, cadence, strategy, seed = task
+    _, summary, *_ = bench_balance.run_one((scenario, model, cadence, strategy, seed, None, 0.03, 15, 0.5, None, True))
+    return {
+        "scenario": scenario,
+        "model": model,
+        "cadence": cadence,
+        "strategy": strategy,
+        "seed": seed,
+        "final_max": round(summary["final_max"], 5),
+        "worst_max": round(summary["worst_max"], 5),
+        "moves": summary["moves"],
+        "ideal": round(summary["ideal"], 5),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pulsar_rebalance.simulator.load_models import get_load_model
+    from pulsar_rebalance.simulator.scenarios import SCENARIOS
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", type=int, default=8, help="draw random-1 .. random-N (default 8)")
+    ap.add_argument("--first", type=int, default=1, help="the first model's index (default 1)")
+    ap.add_argument("--scenarios", nargs="*", default=[s for s in SCENARIOS if s not in SKIPPED_SCENARIOS])
+    ap.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
+    ap.add_argument("--cadences", nargs="*", default=["minute", "dag"])
+    ap.add_argument("--seeds", nargs="*", type=int, default=[1, 2])
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (this machine has 2 cores)")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--render", action="store_true", help="run nothing: redraw the plot and blocks from the JSON")
+    args = ap.parse_args(argv)
+    if args.render:
+        doc = json.loads(JSON.read_text(encoding="utf-8"))
+        plot(doc, PNG)
+        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
+        return 0
+    if NO_ACTION not in args.strategies or PLANNER not in args.strategies:
+        ap.error(f"--strategies must include {PLANNER} and {NO_ACTION} (the baseline)")
+    unknown = [s for s in args.scenarios if s not in SCENARIOS]
+    if unknown:
+        ap.error(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    if args.models < 1 or args.first < 1:
+        ap.error("--models and --first must be at least 1")
+    names = [f"random-{k}" for k in range(args.first, args.first + args.models)]
+    models = {n: get_load_model(n).description for n in names}
+    tasks = [
+        (s, m, c, st, seed)
+        for m in names
+        for s in args.scenarios
+        for c in args.cadences
+        for seed in args.seeds
+        for st in args.strategies
+    ]
+    print(f"{len(tasks)} runs on {args.jobs} worker(s)", file=sys.stderr, flush=True)
+    load = figures.LoadSampler()
+    load.__enter__()
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for k, row in enumerate(pool.map(_run, tasks), 1):
+            rows.append(row)
+            if k % 20 == 0 or k == len(tasks):
+                elapsed = time.perf_counter() - started
+                print(
+                    f"{k}/{len(tasks)} runs, {elapsed:.0f} s, about {elapsed / k * (len(tasks) - k):.0f} s left",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    load.__exit__(None, None, None)
+    doc = {
+        "meta": figures.meta(load),
+        "models": models,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(render(doc))
+    if not args.no_write:
+        figures.write_json(JSON, doc)
+        plot(doc, PNG)
+        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
+    return 0
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def _baseline(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    return {(r["scenario"], r["model"], r["cadence"], r["seed"]): r for r in rows if r["strategy"] == NO_ACTION}
+
+
+def _key(r: dict[str, Any]) -> tuple[str, str, str, int]:
+    return (r["scenario"], r["model"], r["cadence"], r["seed"])
+
+
+BALANCED = 0.05
+"""A steady run counts as balanced where doing nothing's worst broker stays within this of the ideal: a model
+with hidden speeds or background CPU leaves a start the scenarios balance by the standard broker's measure
+unbalanced, and moving there is no churn."""
+
+
+def _balanced(r: dict[str, Any], base: dict[tuple[str, str, str, int], dict[str, Any]]) -> bool:
+    b = base[_key(r)]
+    return bool(b["worst_max"] <= b["ideal"] + BALANCED)
+
+
+def verdicts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per strategy: runs, runs above no-action, runs with a broker hot where no-action is not, the largest
+    excess (and its run), moves in all, moves on a balanced steady cluster."""
+    rows = doc["rows"]
+    base = _baseline(rows)
+    out: dict[str, dict[str, Any]] = {}
+    for st in dict.fromkeys(r["strategy"] for r in rows):
+        if st == NO_ACTION:
+            continue
+        mine = [r for r in rows if r["strategy"] == st and _key(r) in base]
+        worse = [r for r in mine if r["final_max"] > base[_key(r)]["final_max"] + TIE]
+        hot = [r for r in mine if r["worst_max"] > HOT and base[_key(r)]["worst_max"] <= HOT]
+        excess = max(mine, key=lambda r: r["final_max"] - base[_key(r)]["final_max"], default=None)
+        steady = [r for r in mine if r["scenario"] == STEADY and _balanced(r, base)]
+        out[st] = {
+            "runs": len(mine),
+            "worse": worse,
+            "hot": hot,
+            "excess": excess,
+            "excess_by": excess["final_max"] - base[_key(excess)]["final_max"] if excess else 0.0,
+            "moves": sum(r["moves"] for r in mine),
+            "steady_runs": len(steady),
+            "steady_moved": [r for r in steady if r["moves"]],
+            "below": sum(1 for r in mine if r["final_max"] < base[_key(r)]["final_max"] - TIE),
+        }
+    return out
+
+
+BEHIND = 0.03
+"""The planner is behind where the best of Pulsar's shedders on the same run ends more than this lower."""
+
+
+def behind(doc: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(planner run, best Pulsar run, no-action run) where the best of Pulsar's shedders ends more than
+    :data:`BEHIND` below the planner: never a criterion (the planner is not worse than doing nothing there),
+    but where it does too little. Largest gap first."""
+    rows = doc["rows"]
+    base = _baseline(rows)
+    by: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["strategy"] not in (PLANNER, NO_ACTION):
+            by.setdefault(_key(r), []).append(r)
+    out = []
+    for r in rows:
+        if r["strategy"] != PLANNER or not by.get(_key(r)) or _key(r) not in base:
+            continue
+        best = min(by[_key(r)], key=lambda x: x["final_max"])
+        if best["final_max"] < r["final_max"] - BEHIND:
+            out.append((r, best, base[_key(r)]))
+    return sorted(out, key=lambda t: t[1]["final_max"] - t[0]["final_max"])
+
+
+def _where(r: dict[str, Any]) -> str:
+    return f"{r['scenario']} / {r['model']} / {r['cadence']} / seed {r['seed']}"
+
+
+def render_headline(doc: dict[str, Any]) -> str:
+    v = verdicts(doc)
+    p = v[PLANNER]
+    others = "; ".join(
+        f"{st}: {len(x['worse'])} above, {len(x['hot'])} with a broker pushed above {HOT:.0%}"
+        for st, x in v.items()
+        if st != PLANNER
+    )
+    models = len(doc["models"])
+    return (
+        f"On {models} load models drawn at random (costs per message, NICs, curves, capacities and speeds "
+        f"nobody tuned on), {p['runs']} runs of the planner: it ends above doing nothing (by more than half a "
+        f"point, per seed) in **{len(p['worse'])}**, drives a broker above {HOT:.0%} where doing nothing stays "
+        f"below in **{len(p['hot'])}**, ends lower in {p['below']}; its worst run: {_where(p['excess'])} "
+        f"({p['excess_by']:+.3f} vs doing nothing). Pulsar's shedders on the same runs: {others}. Where it does "
+        f"too little: in {len(behind(doc))} runs the best of them ends more than {BEHIND * 100:.0f} points lower "
+        "than the planner (the report lists them)."
+    )
+
+
+def render(doc: dict[str, Any]) -> str:
+    rows = doc["rows"]
+    v = verdicts(doc)
+    base = _baseline(rows)
+    strategies = [s for s in dict.fromkeys(r["strategy"] for r in rows) if s != NO_ACTION]
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    seeds = sorted({r["seed"] for r in rows})
+    cadences = list(dict.fromkeys(r["cadence"] for r in rows))
+    out = [
+        f"{len(doc['models'])} models x {len(scenarios)} scenarios x {len(cadences)} cadences ({', '.join(cadences)}) "
+        f"x seeds {seeds}, rate noise 3 %, CPU noise each scenario's own; dag cadence: approval delay 15 min, "
+        f"drift_tolerance 0.5; {doc['seconds']:.0f} s in all. Every count is per run (one seed) against doing "
+        "nothing on the same seed.",
+        "",
+        "![final worst broker minus doing nothing's, per run](random-models.png)",
+        "",
+        figures.table(
+            [
+                "strategy",
+                "runs",
+                f"ends above doing nothing (> +{TIE:.3f})",
+                f"a broker above {HOT:.0%} where doing nothing stays below",
+                "ends lower",
+                "largest excess (run)",
+                "moves in all",
+                f"moves on a balanced steady cluster (doing nothing within {BALANCED:.0%} of ideal)",
+            ],
+            [
+                [
+                    f"**{st}**" if st == PLANNER else st,
+                    x["runs"],
+                    len(x["worse"]),
+                    len(x["hot"]),
+                    x["below"],
+                    f"{x['excess_by']:+.3f} ({_where(x['excess'])})" if x["excess"] else "-",
+                    x["moves"],
+                    f"{sum(r['moves'] for r in x['steady_moved'])} ({len(x['steady_moved'])} of {x['steady_runs']} runs moved)",
+                ]
+                for st, x in v.items()
+            ],
+            "lrrrrlrl",
+        ),
+        "",
+    ]
+    p = v[PLANNER]
+    if p["worse"] or p["hot"]:
+        out.append("The planner's failing runs:")
+        out.append("")
+        for r in p["worse"]:
+            out.append(
+                f"* ends above doing nothing: {_where(r)}: {r['final_max']:.3f} vs {base[_key(r)]['final_max']:.3f} "
+                f"({r['moves']} moves)"
+            )
+        for r in p["hot"]:
+            out.append(
+                f"* a broker above {HOT:.0%}: {_where(r)}: worst {r['worst_max']:.3f} vs "
+                f"{base[_key(r)]['worst_max']:.3f} ({r['moves']} moves)"
+            )
+        out.append("")
+    lag = behind(doc)
+    if lag:
+        models = sorted({r["model"] for r, _, _ in lag})
+        out.append(
+            f"Where the planner does too little: in {len(lag)} of {p['runs']} runs the best of Pulsar's shedders ends "
+            f"more than {BEHIND * 100:.0f} points below it (not a criterion: the planner is not worse than doing "
+            f"nothing there), under {', '.join(models)}; per model: "
+            + ", ".join(f"{m} {sum(1 for r, _, _ in lag if r['model'] == m)}" for m in models)
+            + ". The largest gaps:"
+        )
+        out.append("")
+        out.append(
+            figures.table(
+                ["run", "no-action", "planner (moves)", "best Pulsar shedder (moves)"],
+                [
+                    [
+                        _where(r),
+                        f"{n['final_max']:.3f}",
+                        f"{r['final_max']:.3f} ({r['moves']})",
+                        f"{b['strategy']}: {b['final_max']:.3f} ({b['moves']})",
+                    ]
+                    for r, b, n in lag[:10]
+                ],
+            )
+        )
+        out.append("")
+    out += ["The models (`simulator/random_models.py`, drawn from their index alone):", ""]
+    out.append(figures.table(["model", "drawn"], [[m, d] for m, d in doc["models"].items()]))
+    out += ["", "Final worst broker per model, mean over scenarios, cadences and seeds (moves in all):", ""]
+    header = ["model", "ideal", NO_ACTION, *strategies]
+    table_rows = []
+    for m in doc["models"]:
+        cells = [m]
+        mine = [r for r in rows if r["model"] == m]
+        planner_rows = [r for r in mine if r["strategy"] == PLANNER]
+        cells.append(f"{sum(r['ideal'] for r in planner_rows) / max(1, len(planner_rows)):.3f}")
+        for st in [NO_ACTION, *strategies]:
+            rs = [r for r in mine if r["strategy"] == st]
+            mean = sum(r["final_max"] for r in rs) / max(1, len(rs))
+            cells.append(f"{mean:.3f} ({sum(r['moves'] for r in rs)})")
+        table_rows.append(cells)
+    out.append(figures.table(header, table_rows))
+    out += [
+        "",
+        "Per scenario, the planner's final worst broker minus doing nothing's, worst run over models, cadences and seeds:",
+        "",
+    ]
+    worst_rows = []
+    for s in scenarios:
+        mine = [r for r in rows if r["scenario"] == s and r["strategy"] == PLANNER and _key(r) in base]
+        if not mine:
+            continue
+        w = max(mine, key=lambda r: r["final_max"] - base[_key(r)]["final_max"])
+        b = min(mine, key=lambda r: r["final_max"] - base[_key(r)]["final_max"])
+        worst_rows.append(
+            [
+                s,
+                f"{w['final_max'] - base[_key(w)]['final_max']:+.3f} ({w['model']} / {w['cadence']} / seed {w['seed']})",
+                f"{b['final_max'] - base[_key(b)]['final_max']:+.3f} ({b['model']} / {b['cadence']} / seed {b['seed']})",
+                f"{sum(r['moves'] for r in mine) / len(mine):.1f}",
+            ]
+        )
+    out.append(figures.table(["scenario", "worst run", "best run", "moves per run"], worst_rows))
+    return "\n".join(out)
+
+
+def plot(doc: dict[str, Any], out: Path) -> None:
+    """Per model, each run's final worst broker minus doing nothing's, one column of dots per strategy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = doc["rows"]
+    base = _baseline(rows)
+    models = list(doc["models"])
+    strategies = [s for s in dict.fromkeys(r["strategy"] for r in rows) if s != NO_ACTION]
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * len(models)), 4.2), dpi=90)
+    width = 0.8 / max(1, len(strategies))
+    for j, st in enumerate(strategies):
+        xs, ys = [], []
+        for i, m in enumerate(models):
+            for r in rows:
+                if r["model"] == m and r["strategy"] == st and _key(r) in base:
+                    xs.append(i - 0.4 + width * (j + 0.5))
+                    ys.append(r["final_max"] - base[_key(r)]["final_max"])
+        ax.scatter(
+            xs,
+            ys,
+            s=14 if st == PLANNER else 9,
+            label=st,
+            color="black" if st == PLANNER else None,
+            alpha=0.8 if st == PLANNER else 0.55,
+            zorder=3 if st == PLANNER else 2,
+        )
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.axhline(TIE, color="red", linewidth=0.8, linestyle="--", label=f"doing nothing + {TIE}")
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels(models, fontsize=8)
+    ax.set_ylabel("final worst broker − doing nothing's", fontsize=8)
+    ax.set_title(
+        "Random load models: each dot one run (scenario, cadence, seed); below 0 = better than doing nothing",
+        fontsize=9,
+    )
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+
+
+BLOCKS = {"random-models-report": render, "random-models-headline": render_headline}
+TARGETS = {"random-models-report": [DOC], "random-models-headline": [ROOT / "README.md"]}
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""The random load-model family (simulator/random_models.py): drawn from the index alone, found by name,
+arithmetic by hand, hidden speeds and background the reports do not explain, calibration under every
+scenario, and the benchmark that runs them (benchmarks/bench_random_models.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pulsar_rebalance.simulator.dynamics import Broker
+from pulsar_rebalance.simulator.load_models import CPU_PCT_PER_BYTE, CPU_PCT_PER_MSG, Load, get_load_model
+from pulsar_rebalance.simulator.random_models import RandomCostModel, random_model
+from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
+from tests.simulator.test_held_out_models import STATS, TARGETS
+
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_model_is_drawn_from_its_index_alone() -> None:
+    a, b = get_load_model("random-3"), get_load_model("random-3")
+    assert isinstance(a, RandomCostModel) and a is not b
+    assert a.name == "random-3" and a.description == b.description
+    assert (a.per_in, a.per_out, a.per_byte, a.K, a.NIC_FACTOR) == (b.per_in, b.per_out, b.per_byte, b.K, b.NIC_FACTOR)
+    drawn = {get_load_model(f"random-{k}").description for k in range(1, 13)}
+    assert len(drawn) == 12  # different indexes, different models
+    for k in range(1, 41):  # the family's ranges
+        m = RandomCostModel(k)
+        assert 0.19 < m.per_in / CPU_PCT_PER_MSG < 5.02 and 0.19 < m.per_out / CPU_PCT_PER_MSG < 5.02
+        assert 0.19 < m.per_byte / CPU_PCT_PER_BYTE < 5.02 and 2.0 <= m.base <= 25.0
+        assert m.NIC_FACTOR in (0.4, 1.0, 10.0) and m.K in (0.0, 0.5, 1.5, 3.0)
+
+
+@pytest.mark.parametrize("name", ["random-0", "random-", "random-x", "random-01", "random-1000000"])
+def test_a_name_outside_the_family_is_refused_with_the_known_names(name: str) -> None:
+    assert random_model(name) is None
+    with pytest.raises(KeyError, match=r"random-<k> \(k = 1-999999\)"):
+        get_load_model(name)
+    with pytest.raises(ValueError, match="within 1-999999"):
+        RandomCostModel(0)
+
+
+def _model(**fields: Any) -> RandomCostModel:
+    m = RandomCostModel(1)
+    for k, v in fields.items():
+        setattr(m, k, v)
+    return m
+
+
+def test_arithmetic_by_hand() -> None:
+    m = _model(
+        per_in=2 * CPU_PCT_PER_MSG,
+        per_out=0.5 * CPU_PCT_PER_MSG,
+        per_byte=3 * CPU_PCT_PER_BYTE,
+        base=12.0,
+        K=1.5,
+        NIC_FACTOR=10.0,
+        capacity=None,
+        speed_spread=0.0,
+        background_max=0.0,
+    )
+    fast, slow = Broker("fast"), Broker("slow")
+    m.configure(fast, 0)
+    m.configure(slow, 0)
+    m.speed.update({"fast": 1.0, "slow": 1.5})
+    m.background.update({"fast": 0.0, "slow": 10.0})
+    load = Load.of([STATS])
+    # 4000 msg/s in at 2x (1 core per 20,000), 8000 out at 0.5x (1 core per 80,000), 3 MiB/s at 3x (1 core per 66.7 MiB/s)
+    traffic = 4000 * 100 / 20000 + 8000 * 100 / 80000 + 3 * 100 * 3 / 200
+    assert m.traffic_cpu(load) == pytest.approx(traffic)
+
+    def curve(cpu: float) -> float:
+        u = cpu / 800
+        return u * (1 + 1.5 * u * u) * 800
+
+    assert fast.nic_mbps == 10_000.0  # NICs at 10x: CPU binds
+    assert m.usage(fast, load)["cpu"] == {"usage": pytest.approx(curve(12 + traffic)), "limit": 800.0}
+    # the slow broker: 1.5x the traffic's CPU and 10 % of its limit in background, under the same reported limit
+    assert m.usage(slow, load)["cpu"] == {"usage": pytest.approx(curve(12 + 80 + 1.5 * traffic)), "limit": 800.0}
+    # a bundle's share: on the standard broker, no idle base, no curve
+    assert m.share(load, m.reference()) == pytest.approx(traffic / 800)
+    # ideal: both at the same linear utilisation v with (12 + bg_i + s_i x_i W) = v 800, x_fast + x_slow = 1
+    cluster = Load.of([STATS] * 10)
+    w = m.traffic_cpu(cluster)
+    v = (w + 12 / 1.0 + (12 + 80) / 1.5) / (800 / 1.0 + 800 / 1.5)
+    assert m.ideal_parts(cluster, [fast, slow])["cpu"] == pytest.approx(v * (1 + 1.5 * v * v))
+    x_fast = (v * 800 - 12) / w
+    x_slow = (v * 800 - 92) / (1.5 * w)
+    assert x_fast + x_slow == pytest.approx(1.0)
+
+
+def test_hidden_speeds_and_background_come_from_the_seed_and_the_broker() -> None:
+    m = next(RandomCostModel(k) for k in range(1, 100) if RandomCostModel(k).speed_spread == 0.6)
+    brokers = [Broker(f"b{i}") for i in range(20)]
+    for b in brokers:
+        m.configure(b, 7)
+    speeds = [m.speed[b.broker_id] for b in brokers]
+    assert all(1.0 <= s <= 1.6 for s in speeds) and max(speeds) - min(speeds) > 0.2
+    again = RandomCostModel(m.k)
+    for b in [Broker(f"b{i}") for i in range(20)]:
+        again.configure(b, 7)
+    assert again.speed == m.speed and again.background == m.background
+    other = RandomCostModel(m.k)
+    for b in [Broker(f"b{i}") for i in range(20)]:
+        other.configure(b, 8)
+    assert other.speed != m.speed
+
+
+SOME = (2, 6, 11)
+"""A curve (K=3) with a capacity mix; background CPU with a 0.5/1/2 capacity mix; bandwidth-bound (0.4x NICs),
+a curve and hidden speeds."""
+
+
+@pytest.mark.parametrize("k", SOME)
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "large-zipf"])
+def test_every_scenario_calibrates_under_the_model(k: int, scenario: str) -> None:
+    m = build(scenario, 1, load_model=f"random-{k}").model
+    ideal = m.ideal_usage()
+    if scenario in TARGETS:
+        assert ideal == pytest.approx(TARGETS[scenario], abs=1e-9)
+    else:  # load added after calibrating (a hot bundle, a hot topic, a toggling consumer)
+        assert 0.4 <= ideal <= 0.65
+    assert m.floor_usage() >= ideal - 1e-9
+
+
+def test_the_picked_models_are_what_the_calibration_test_says() -> None:
+    m2, m6, m11 = (RandomCostModel(k) for k in SOME)
+    assert m2.K == 3.0 and m2.capacity is not None
+    assert m6.background_max > 0 and m6.capacity == (0.5, 1.0, 2.0)
+    assert m11.NIC_FACTOR == 0.4 and m11.K > 0 and m11.speed_spread > 0
+
+
+def test_a_hidden_speed_unbalances_a_standard_start() -> None:
+    """The scenarios balance by the standard broker's measure: under hidden speeds the slower brokers report more,
+    at the same reported limit, so a steady cluster is not balanced and moving there is no churn."""
+    m = build("steady-with-noise", 1, load_model="random-10").model
+    lm = m.load_model
+    assert isinstance(lm, RandomCostModel)
+    # CPU binds, one capacity for all, no background: only the hidden speeds tell the brokers apart
+    assert lm.NIC_FACTOR == 10.0 and lm.capacity is None and lm.background_max == 0 and lm.speed_spread == 0.6
+    reports = m.load_reports()
+    assert {r["cpu"]["limit"] for r in reports.values()} == {800.0}
+    true = m.true_usage()
+    slowest = max(true, key=lambda b: lm.speed[b])
+    fastest = min(true, key=lambda b: lm.speed[b])
+    assert lm.speed[slowest] - lm.speed[fastest] > 0.2
+    assert true[slowest] > true[fastest] + 0.05
+    assert max(true.values()) > m.ideal_usage() + 0.05  # not balanced under the model
+
+
+def test_the_benchmark_counts_per_run_against_doing_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_random_models as bench
+
+    rc = bench.main(
+        ["--models", "1", "--first", "2", "--scenarios", "steady-with-noise", "one-hot-broker", "--seeds", "1"]
+        + ["--cadences", "minute", "--strategies", "GlobalPlanner", "no-action", "--no-write"]
+    )
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "| **GlobalPlanner** | 2 |" in out and "random-2" in out
+    with pytest.raises(SystemExit):
+        bench.main(["--strategies", "GlobalPlanner", "--no-write"])  # no baseline
+
+
+def test_verdicts_by_hand() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_random_models as bench
+
+    def row(strategy: str, scenario: str, final: float, worst: float, moves: int, seed: int = 1) -> dict[str, Any]:
+        return {
+            "scenario": scenario,
+            "model": "random-1",
+            "cadence": "minute",
+            "strategy": strategy,
+            "seed": seed,
+            "final_max": final,
+            "worst_max": worst,
+            "moves": moves,
+            "ideal": 0.5,
+        }
+
+    doc = {
+        "models": {"random-1": "drawn"},
+        "rows": [
+            row("no-action", "steady-with-noise", 0.52, 0.53, 0),
+            row("GlobalPlanner", "steady-with-noise", 0.52, 0.53, 2),  # churn on a balanced cluster
+            row("no-action", "one-hot-broker", 0.80, 0.84, 0),
+            row("GlobalPlanner", "one-hot-broker", 0.806, 0.86, 5),  # above by more than the tie, and hot
+            row("no-action", "one-hot-broker", 0.70, 0.70, 0, seed=2),
+            row("GlobalPlanner", "one-hot-broker", 0.60, 0.70, 3, seed=2),  # lower
+            row("ThresholdShedder", "one-hot-broker", 0.56, 0.70, 9, seed=2),  # 4 points lower still
+            row("ThresholdShedder", "one-hot-broker", 0.79, 0.84, 9),  # lower, but within 3 points
+        ],
+    }
+    v = bench.verdicts(doc)["GlobalPlanner"]
+    assert v["runs"] == 3 and v["below"] == 1 and v["moves"] == 10
+    assert [r["scenario"] for r in v["worse"]] == ["one-hot-broker"] and len(v["hot"]) == 1
+    assert v["excess_by"] == pytest.approx(0.006)
+    assert v["steady_runs"] == 1 and len(v["steady_moved"]) == 1
+    text = bench.render(doc | {"seconds": 1.0})
+    assert "* ends above doing nothing: one-hot-broker / random-1 / minute / seed 1: 0.806 vs 0.800 (5 moves)" in text
+    lag = bench.behind(doc)
+    assert [(p["seed"], b["final_max"]) for p, b, _ in lag] == [(2, 0.56)]
+    assert "in 1 of 3 runs the best of Pulsar's shedders ends more than 3 points below it" in text
+    assert json.dumps(doc)  # plain data
