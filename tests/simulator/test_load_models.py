@@ -542,6 +542,11 @@ def test_merge_refuses_a_run_that_predates_it_other_flags_or_changed_sources_out
     # anything else the runs import would leave the other strategies' stored results stale
     (problem,) = bench.merge_problems(stored, params, ["linear"], {**digests, "pulsar_rebalance/core/guard.py": "0"})
     assert "outside pulsar_rebalance/core/planner/" in problem and "pulsar_rebalance/core/guard.py" in problem
+    # a file added since (nothing the stored run had imports it) is no reason; one removed is
+    assert bench.merge_problems(stored, params, ["linear"], {**digests, "pulsar_rebalance/simulator/new.py": "1"}) == []
+    gone = {f: d for f, d in digests.items() if f != "pulsar_rebalance/core/guard.py"}
+    (problem,) = bench.merge_problems(stored, params, ["linear"], gone)
+    assert "pulsar_rebalance/core/guard.py" in problem
     (problem,) = bench.merge_problems(stored, {**params, "rate_noise": 0.0}, ["linear"], digests)
     assert problem.startswith("rate_noise: the stored run used 0.03, this command 0.0")
     (problem,) = bench.merge_problems(stored, params, ["linear", "convex-cpu"], digests)

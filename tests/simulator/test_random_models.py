@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_model_is_drawn_from_its_index_alone() -> None:
-    a, b = get_load_model("random-3"), get_load_model("random-3")
-    assert isinstance(a, RandomCostModel) and a is not b
+    a, b = random_model("random-3"), random_model("random-3")
+    assert isinstance(a, RandomCostModel) and isinstance(b, RandomCostModel) and a is not b
+    assert get_load_model(a) is a  # an instance goes wherever a load model goes
     assert a.name == "random-3" and a.description == b.description
     assert (a.per_in, a.per_out, a.per_byte, a.K, a.NIC_FACTOR) == (b.per_in, b.per_out, b.per_byte, b.K, b.NIC_FACTOR)
-    drawn = {get_load_model(f"random-{k}").description for k in range(1, 13)}
+    drawn = {RandomCostModel(k).description for k in range(1, 13)}
     assert len(drawn) == 12  # different indexes, different models
     for k in range(1, 41):  # the family's ranges
         m = RandomCostModel(k)
@@ -37,10 +38,8 @@ def test_a_model_is_drawn_from_its_index_alone() -> None:
 
 
 @pytest.mark.parametrize("name", ["random-0", "random-", "random-x", "random-01", "random-1000000"])
-def test_a_name_outside_the_family_is_refused_with_the_known_names(name: str) -> None:
+def test_a_name_outside_the_family_is_refused(name: str) -> None:
     assert random_model(name) is None
-    with pytest.raises(KeyError, match=r"random-<k> \(k = 1-999999\)"):
-        get_load_model(name)
     with pytest.raises(ValueError, match="within 1-999999"):
         RandomCostModel(0)
 
@@ -119,7 +118,7 @@ a curve and hidden speeds."""
 @pytest.mark.parametrize("k", SOME)
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "large-zipf"])
 def test_every_scenario_calibrates_under_the_model(k: int, scenario: str) -> None:
-    m = build(scenario, 1, load_model=f"random-{k}").model
+    m = build(scenario, 1, load_model=RandomCostModel(k)).model
     ideal = m.ideal_usage()
     if scenario in TARGETS:
         assert ideal == pytest.approx(TARGETS[scenario], abs=1e-9)
@@ -138,7 +137,7 @@ def test_the_picked_models_are_what_the_calibration_test_says() -> None:
 def test_a_hidden_speed_unbalances_a_standard_start() -> None:
     """The scenarios balance by the standard broker's measure: under hidden speeds the slower brokers report more,
     at the same reported limit, so a steady cluster is not balanced and moving there is no churn."""
-    m = build("steady-with-noise", 1, load_model="random-10").model
+    m = build("steady-with-noise", 1, load_model=RandomCostModel(10)).model
     lm = m.load_model
     assert isinstance(lm, RandomCostModel)
     # CPU binds, one capacity for all, no background: only the hidden speeds tell the brokers apart

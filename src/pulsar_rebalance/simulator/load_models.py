@@ -233,9 +233,8 @@ LOAD_MODELS: Mapping[str, Callable[[], LoadModel]] = {
 
 
 def get_load_model(model: str | LoadModel | None) -> LoadModel:
-    """A load model by name (``None``: ``linear``): one of :data:`LOAD_MODELS`, a held-out one
-    (:data:`pulsar_rebalance.simulator.held_out_models.HELD_OUT_MODELS`) or one of the random family
-    (``random-<k>``, :mod:`pulsar_rebalance.simulator.random_models`); ``KeyError`` lists the known names."""
+    """A load model by name (``None``: ``linear``): one of :data:`LOAD_MODELS` or a held-out one
+    (:data:`pulsar_rebalance.simulator.held_out_models.HELD_OUT_MODELS`); ``KeyError`` lists the known names."""
     if model is None:
         return LoadModel()
     if isinstance(model, LoadModel):
@@ -246,12 +245,7 @@ def get_load_model(model: str | LoadModel | None) -> LoadModel:
 
     if model in HELD_OUT_LOAD_MODELS:
         return HELD_OUT_LOAD_MODELS[model]()
-    from pulsar_rebalance.simulator.random_models import random_model
-
-    drawn = random_model(model)
-    if drawn is not None:
-        return drawn
-    known = [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS, "random-<k> (k = 1-999999)"]
+    known = [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS]
     raise KeyError(f"unknown load model {model!r}; known: {', '.join(known)}")
 
 

@@ -4,8 +4,10 @@ The five default models (:mod:`pulsar_rebalance.simulator.load_models`) and the 
 (:mod:`pulsar_rebalance.simulator.held_out_models`) are each one guess at how a broker turns traffic
 into the load it reports. A real cluster's guess is unknown. ``random-<k>`` (``k`` >= 1) draws one from
 a family wide enough to hold many of them, from ``k`` alone (so ``random-3`` is the same model on every
-machine): :func:`get_load_model` finds them by name like the others, and
-``benchmarks/bench_random_models.py`` runs a range of them against doing nothing and Pulsar's shedders.
+machine): ``RandomCostModel(k)`` or :func:`random_model` by name, passed as an instance wherever a load
+model goes (``scenarios.build(..., load_model=RandomCostModel(3))``; :func:`get_load_model` returns an
+instance as it is, and lists only the named models). ``benchmarks/bench_random_models.py`` runs a range
+of them against doing nothing and Pulsar's shedders.
 
 Per model, drawn once from ``k``:
 
