@@ -18,8 +18,8 @@ One cycle:
    geometry. A broker counts as above a level only beyond ``min_gain`` (0.5 point) more, so no move is
    made to shave less than that. Nothing happens unless the busiest broker is above the trigger
    (hysteresis: a balanced cluster gets zero moves, noise and on/off traffic inside the band are
-   ignored). The plan's **sources** are the brokers above the trigger in ``confirm_reports`` consecutive
-   reports (or at once far above it); each is planned down to the target. A broker between the target
+   ignored). The plan's **sources** are the brokers above the trigger by more than the reports' noise in
+   ``confirm_reports`` consecutive reports (or at once far above it); each is planned down to the target. A broker between the target
    and the trigger is no source, as in ThresholdShedder, which sheds only brokers above its threshold.
 3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
    restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
@@ -103,8 +103,9 @@ class PlannerSettings:
     """Wait this long after the set of brokers changed (join, leave, restart) before re-planning, unless
     a broker is above the overload threshold."""
     noise_trigger: float = 3.0
-    """The trigger is at least this many times the reports' noise (the load model's robust residual spread)
-    above the ideal; the target and the minimum gain at least once the noise."""
+    """The trigger is at least this many times the reports' noise (how far a broker's report lands from its own
+    last one's prediction; on a first cycle the robust spread around the fitted model) above the ideal; the
+    target and the minimum gain at least once the noise."""
     cooldown_cycles: int = 2
     """A moved bundle also stays put for this many cycles (at the DAG's hourly cadence: two hours)."""
     peak_cycles: int = 3
@@ -261,6 +262,7 @@ class GlobalPlanner:
         before = {b: view.usage(b) for b in view.brokers}
         ideal = view.ideal(eligible)
         # the reports' noise widens the band: act only where a move gains more than the reports can tell apart
+        # (sample to sample: a broker's steady excess over the fit, a slower CPU, is load, not noise)
         noise = view.noise
         target = ideal + max(st.target_abs, st.target_rel * ideal, noise)
         trigger = ideal + max(st.trigger_abs, st.trigger_rel * ideal, st.noise_trigger * noise)
@@ -275,6 +277,7 @@ class GlobalPlanner:
             "target": _r(target),
             "trigger": _r(trigger),
             "noise": _r(noise),
+            "modelError": _r(view.fit_noise),
             "maxUsageBefore": _r(max_before),
         }
         if corroborated:  # brokers the model put above what their own reports showed
@@ -289,7 +292,10 @@ class GlobalPlanner:
         changed = self._track_membership(mem, sorted(inp.brokers), now)
         # a broker above the trigger acts only when the previous cycle saw it there too (Pulsar's
         # AvgShedder counts hits the same way), unless it is far above (twice the band) or overloaded
-        hot = sorted(b for b in eligible if before[b] > trigger)
+        # a report counts only when it is above the trigger by more than the reports' noise: a broker sitting just
+        # below it is not confirmed by a run of noisy samples (ThresholdShedder averages 90 % history for that)
+        hit_level = trigger + noise
+        hot = sorted(b for b in eligible if before[b] > hit_level)
         seen = {b: mem.above.get(b, 0) + 1 for b in hot}
         mem.above = seen
         clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
@@ -312,9 +318,9 @@ class GlobalPlanner:
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
             return skip(
                 Reason.HIT_COUNT,
-                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}), above it in "
-                f"{max(seen.values(), default=0)} consecutive load report(s): waiting for {st.confirm_reports} to "
-                f"confirm it (a report is one sample; at once above {clear:.4f})",
+                f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}), above it by more than "
+                f"the noise ({hit_level:.4f}) in {max(seen.values(), default=0)} consecutive load report(s): waiting "
+                f"for {st.confirm_reports} to confirm it (a report is one sample; at once above {clear:.4f})",
                 stats,
             ), new_state
         since = mem.membership_changed

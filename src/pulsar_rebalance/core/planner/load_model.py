@@ -287,6 +287,7 @@ class ClusterView:
         # explains is taken at once, the unexplained rest with weight ``usage_smoothing``), and measure the
         # noise from how far each new sample lands from that prediction
         self.temporal_noise = 0.0
+        self.has_temporal = False
         if previous:
             innovations: list[list[float]] = [[] for _ in RESOURCES]
             for b in self.brokers:
@@ -317,13 +318,19 @@ class ClusterView:
                     if w > 0 and len(v) >= NOISE_FLOOR_BROKERS
                 ]
                 self.temporal_noise = max(spreads, default=0.0)
+                self.has_temporal = bool(spreads)
                 self.coef, self.trusted, self.learned, noise = self._fit(reported, broker_feat, prior, smoothing)
         self.smoothed: dict[str, tuple[list[float], list[float]]] = {
             b: (list(reported[b]), list(broker_feat[b])) for b in self.brokers
         }
         """Per broker (smoothed usage per resource, summed features): what the planner remembers."""
-        self.noise = max(max((n * w for n, w in zip(noise, self.weights) if w > 0), default=0.0), self.temporal_noise)
-        """Robust spread of the reports around the fit (usage fraction, weighted): what a move must beat."""
+        self.fit_noise = max((n * w for n, w in zip(noise, self.weights) if w > 0), default=0.0)
+        """Robust spread of the reports around the one fitted model (usage fraction, weighted): the model's error,
+        which counts each broker's persistent bias (a slower CPU, background work the traffic does not explain)."""
+        self.noise = self.temporal_noise if self.has_temporal else self.fit_noise
+        """What a move must beat: how far a broker's report lands from one sample to the next (its own history
+        takes its persistent bias out); on a first cycle, with no history, the spread around the fit, an upper
+        bound. A broker's usage is its own (smoothed) report either way, not the fit's prediction."""
         # the base that goes with the coefficients used (smoothed, remembered or proxy): the median over
         # brokers of what they leave unexplained (never negative; 0 for a proxy, Pulsar's attribution)
         intercepts = [0.0] * 5
