@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pulsar_rebalance.simulator.held_out_models import BisectedFitModel
-from pulsar_rebalance.simulator.load_models import CPU_PCT_PER_BYTE, CPU_PCT_PER_MSG, Load
+from pulsar_rebalance.simulator.load_models import CPU_PCT_PER_BYTE, CPU_PCT_PER_MSG, ConvexCpuModel, Load
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsar_rebalance.simulator.dynamics import Broker
@@ -55,7 +55,9 @@ class RandomCostModel(BisectedFitModel):
     """One model of the family, drawn from ``k`` (module docstring)."""
 
     proportional_share = True  # a bundle's share (before the curve, on the standard broker) is linear in its rates
-    CAP = 3.0
+    CAP = ConvexCpuModel.CAP
+    cpu_curve = ConvexCpuModel.cpu_curve  # convex-cpu's curve with this model's K (K = 0: the identity)
+    reported_cpu = ConvexCpuModel.reported_cpu
 
     def __init__(self, k: int) -> None:
         if not 1 <= k <= 999_999:
@@ -92,12 +94,6 @@ class RandomCostModel(BisectedFitModel):
         """CPU % before the curve on a standard-speed broker without background (``base`` 0: a bundle's share)."""
         return (self.base if base is None else base) + self.traffic_cpu(load)
 
-    def cpu_curve(self, utilisation: float) -> float:
-        if self.K == 0.0:
-            return utilisation
-        x = min(max(utilisation, 0.0), self.CAP)
-        return utilisation * (1.0 + self.K * x * x)
-
     def configure(self, broker: Broker, seed: int) -> None:
         super().configure(broker, seed)
         r = random.Random(f"random-cost:{self.k}:{seed}:{broker.broker_id}")
@@ -118,9 +114,8 @@ class RandomCostModel(BisectedFitModel):
 
     def usage(self, broker: Broker, load: Load) -> dict[str, dict[str, float]]:
         out = super().usage(broker, load)
-        limit = broker.cpu_limit
         cpu = self._fixed(broker) + self.speed.get(broker.broker_id, 1.0) * self.traffic_cpu(load)
-        out["cpu"]["usage"] = self.cpu_curve(cpu / limit) * limit if limit > 0 else cpu
+        out["cpu"]["usage"] = self.reported_cpu(cpu, broker.cpu_limit)
         return out
 
     def ideal_parts(self, load: Load, live: Sequence[Broker]) -> dict[str, float]:
