@@ -56,8 +56,6 @@ class RandomCostModel(BisectedFitModel):
 
     proportional_share = True  # a bundle's share (before the curve, on the standard broker) is linear in its rates
     CAP = ConvexCpuModel.CAP
-    cpu_curve = ConvexCpuModel.cpu_curve  # convex-cpu's curve with this model's K (K = 0: the identity)
-    reported_cpu = ConvexCpuModel.reported_cpu
 
     def __init__(self, k: int) -> None:
         if not 1 <= k <= 999_999:
@@ -93,6 +91,14 @@ class RandomCostModel(BisectedFitModel):
     def cpu(self, load: Load, base: float | None = None) -> float:
         """CPU % before the curve on a standard-speed broker without background (``base`` 0: a bundle's share)."""
         return (self.base if base is None else base) + self.traffic_cpu(load)
+
+    def cpu_curve(self, utilisation: float) -> float:
+        """convex-cpu's curve with this model's ``K`` (``K`` = 0: the identity)."""
+        x = min(max(utilisation, 0.0), self.CAP)
+        return utilisation * (1.0 + self.K * x * x)
+
+    def reported_cpu(self, cpu: float, limit: float) -> float:
+        return self.cpu_curve(cpu / limit) * limit if limit > 0 else cpu
 
     def configure(self, broker: Broker, seed: int) -> None:
         super().configure(broker, seed)
