@@ -530,3 +530,26 @@ def test_the_planner_memory_reads_an_older_state_and_refuses_a_bad_hit_count() -
     assert PlannerMemory.from_json({"above": {"b1": 2}}, "state.globalPlanner").to_json()["above"] == {"b1": 2}
     with pytest.raises(ScenarioError, match="state.globalPlanner.above"):
         PlannerMemory.from_json({"above": {"b1": 0}}, "state.globalPlanner")
+
+
+def test_a_move_the_reports_show_undone_does_not_freeze_its_bundle() -> None:
+    """A planned move that did not happen (the do-no-harm guard cut it, the operator rejected the plan, the
+    executor dropped it) leaves its bundle on its source: the next cycle may plan it again, instead of
+    treating it as moved (cool-down, Pulsar's grace period for the same decision's unload)."""
+    x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
+    owned = {"A:8080": {}, "B:8080": {x: 60, b2: 30}, "C:8080": {c1: 40}}
+    first = _decide(_nic_cluster(owned))
+    planned = [(u["bundle"], u["broker"], u["destination"]) for u in first["cycles"][0]["unloads"]]
+    assert planned == [(b2, "B:8080", "A:8080")]  # the smallest bundle that alone brings B to the target
+    assert first["state"]["recentlyUnloadedBundles"] == {b2: NOW}
+
+    later = _nic_cluster(owned)  # a minute later the reports still show it on B: the move never happened
+    later["nowMs"] = NOW + 60_000
+    again = _decide(later, first["state"])["cycles"][0]
+    assert [(u["bundle"], u["broker"], u["destination"]) for u in again["unloads"]] == planned
+
+    moved = _nic_cluster({"A:8080": {b2: 30}, "B:8080": {x: 60}, "C:8080": {c1: 40}})  # the move happened
+    moved["nowMs"] = NOW + 60_000
+    after = _decide(moved, first["state"])
+    assert not after["cycles"][0]["unloads"]
+    assert StrategyState.from_json(after["state"]).planner["moves"][b2]["from"] == "B:8080"  # still remembered

@@ -258,6 +258,16 @@ class GlobalPlanner:
         if now is not None:
             history = {b: m for b, m in history.items() if m["atMs"] >= now - st.history_ms}
             mem.moves = history
+        # a move the reports show undone - its bundle still on the broker it was to leave: the do-no-harm guard
+        # cut it, the operator rejected the plan, the executor dropped it - is forgotten: it neither cools its
+        # bundle down (here or as the same decision's entry in recentlyUnloadedBundles) nor counts as received
+        owner = {name: b for b, names in view.owned.items() for name in names}
+        undone = {
+            b: m["atMs"] for b, m in history.items() if owner.get(b) == m["from"] and (now is None or m["atMs"] < now)
+        }
+        if undone:
+            history = {b: m for b, m in history.items() if b not in undone}
+            mem.moves = history
         corroborated = self._corroborate(mem, view, inp, now, max(st.peak_ms, st.peak_cycles * cycle_ms), history)
         before = {b: view.usage(b) for b in view.brokers}
         ideal = view.ideal(eligible)
@@ -345,7 +355,7 @@ class GlobalPlanner:
             m = history.get(bundle)
             if m is not None and (now is None or m["atMs"] >= now - cooldown_ms):
                 return True
-            if bundle in inp.recently_unloaded_bundles:
+            if bundle in inp.recently_unloaded_bundles and inp.recently_unloaded_bundles[bundle] != undone.get(bundle):
                 return True
             ns = namespace_of(bundle)
             return ns in excluded_ns or is_system_namespace(ns)
