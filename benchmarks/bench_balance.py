@@ -40,7 +40,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -222,12 +222,41 @@ def source_digests() -> dict[str, str]:
     }
 
 
+def unreferenced_sources(*scripts: Path) -> set[str]:
+    """The package's modules whose name no other package source and no import line of ``scripts`` (default:
+    this benchmark) mentions: nothing the runs execute can import them (an import names its module), so a
+    change to one cannot change a result (e.g. ``simulator/random_models.py`` for this benchmark, which
+    only ``bench_random_models.py`` and tests import)."""
+    import re
+
+    import pulsar_rebalance
+
+    package = Path(pulsar_rebalance.__file__).resolve().parent
+    texts = {p: p.read_text(encoding="utf-8") for p in sorted(package.rglob("*.py"))}
+    for script in scripts or (Path(__file__),):  # their import lines only (their prose names modules)
+        lines = script.read_text(encoding="utf-8").splitlines()
+        texts[script.resolve()] = "\n".join(x for x in lines if x.strip().startswith(("import ", "from ")))
+    out = set()
+    for p in texts:
+        if p.parent == package.parent or p.name == "__init__.py" or not p.is_relative_to(package):
+            continue
+        word = re.compile(rf"\b{re.escape(p.stem)}\b")
+        if not any(word.search(t) for q, t in texts.items() if q != p):
+            out.add(f"pulsar_rebalance/{p.relative_to(package).as_posix()}")
+    return out
+
+
 def merge_problems(
-    stored: dict[str, Any], params: dict[str, Any], models: Sequence[str], digests: dict[str, str]
+    stored: dict[str, Any],
+    params: dict[str, Any],
+    models: Sequence[str],
+    digests: dict[str, str],
+    unreferenced: Collection[str] | None = None,
 ) -> list[str]:
     """Why the planner's new cells cannot be merged into ``stored`` (empty: they can): the stored run must
     carry its series and source digests, have run with the same flags and load models, and only the
-    planner's sources may differ from the ones it ran (else the other strategies' results would be stale)."""
+    planner's sources may differ from the ones it ran (else the other strategies' results would be stale) -
+    or ``unreferenced`` ones (:func:`unreferenced_sources`), which nothing the runs execute imports."""
     if "series" not in stored or "sources" not in stored:
         return [
             f"the stored run ({stored.get('meta', {}).get('date', 'undated')}) has no per-run series or source "
@@ -245,7 +274,7 @@ def merge_problems(
     # a file added since the stored run is left out: nothing imports it unless a file the stored run had
     # changed too (the package imports modules by fixed names), and that change is caught here
     changed = sorted(f for f in before if before[f] != digests.get(f))
-    outside = [f for f in changed if not f.startswith(PLANNER_SOURCES)]
+    outside = [f for f in changed if not f.startswith(PLANNER_SOURCES) and f not in (unreferenced or ())]
     if outside:
         problems.append(
             f"changed since the stored run outside {PLANNER_SOURCES} (the other strategies' results would be "
@@ -286,7 +315,7 @@ def merge_doc(
         **meta,
         "note": f"{', '.join(strategies)} re-run by this command ({round(elapsed)} s) and merged: every other "
         f"strategy's results are from the full run of {base['date']} (`{base['command']}`), whose sources differ "
-        f"from these only in the planner's ({PLANNER_SOURCES})",
+        f"from these only in the planner's ({PLANNER_SOURCES}) and in modules nothing the runs execute imports",
     }
     return doc
 
@@ -403,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cannot merge: {json_path} does not exist; run the full benchmark first", file=sys.stderr)
             return 2
         stored = json.loads(json_path.read_text(encoding="utf-8"))
-        problems = merge_problems(stored, params, the_set, digests)
+        problems = merge_problems(stored, params, the_set, digests, unreferenced_sources())
         if problems:
             print(f"cannot merge into {json_path}:", file=sys.stderr)
             for problem in problems:

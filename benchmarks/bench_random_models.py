@@ -4,6 +4,11 @@ Usage::
 
     .venv/bin/python benchmarks/bench_random_models.py --jobs 2   # writes docs/benchmarks/random-models.json + .md
     .venv/bin/python benchmarks/bench_random_models.py --render   # redraws the plot and blocks from the JSON
+    .venv/bin/python benchmarks/bench_random_models.py --merge --jobs 2   # after a planner-only change
+
+``--merge`` re-runs only the planner's runs (a quarter of them) and merges them into the stored report;
+it refuses, naming the files, when a source the runs import changed outside ``core/planner/`` (the other
+strategies' stored runs would be stale) or the stored run had other models, scenarios, cadences or seeds.
 
 A real cluster's cost per message is unknown. The balance benchmark's five load models are the ones the
 planner was tuned on and its two held-out sets are two more guesses each; this one draws ``--models N``
@@ -36,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "src"))
 
+import bench_balance  # noqa: E402  (run_one, the source digests and the merge rule)
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
 
 SCRIPT = "benchmarks/bench_random_models.py"
@@ -53,8 +59,6 @@ STEADY = "steady-with-noise"
 
 
 def _run(task: tuple[str, str, str, str, int]) -> dict[str, Any]:
-    import bench_balance
-
     from pulsar_rebalance.simulator.random_models import random_model
 
     scenario, model, cadence, strategy, seed = task
@@ -88,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (this machine has 2 cores)")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--render", action="store_true", help="run nothing: redraw the plot and blocks from the JSON")
+    ap.add_argument(
+        "--merge", action="store_true", help="re-run only the planner and merge into the stored report (see above)"
+    )
     args = ap.parse_args(argv)
     if args.render:
         doc = json.loads(JSON.read_text(encoding="utf-8"))
@@ -103,13 +110,27 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--models and --first must be at least 1")
     names = [f"random-{k}" for k in range(args.first, args.first + args.models)]
     models = {n: RandomCostModel(k).description for k, n in enumerate(names, args.first)}
+    run_args = {"models": names, "scenarios": args.scenarios, "cadences": args.cadences, "seeds": args.seeds}
+    digests = bench_balance.source_digests()
+    stored: dict[str, Any] | None = None
+    if args.merge:
+        if not JSON.exists():
+            ap.error(f"--merge: {JSON} does not exist; run the full benchmark first")
+        stored = json.loads(JSON.read_text(encoding="utf-8"))
+        problems = merge_problems(stored, run_args, digests)
+        if problems:
+            print(f"cannot merge into {JSON}:", file=sys.stderr)
+            for problem in problems:
+                print(f"  - {problem}", file=sys.stderr)
+            return 2
+    strategies = [PLANNER] if args.merge else args.strategies
     tasks = [
         (s, m, c, st, seed)
         for m in names
         for s in args.scenarios
         for c in args.cadences
         for seed in args.seeds
-        for st in args.strategies
+        for st in strategies
     ]
     print(f"{len(tasks)} runs on {args.jobs} worker(s)", file=sys.stderr, flush=True)
     load = figures.LoadSampler()
@@ -127,18 +148,76 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     load.__exit__(None, None, None)
-    doc = {
+    doc: dict[str, Any] = {
         "meta": figures.meta(load),
         "models": models,
         "rows": rows,
         "seconds": round(time.perf_counter() - started, 1),
+        "args": run_args,
+        "sources": digests,
     }
+    if stored is not None:
+        doc = merge_doc(stored, doc)
     print(render(doc))
     if not args.no_write:
         figures.write_json(JSON, doc)
         plot(doc, PNG)
         figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
     return 0
+
+
+def merge_problems(stored: dict[str, Any], run_args: dict[str, Any], digests: dict[str, str]) -> list[str]:
+    """Why this run's planner rows cannot replace ``stored``'s (empty: they can): same models, scenarios,
+    cadences and seeds, and no source the runs import changed outside the planner's (see
+    ``bench_balance.merge_problems``, whose rule this is)."""
+    if "sources" not in stored or "args" not in stored:
+        return ["the stored run has no source digests (it predates --merge): run the full benchmark once"]
+    problems = [
+        f"{key}: the stored run had {stored['args'].get(key)!r}, this command {value!r}"
+        for key, value in run_args.items()
+        if stored["args"].get(key) != value
+    ]
+    before = stored["sources"]
+    used = bench_balance.unreferenced_sources(Path(bench_balance.__file__), Path(__file__))
+    outside = sorted(
+        f
+        for f in before
+        if before[f] != digests.get(f) and not f.startswith(bench_balance.PLANNER_SOURCES) and f not in used
+    )
+    if outside:
+        problems.append(
+            f"changed since the stored run outside {bench_balance.PLANNER_SOURCES} (the other strategies' runs "
+            f"would be stale; run the full benchmark): {', '.join(outside)}"
+        )
+    return problems
+
+
+def merge_doc(stored: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``stored`` with its planner rows replaced by ``new``'s (the same runs), ``new``'s meta and digests, and
+    provenance naming both runs."""
+    key = lambda r: (r["model"], r["scenario"], r["cadence"], r["seed"])  # noqa: E731
+    fresh = {key(r): r for r in new["rows"]}
+    old = [key(r) for r in stored["rows"] if r["strategy"] == PLANNER]
+    if sorted(old) != sorted(fresh):
+        raise ValueError("the re-run does not cover the stored run's planner runs")
+    rows = [fresh[key(r)] if r["strategy"] == PLANNER else r for r in stored["rows"]]
+    base = stored.get("merged", {}).get("base") or {
+        "date": stored["meta"]["date"],
+        "command": stored["meta"]["command"],
+        "seconds": stored["seconds"],
+    }
+    note = (
+        f"{PLANNER} re-run by this command ({new['seconds']:.0f} s) and merged: the other strategies' runs are "
+        f"from the full run of {base['date']} (`{base['command']}`), whose sources differ from these only in "
+        f"the planner's ({bench_balance.PLANNER_SOURCES}) and in modules nothing the runs execute imports"
+    )
+    return {
+        **new,
+        "meta": {**new["meta"], "note": note},
+        "rows": rows,
+        "seconds": base["seconds"],
+        "merged": {"seconds": new["seconds"], "base": base},
+    }
 
 
 # ---------------------------------------------------------------- verdicts

@@ -544,6 +544,14 @@ def test_merge_refuses_a_run_that_predates_it_other_flags_or_changed_sources_out
     assert "outside pulsar_rebalance/core/planner/" in problem and "pulsar_rebalance/core/guard.py" in problem
     # a file added since (nothing the stored run had imports it) is no reason; one removed is
     assert bench.merge_problems(stored, params, ["linear"], {**digests, "pulsar_rebalance/simulator/new.py": "1"}) == []
+    # a module nothing the runs execute imports (no package source names it) is no reason either
+    random_models = "pulsar_rebalance/simulator/random_models.py"
+    assert random_models in bench.unreferenced_sources()
+    assert "pulsar_rebalance/core/guard.py" not in bench.unreferenced_sources()
+    changed = {**digests, random_models: "2"}
+    (problem,) = bench.merge_problems(stored, params, ["linear"], changed)
+    assert random_models in problem
+    assert bench.merge_problems(stored, params, ["linear"], changed, bench.unreferenced_sources()) == []
     gone = {f: d for f, d in digests.items() if f != "pulsar_rebalance/core/guard.py"}
     (problem,) = bench.merge_problems(stored, params, ["linear"], gone)
     assert "pulsar_rebalance/core/guard.py" in problem

@@ -166,6 +166,68 @@ def test_the_benchmark_counts_per_run_against_doing_nothing(capsys: pytest.Captu
         bench.main(["--strategies", "GlobalPlanner", "--no-write"])  # no baseline
 
 
+def test_merge_replaces_only_the_planners_runs_and_refuses_stale_sources(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_random_models as bench
+
+    argv = ["--models", "1", "--first", "3", "--scenarios", "steady-with-noise", "--seeds", "1", "--cadences", "minute"]
+    full = tmp_path / "full.json"
+    bench.JSON, saved = full, bench.JSON
+    try:
+        argv_full = [*argv, "--strategies", "GlobalPlanner", "no-action", "AvgShedder"]
+        run_args = {"models": ["random-3"], "scenarios": ["steady-with-noise"], "cadences": ["minute"], "seeds": [1]}
+        digests = bench.bench_balance.source_digests()
+        stored = {
+            "meta": {"date": "2026-01-01 00:00 UTC", "command": "full"},
+            "models": {"random-3": "drawn"},
+            "rows": [
+                {
+                    "scenario": "steady-with-noise",
+                    "model": "random-3",
+                    "cadence": "minute",
+                    "strategy": st,
+                    "seed": 1,
+                    "final_max": 0.9,
+                    "worst_max": 0.9,
+                    "moves": 7,
+                    "ideal": 0.5,
+                }
+                for st in ("GlobalPlanner", "no-action", "AvgShedder")
+            ],
+            "seconds": 100.0,
+            "args": run_args,
+            "sources": digests,
+        }
+        assert bench.merge_problems(stored, run_args, digests) == []
+        planner = next(f for f in digests if f.startswith("pulsar_rebalance/core/planner/"))
+        assert bench.merge_problems(stored, run_args, {**digests, planner: "0"}) == []
+        # this benchmark runs the random models: a change to them is a reason (bench_balance's is not)
+        for changed in ("pulsar_rebalance/simulator/random_models.py", "pulsar_rebalance/core/guard.py"):
+            (problem,) = bench.merge_problems(stored, run_args, {**digests, changed: "0"})
+            assert changed in problem and "run the full benchmark" in problem
+        (problem,) = bench.merge_problems(stored, {**run_args, "seeds": [1, 2]}, digests)
+        assert problem.startswith("seeds: the stored run had [1]")
+        (problem,) = bench.merge_problems({k: v for k, v in stored.items() if k != "sources"}, run_args, digests)
+        assert "predates --merge" in problem
+
+        bench.figures.write_json(full, stored)
+        assert bench.main([*argv, "--merge", "--no-write"]) == 0  # refuses nothing; writes nothing
+        assert bench.main([*argv_full, "--merge", "--models", "2", "--no-write"]) == 2  # other models: refused
+        new = {**stored, "meta": {"date": "2026-01-02 00:00 UTC", "command": "merge"}, "seconds": 5.0}
+        new["rows"] = [dict(stored["rows"][0], final_max=0.5, moves=0)]
+        merged = bench.merge_doc(stored, new)
+        assert [(r["strategy"], r["final_max"]) for r in merged["rows"]] == [
+            ("GlobalPlanner", 0.5),
+            ("no-action", 0.9),
+            ("AvgShedder", 0.9),
+        ]
+        assert merged["seconds"] == 100.0 and merged["merged"]["seconds"] == 5.0
+        assert "from the full run of 2026-01-01 00:00 UTC (`full`)" in merged["meta"]["note"]
+        assert bench.merge_doc(merged, new)["merged"]["base"]["command"] == "full"  # a second merge keeps the base
+    finally:
+        bench.JSON = saved
+
+
 def test_verdicts_by_hand() -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_random_models as bench
