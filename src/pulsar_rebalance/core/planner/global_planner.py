@@ -479,8 +479,6 @@ class GlobalPlanner:
                     bd = view.usage_after(d, bl.vec, 1.0)
                     if bd >= us - min_gain or bd > max(overload, target):
                         continue
-                    if not room.fits(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out)):
-                        continue  # the do-no-harm guard would cut it (its attribution, not the model's)
                     if best is None or bd < best[0]:
                         best = (bd, d)
                     if bd <= target and (tight is None or bd > tight[0]):
@@ -557,7 +555,7 @@ class GlobalPlanner:
                     pinned = [n for n in view.owned[s] if n in unsplittable]
                     if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
                         actions += self._isolate(
-                            view, s, pinned, movable, dest_candidates, history, target, overload, record, allowed, room
+                            view, s, pinned, movable, dest_candidates, history, target, overload, record, allowed
                         )
                     warnings.append(
                         f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
@@ -612,13 +610,11 @@ class GlobalPlanner:
         overload: float,
         record: Any,
         allowed: DestinationFilter,
-        room: DestinationRoom,
     ) -> int:
         """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
         moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
-        than the target or than ``s`` with only its pinned bundles, whichever is higher (and that the
-        do-no-harm guard lets take it: ``room``), so that the hot bundle gets the broker to itself. Returns
-        the number of moves."""
+        than the target or than ``s`` with only its pinned bundles, whichever is higher, so that the hot
+        bundle gets the broker to itself. Returns the number of moves."""
         moved = 0
         us0 = view.usage(s)
         others = [n for n in view.owned[s] if n not in pinned and movable(n)]
@@ -637,11 +633,9 @@ class GlobalPlanner:
             for d in dest_candidates(s):
                 if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
                     continue
-                bl = view.bundles[name]
-                bd = view.usage_after(d, bl.vec, 1.0)
+                bd = view.usage_after(d, view.bundles[name].vec, 1.0)
                 if bd <= level and bd < a and (best is None or bd < best[0]):
-                    if room.fits(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out)):
-                        best = (bd, d)
+                    best = (bd, d)
             if best is not None:
                 record(
                     s,
