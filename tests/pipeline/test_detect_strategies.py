@@ -19,14 +19,14 @@ def snapshot():
         yield collect_snapshot(PulsarAdminClient.from_url(sim.admin_url))
 
 
-def _scenario(snapshot, params, state=None, placement_policies=None):
+def _scenario(snapshot, params, state=None, placement_policies=None, recently_unloaded=None):
     averages = update_time_averages(snapshot.parsed, {}, "r1")
     return build_scenario(
         params=params,
         reports=snapshot.load_reports,
         bundle_data={b: latest(e) for b, e in averages.items()},
         namespace_boundaries=snapshot.namespaces,
-        recently_unloaded={},
+        recently_unloaded=recently_unloaded or {},
         state=state,
         now_ms=snapshot.collected_at_ms,
         placement_policies=placement_policies,
@@ -61,6 +61,24 @@ def test_threshold_shedder_sheds_the_hot_broker_with_destinations(snapshot):
     hot = max(cycle["stats"]["brokers"], key=lambda b: cycle["stats"]["brokers"][b]["usage"])
     assert {u["broker"] for u in cycle["unloads"]} == {hot}
     assert all(u["destination"] and u["destinationReason"] for u in cycle["unloads"])
+
+
+def test_an_unload_holds_its_bundle_for_the_grace_period_only_once_it_completed(snapshot):
+    """Pulsar records recentlyUnloadedBundles after an unload happened; the carried state records the
+    decision's unloads when the plan is decided. The next run takes them from the database's completed
+    unloads (``recently_unloaded``) instead: a cut, rejected or never executed move holds nothing."""
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    out = decide(_scenario(snapshot, params))
+    decided = {u["bundle"] for u in out["cycle"]["unloads"]}
+    assert decided and set(out["state"]["recentlyUnloadedBundles"]) == decided
+    # next run, nothing completed: the shedder may choose the same bundles again
+    again = _scenario(snapshot, params, state=out["state"])
+    assert again["state"]["recentlyUnloadedBundles"] == {} and again["cycles"][0]["recentlyUnloadedBundles"] == {}
+    assert {u["bundle"] for u in decide(again)["cycle"]["unloads"]} == decided
+    # one of them completed: that one is held (loadBalancerSheddingGracePeriodMinutes), the others are not
+    done = sorted(decided)[0]
+    held = _scenario(snapshot, params, state=out["state"], recently_unloaded={done: snapshot.collected_at_ms})
+    assert done not in {u["bundle"] for u in decide(held)["cycle"]["unloads"]}
 
 
 def test_the_default_is_the_global_planner_with_a_predicted_move_for_each_unload(snapshot):

@@ -79,6 +79,12 @@ def build_scenario(
             scenario[key] = json.loads(json.dumps(value))  # a copy: the scenario is stored as it was decided
     if state:
         scenario["state"] = dict(state)
+        # Pulsar records an unload in recentlyUnloadedBundles once it happened; the carried state recorded
+        # the decision's unloads when the plan was decided, before the guard, the approval and the executor.
+        # The unloads that completed come from the database (``recently_unloaded``, above); a move that was
+        # cut, rejected, dry-run or dropped does not hold its bundle for the grace period.
+        if "recentlyUnloadedBundles" in scenario["state"]:
+            scenario["state"]["recentlyUnloadedBundles"] = {}
     return scenario
 
 
