@@ -261,10 +261,14 @@ class GlobalPlanner:
         # a move the reports show undone - its bundle still on the broker it was to leave: the do-no-harm guard
         # cut it, the operator rejected the plan, the executor dropped it - is forgotten: it neither cools its
         # bundle down (here or as the same decision's entry in recentlyUnloadedBundles) nor counts as received
-        owner = {name: b for b, names in view.owned.items() for name in names}
-        undone = {
-            b: m["atMs"] for b, m in history.items() if owner.get(b) == m["from"] and (now is None or m["atMs"] < now)
-        }
+        undone: dict[str, int] = {}
+        if history:
+            owner = {name: b for b, names in view.owned.items() for name in names}
+            undone = {
+                b: m["atMs"]
+                for b, m in history.items()
+                if owner.get(b) == m["from"] and (now is None or m["atMs"] < now)
+            }
         if undone:
             history = {b: m for b, m in history.items() if b not in undone}
             mem.moves = history
