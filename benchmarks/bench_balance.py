@@ -270,17 +270,26 @@ def merge_problems(
     ]
     if set(stored["results"]) != set(models):
         problems.append(f"load models: the stored run has {sorted(stored['results'])}, this set is {sorted(models)}")
-    before = stored["sources"]
-    # a file added since the stored run is left out: nothing imports it unless a file the stored run had
-    # changed too (the package imports modules by fixed names), and that change is caught here
-    changed = sorted(f for f in before if before[f] != digests.get(f))
-    outside = [f for f in changed if not f.startswith(PLANNER_SOURCES) and f not in (unreferenced or ())]
-    if outside:
-        problems.append(
-            f"changed since the stored run outside {PLANNER_SOURCES} (the other strategies' results would be "
-            f"stale; run the full benchmark): {', '.join(outside)}"
-        )
+    stale = stale_sources(stored["sources"], digests, unreferenced or ())
+    if stale:
+        problems.append(stale)
     return problems
+
+
+def stale_sources(before: dict[str, str], digests: dict[str, str], unreferenced: Collection[str]) -> str | None:
+    """The problem (None: none) with sources that changed since a stored run outside the planner's and
+    ``unreferenced``: the other strategies' stored results would be stale. A file added since is left out:
+    nothing imports it unless a file the stored run had changed too (the package imports modules by fixed
+    names), and that change is caught here."""
+    outside = sorted(
+        f for f in before if before[f] != digests.get(f) and not f.startswith(PLANNER_SOURCES) and f not in unreferenced
+    )
+    if not outside:
+        return None
+    return (
+        f"changed since the stored run outside {PLANNER_SOURCES} (the other strategies' results would be "
+        f"stale; run the full benchmark): {', '.join(outside)}"
+    )
 
 
 def merge_doc(

@@ -177,18 +177,10 @@ def merge_problems(stored: dict[str, Any], run_args: dict[str, Any], digests: di
         for key, value in run_args.items()
         if stored["args"].get(key) != value
     ]
-    before = stored["sources"]
-    used = bench_balance.unreferenced_sources(Path(bench_balance.__file__), Path(__file__))
-    outside = sorted(
-        f
-        for f in before
-        if before[f] != digests.get(f) and not f.startswith(bench_balance.PLANNER_SOURCES) and f not in used
-    )
-    if outside:
-        problems.append(
-            f"changed since the stored run outside {bench_balance.PLANNER_SOURCES} (the other strategies' runs "
-            f"would be stale; run the full benchmark): {', '.join(outside)}"
-        )
+    unreferenced = bench_balance.unreferenced_sources(Path(bench_balance.__file__), Path(__file__))
+    stale = bench_balance.stale_sources(stored["sources"], digests, unreferenced)
+    if stale:
+        problems.append(stale)
     return problems
 
 

@@ -269,7 +269,6 @@ class GlobalPlanner:
                 for b, m in history.items()
                 if owner.get(b) == m["from"] and (now is None or m["atMs"] < now)
             }
-        if undone:
             history = {b: m for b, m in history.items() if b not in undone}
             mem.moves = history
         corroborated = self._corroborate(mem, view, inp, now, max(st.peak_ms, st.peak_cycles * cycle_ms), history)
