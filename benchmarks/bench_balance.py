@@ -222,28 +222,68 @@ def source_digests() -> dict[str, str]:
     }
 
 
-def unreferenced_sources(*scripts: Path) -> set[str]:
-    """The package's modules whose name no other package source and no import line of ``scripts`` (default:
-    this benchmark) mentions: nothing the runs execute can import them (an import names its module), so a
-    change to one cannot change a result (e.g. ``simulator/random_models.py`` for this benchmark, which
-    only ``bench_random_models.py`` and tests import)."""
-    import re
+def imported_sources(*scripts: Path) -> set[str]:
+    """The package's sources (``pulsar_rebalance/...``) that ``scripts`` (default: this benchmark) can import,
+    followed statically and conservatively: every import statement anywhere in a module (function-level
+    ones too), the packages around each imported module, the sibling scripts a script imports
+    (``benchmarks/figures.py``, ``bench_balance.py``), and every module under a ``"pulsar_rebalance.<...>"``
+    string constant a module holds (the strategy registry, ``core/strategies.py``, imports its classes by
+    name). A source outside this set cannot change a run's result."""
+    import ast
 
     import pulsar_rebalance
 
     package = Path(pulsar_rebalance.__file__).resolve().parent
-    texts = {p: p.read_text(encoding="utf-8") for p in sorted(package.rglob("*.py"))}
-    for script in scripts or (Path(__file__),):  # their import lines only (their prose names modules)
-        lines = script.read_text(encoding="utf-8").splitlines()
-        texts[script.resolve()] = "\n".join(x for x in lines if x.strip().startswith(("import ", "from ")))
-    out = set()
-    for p in texts:
-        if p.parent == package.parent or p.name == "__init__.py" or not p.is_relative_to(package):
+    modules: dict[str, Path] = {}
+    for p in sorted(package.rglob("*.py")):
+        rel = p.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(rel[:-1] if rel[-1] == "__init__" else rel)] = p
+
+    def names(path: Path, module: str | None) -> set[str]:
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level and module:  # relative: from the module's package, one level up per extra dot
+                    pkg = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                    pkg = pkg[: len(pkg) - node.level + 1]
+                    base = ".".join([*pkg, base] if base else pkg)
+                out.add(base)
+                out.update(f"{base}.{a.name}" for a in node.names)  # `from package import module`
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                prefix = node.value.split(":")[0].rstrip(".")  # "pulsar_rebalance.core.shedders." + name
+                if prefix.startswith("pulsar_rebalance.") and prefix.count(".") >= 1:
+                    out.update(m for m in modules if m == prefix or m.startswith(prefix + "."))
+        return out
+
+    seen: set[str] = set()
+    todo = [(s.resolve(), None) for s in scripts or (Path(__file__),)]
+    parsed: set[Path] = set()
+    while todo:
+        path, module = todo.pop()
+        if path in parsed:
             continue
-        word = re.compile(rf"\b{re.escape(p.stem)}\b")
-        if not any(word.search(t) for q, t in texts.items() if q != p):
-            out.add(f"pulsar_rebalance/{p.relative_to(package).as_posix()}")
-    return out
+        parsed.add(path)
+        for name in names(path, module):
+            if module is None and (path.parent / f"{name}.py").is_file():  # a sibling script
+                todo.append(((path.parent / f"{name}.py").resolve(), None))
+            parts = name.split(".")
+            for k in range(1, len(parts) + 1):  # importing a.b.c runs a and a.b as well
+                m = ".".join(parts[:k])
+                if m in modules and m not in seen:
+                    seen.add(m)
+                    todo.append((modules[m], m))
+    return {f"pulsar_rebalance/{modules[m].relative_to(package).as_posix()}" for m in seen}
+
+
+def unreferenced_sources(*scripts: Path) -> set[str]:
+    """The package's sources that nothing ``scripts`` (default: this benchmark) run can import
+    (:func:`imported_sources`), so a change to one cannot change a result: e.g.
+    ``simulator/random_models.py`` for this benchmark (only ``bench_random_models.py`` and tests import
+    it), or the Airflow pipeline's modules, which the closed loop never imports."""
+    return set(source_digests()) - imported_sources(*scripts)
 
 
 def merge_problems(
