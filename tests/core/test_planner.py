@@ -553,3 +553,44 @@ def test_a_move_the_reports_show_undone_does_not_freeze_its_bundle() -> None:
     after = _decide(moved, first["state"])
     assert not after["cycles"][0]["unloads"]
     assert StrategyState.from_json(after["state"]).planner["moves"][b2]["from"] == "B:8080"  # still remembered
+
+
+def test_a_report_counts_towards_confirmation_only_when_the_report_itself_is_above_the_trigger() -> None:
+    # an on/off consumer's bundle is planned at its remembered peak, so its broker's planned usage stays above
+    # the trigger while the consumer is off; counting that as a report confirmed a peak lasting two reports
+    # with a third taken in the off phase, and the planner moved the consumer's load onto another broker (a
+    # simulated day of periodic jitter under in-out-fanout, both seeds: 2 moves, ending above doing nothing)
+    model = _model("steady-with-noise")
+    cycle = _cycle(model)
+    now, broker = cycle["nowMs"], "broker-0:8080"
+    stats = cycle["brokers"][broker]["lastStats"]
+    bundle = max(stats, key=lambda b: stats[b]["msgRateOut"])
+    s = stats[bundle]
+    peak = {
+        "msgRate": 2 * (s["msgRateIn"] + s["msgRateOut"]),
+        "msgThroughputIn": 2 * s["msgThroughputIn"],
+        "msgThroughputOut": 2 * s["msgThroughputOut"],
+        "atMs": now - 60_000,
+    }
+    # two reports above the trigger before this one, which shows the broker in the band: the count restarts
+    state = {
+        "globalPlanner": {
+            "peaks": {bundle: peak},
+            "highs": {broker: {"usage": 5.0, "atMs": now - 120_000}},
+            "above": {broker: 2},
+        }
+    }
+    out = _decide(cycle, state=copy.deepcopy(state))
+    cyc = out["cycles"][0]
+    st = cyc["stats"]
+    assert st["trigger"] + st["noise"] < st["maxUsageBefore"] < st["ideal"] + 2 * (st["trigger"] - st["ideal"]), st
+    assert cyc["unloads"] == [] and cyc["reason"] == "HitCount", cyc["detail"]
+    assert "in 0 consecutive load report(s)" in cyc["detail"] and "its load reports show" in cyc["detail"]
+    assert broker not in out["state"]["globalPlanner"]["above"]
+    # no remembered peak, the report itself above the trigger (30 % more usage): the third report confirms it
+    hot = copy.deepcopy(cycle)
+    for key in ("cpu", "bandwidthIn", "bandwidthOut"):
+        hot["brokers"][broker][key]["usage"] *= 1.3
+    confirmed = _decide(hot, state={"globalPlanner": {"above": {broker: 2}}})
+    assert confirmed["state"]["globalPlanner"]["above"][broker] == 3
+    assert {u["broker"] for u in confirmed["cycles"][0]["unloads"]} == {broker}, confirmed["cycles"][0]["detail"]

@@ -19,7 +19,8 @@ One cycle:
    made to shave less than that. Nothing happens unless the busiest broker is above the trigger
    (hysteresis: a balanced cluster gets zero moves, noise and on/off traffic inside the band are
    ignored). The plan's **sources** are the brokers above the trigger by more than the reports' noise in
-   ``confirm_reports`` consecutive reports (or at once far above it); each is planned down to the target. A broker between the target
+   ``confirm_reports`` consecutive reports - its (smoothed) reports above it, not only its planned usage,
+   which holds remembered peaks - (or at once far above it); each is planned down to the target. A broker between the target
    and the trigger is no source, as in ThresholdShedder, which sheds only brokers above its threshold.
 3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
    restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
@@ -307,14 +308,18 @@ class GlobalPlanner:
         # AvgShedder counts hits the same way), unless it is far above (twice the band) or overloaded
         # a report counts only when it is above the trigger by more than the reports' noise: a broker sitting just
         # below it is not confirmed by a run of noisy samples (ThresholdShedder averages 90 % history for that)
+        clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
+        # a hit is a load report: the broker's reports (as smoothed, without its bundles' remembered peaks) must
+        # show it above the level as well as its planned usage - a remembered peak keeps the planned usage up
+        # while the load is off, and an on/off consumer lasting two reports was confirmed by a third report
+        # taken in its off phase
         hit_level = trigger + noise
         hot = sorted(b for b in eligible if before[b] > hit_level)
-        seen = {b: mem.above.get(b, 0) + 1 for b in hot}
+        seen = {b: mem.above.get(b, 0) + 1 for b in hot if view.smoothed_usage(b) > hit_level}
         mem.above = seen
-        clear = min(ideal + st.confirm_margin * (trigger - ideal), overload)
         # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
         # a broker between the target and the trigger, or above it for fewer reports, is left alone
-        sources = {b for b in hot if seen[b] >= st.confirm_reports or before[b] >= clear}
+        sources = {b for b in hot if seen.get(b, 0) >= st.confirm_reports or before[b] >= clear}
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(
@@ -329,11 +334,20 @@ class GlobalPlanner:
             ), new_state
         if not sources:  # above the trigger, but not yet in enough reports and not far above
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+            top = max(eligible, key=lambda b: (before[b], b))
+            reported = (
+                ""
+                if top in seen or top not in hot
+                else (
+                    f"; its load reports show {view.smoothed_usage(top):.4f} (the planned usage holds its "
+                    "bundles' remembered peaks): a report counts only above that level"
+                )
+            )
             return skip(
                 Reason.HIT_COUNT,
                 f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}), above it by more than "
                 f"the noise ({hit_level:.4f}) in {max(seen.values(), default=0)} consecutive load report(s): waiting "
-                f"for {st.confirm_reports} to confirm it (a report is one sample; at once above {clear:.4f})",
+                f"for {st.confirm_reports} to confirm it (a report is one sample; at once above {clear:.4f}){reported}",
                 stats,
             ), new_state
         since = mem.membership_changed

@@ -471,6 +471,11 @@ class ClusterView:
                     best = v
         return best
 
+    def smoothed_usage(self, broker: str) -> float:
+        """The usage of ``broker``'s load reports, smoothed across cycles as the model reads them (weighted max
+        over resources): its planned usage without its bundles' remembered peaks or the clip."""
+        return self.usage_of(self.smoothed[broker][0], self.limit[broker])
+
     def reported_usage(self, data: LocalBrokerData) -> float:
         """The usage a broker's own load report shows (weighted max over resources, as reported: no model)."""
         res = (data.cpu, data.memory, data.direct_memory, data.bandwidth_in, data.bandwidth_out)
