@@ -20,7 +20,9 @@ One cycle:
    (hysteresis: a balanced cluster gets zero moves, noise and on/off traffic inside the band are
    ignored). The plan's **sources** are the brokers above the trigger by more than the reports' noise in
    ``confirm_reports`` consecutive reports - its (smoothed) reports above it, not only its planned usage,
-   which holds remembered peaks - (or at once far above it); each is planned down to the target. A broker between the target
+   which holds remembered peaks - (or at once far above it, when the plan closes at least half its excess
+   over the target: else it is planned again without it, and it waits for its reports to confirm it); each
+   is planned down to the target. A broker between the target
    and the trigger is no source, as in ThresholdShedder, which sheds only brokers above its threshold.
 3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
    restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
@@ -128,6 +130,10 @@ class PlannerSettings:
     candidate_destinations: int = 8
     max_split_parts: int = 8
     """A split has at most this many parts to move plus one (the parts that stay lie between them)."""
+    fast_path_share: float = 0.5
+    """A broker acted on from one report (far above the trigger, below the overload threshold) only when the
+    plan closes at least this share of its excess over the target (or brings it below the trigger); else it
+    waits for ``confirm_reports`` reports like any other."""
     min_split_gain: float = 0.02
     """Isolating a hot topic must free at least this much of its broker (usage fraction) to be worth a split."""
 
@@ -283,9 +289,6 @@ class GlobalPlanner:
         min_gain = max(st.min_gain, noise)
         overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
         max_before = max((before[b] for b in eligible), default=0.0)
-        # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
-        # share of the source's reported usage, not by this model): split parts are sized within it too
-        room = DestinationRoom(inp.brokers, resource_weights(config), GuardLimits.from_config(config))
         stats: dict[str, Any] = {
             "ideal": _r(ideal),
             "target": _r(target),
@@ -363,10 +366,10 @@ class GlobalPlanner:
             ), new_state
 
         excluded_ns = set(config.load_balancer_shedding_excluded_namespaces)
-        counts = dict(inp.namespace_bundle_counts or {})
-        if not counts:
+        counts0 = dict(inp.namespace_bundle_counts or {})
+        if not counts0:
             for name in view.bundles:
-                counts[namespace_of(name)] = counts.get(namespace_of(name), 0) + 1
+                counts0[namespace_of(name)] = counts0.get(namespace_of(name), 0) + 1
 
         def is_frozen(bundle: str) -> bool:
             m = history.get(bundle)
@@ -378,210 +381,269 @@ class GlobalPlanner:
             return ns in excluded_ns or is_system_namespace(ns)
 
         frozen = {name for name in view.bundles if is_frozen(name)}
-        # Pulsar's placement constraints (core.policies): only destinations its own placement could choose
-        allowed = DestinationFilter(inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled)
-        unloads: list[PlannedUnload] = []
-        splits: list[SplitDecision] = []
-        warnings: list[str] = list(unmet)
-        stuck: set[str] = set()
-        stuck_max = 0.0
-        unsplittable: set[str] = set()
-        moved_in_plan: set[str] = set()
-        topic_cache: dict[str, list[TopicLoad]] = {}
-        """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
-        child_features: dict[str, tuple[float, float, float]] = {}
-        # lazy heaps of (usage, broker): the busiest first, the least used first
-        busiest = [(-view.usage(b), b) for b in eligible]
-        # a broker clipped to its reports is no destination: the model and its reports disagree on its room
-        idlest = [(view.usage(b), b) for b in eligible if not view.clipped(b)]
-        heapq.heapify(busiest)
-        heapq.heapify(idlest)
 
-        def changed_usage(*brokers: str) -> None:
-            for b in brokers:
-                heapq.heappush(busiest, (-view.usage(b), b))
-                if not view.clipped(b):
-                    heapq.heappush(idlest, (view.usage(b), b))
-
-        def dest_candidates(exclude: str) -> list[str]:
-            out: list[tuple[float, str]] = []
-            while idlest and len(out) < st.candidate_destinations + 1:
-                u, b = heapq.heappop(idlest)
-                if u != view.usage(b) or any(b == o for _, o in out):
-                    continue
-                out.append((u, b))
-            for entry in out:
-                heapq.heappush(idlest, entry)
-            return [b for _, b in out if b != exclude][: st.candidate_destinations]
-
-        def movable(name: str) -> bool:
-            return name not in moved_in_plan and name not in frozen
-
-        def record(s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
-            ud = view.usage(d)
-            bl = view.bundles[name]
-            view.move(name, d)
-            allowed.moved(name, s, d)
-            room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
-            changed_usage(s, d)
-            moved_in_plan.add(name)
-            reason = (
-                f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}){why}; "
-                f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
-                f"and {d} from {ud:.4f} to {bd:.4f}"
+        def descend(
+            srcs: set[str],
+        ) -> tuple[list[PlannedUnload], list[SplitDecision], list[str], dict[str, tuple[float, float, float]]]:
+            """One greedy descent of the maximum from ``srcs`` (step 5 of docs/planner.md) on ``view`` (moves and
+            splits applied to it): the unloads, the splits, the warnings and the split children's features."""
+            counts = dict(counts0)
+            # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
+            # share of the source's reported usage, not by this model): split parts are sized within it too
+            room = DestinationRoom(inp.brokers, resource_weights(config), GuardLimits.from_config(config))
+            # Pulsar's placement constraints (core.policies): only destinations its own placement could choose
+            allowed = DestinationFilter(
+                inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled
             )
-            unloads.append(
-                PlannedUnload(
-                    s,
-                    name,
-                    d,
-                    reason,
-                    (d,),
-                    f"least predicted usage after the move among the "
-                    f"{min(st.candidate_destinations, len(view.brokers) - 1)} least-used brokers",
-                    {
-                        "sourceBefore": _r(us),
-                        "sourceAfter": _r(a),
-                        "destinationBefore": _r(ud),
-                        "destinationAfter": _r(bd),
-                    },
-                )
-            )
+            unloads: list[PlannedUnload] = []
+            splits: list[SplitDecision] = []
+            warnings: list[str] = list(unmet)
+            stuck: set[str] = set()
+            stuck_max = 0.0
+            unsplittable: set[str] = set()
+            moved_in_plan: set[str] = set()
+            topic_cache: dict[str, list[TopicLoad]] = {}
+            """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
+            child_features: dict[str, tuple[float, float, float]] = {}
+            # lazy heaps of (usage, broker): the busiest first, the least used first
+            busiest = [(-view.usage(b), b) for b in eligible]
+            # a broker clipped to its reports is no destination: the model and its reports disagree on its room
+            idlest = [(view.usage(b), b) for b in eligible if not view.clipped(b)]
+            heapq.heapify(busiest)
+            heapq.heapify(idlest)
 
-        actions = 0
-        # Sources above the target are planned down to it while the busiest one can still be lowered;
-        # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
-        # brokers above the trigger and above that level (or above the overload threshold) are still worth
-        # disrupting clients for. A broker counts as above a level only by more than min_gain.
-        floor_at = target
-        while actions < st.max_actions:
-            while busiest and (
-                busiest[0][1] in stuck or busiest[0][1] not in sources or -busiest[0][0] != view.usage(busiest[0][1])
-            ):
-                heapq.heappop(busiest)
-            if not busiest:
-                break
-            s = busiest[0][1]
-            us = view.usage(s)
-            if stuck_max >= us and floor_at == target:
-                floor_at = max(trigger, min(stuck_max, overload))
-            if us <= floor_at + min_gain:
-                break
-            dests = dest_candidates(s)
-            excess = us - target
-            cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
-            biggest: tuple[float, str] | None = None
-            for name in view.owned[s]:
-                if not movable(name):
-                    continue
-                a = view.usage_after(s, view.bundles[name].vec, -1.0)
-                size = us - a
-                if biggest is None or size > biggest[0]:
-                    biggest = (size, name)
-                if size >= min_gain:
-                    cands.append((size, name, a))
-            cands.sort()
+            def changed_usage(*brokers: str) -> None:
+                for b in brokers:
+                    heapq.heappush(busiest, (-view.usage(b), b))
+                    if not view.clipped(b):
+                        heapq.heappush(idlest, (view.usage(b), b))
 
-            def best_dest(name: str) -> tuple[float, str] | None:
-                """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
-                destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
-                fewer moves in all), else the one ending lowest."""
+            def dest_candidates(exclude: str) -> list[str]:
+                out: list[tuple[float, str]] = []
+                while idlest and len(out) < st.candidate_destinations + 1:
+                    u, b = heapq.heappop(idlest)
+                    if u != view.usage(b) or any(b == o for _, o in out):
+                        continue
+                    out.append((u, b))
+                for entry in out:
+                    heapq.heappush(idlest, entry)
+                return [b for _, b in out if b != exclude][: st.candidate_destinations]
+
+            def movable(name: str) -> bool:
+                return name not in moved_in_plan and name not in frozen
+
+            def record(s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
+                ud = view.usage(d)
                 bl = view.bundles[name]
-                back = history.get(name, {}).get("from")
-                best: tuple[float, str] | None = None
-                tight: tuple[float, str] | None = None
-                for d in dests:
-                    if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
-                        continue
-                    bd = view.usage_after(d, bl.vec, 1.0)
-                    if bd >= us - min_gain or bd > max(overload, target):
-                        continue
-                    if best is None or bd < best[0]:
-                        best = (bd, d)
-                    if bd <= target and (tight is None or bd > tight[0]):
-                        tight = (bd, d)
-                return tight if tight is not None else best
-
-            choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
-            # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
-            first = bisect.bisect_left(cands, (excess,))
-            for _size, name, a in cands[first:]:
-                found = best_dest(name)
-                if found is not None and found[0] <= target:
-                    choice = (name, found[1], a, found[0])
-                    break
-            if choice is None and biggest is not None and biggest[1] not in unsplittable:
-                # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
-                # target, and the other movable bundles together are smaller than the excess
-                bl = view.bundles[biggest[1]]
-                fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
-                others = sum(size for size, name, _ in cands if name != biggest[1])
-                if not fits and biggest[0] > excess and others < excess:
-                    placed: dict[str, str] = {}
-                    split = self._split(
-                        view,
-                        biggest[1],
-                        inp,
-                        config,
-                        counts,
-                        target,
-                        warnings,
-                        topic_cache,
-                        child_features,
-                        [d for d in dests if allowed.permits(biggest[1], s, d)],
-                        excess - min_gain,
-                        placed,
-                        room,
+                view.move(name, d)
+                allowed.moved(name, s, d)
+                room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
+                changed_usage(s, d)
+                moved_in_plan.add(name)
+                reason = (
+                    f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}){why}; "
+                    f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
+                    f"and {d} from {ud:.4f} to {bd:.4f}"
+                )
+                unloads.append(
+                    PlannedUnload(
+                        s,
+                        name,
+                        d,
+                        reason,
+                        (d,),
+                        f"least predicted usage after the move among the "
+                        f"{min(st.candidate_destinations, len(view.brokers) - 1)} least-used brokers",
+                        {
+                            "sourceBefore": _r(us),
+                            "sourceAfter": _r(a),
+                            "destinationBefore": _r(ud),
+                            "destinationAfter": _r(bd),
+                        },
                     )
-                    if split is not None:
-                        splits.append(split)
-                        actions += 1
-                        changed_usage(s)
-                        for child, d in placed.items():  # the parts sized for a destination's room go there
-                            us_c = view.usage(s)
-                            a = view.usage_after(s, view.bundles[child].vec, -1.0)
-                            bd = view.usage_after(d, view.bundles[child].vec, 1.0)
-                            if a < us_c and bd <= target:
-                                record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
-                                actions += 1
+                )
+
+            actions = 0
+            # Sources above the target are planned down to it while the busiest one can still be lowered;
+            # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
+            # brokers above the trigger and above that level (or above the overload threshold) are still worth
+            # disrupting clients for. A broker counts as above a level only by more than min_gain.
+            floor_at = target
+            while actions < st.max_actions:
+                while busiest and (
+                    busiest[0][1] in stuck or busiest[0][1] not in srcs or -busiest[0][0] != view.usage(busiest[0][1])
+                ):
+                    heapq.heappop(busiest)
+                if not busiest:
+                    break
+                s = busiest[0][1]
+                us = view.usage(s)
+                if stuck_max >= us and floor_at == target:
+                    floor_at = max(trigger, min(stuck_max, overload))
+                if us <= floor_at + min_gain:
+                    break
+                dests = dest_candidates(s)
+                excess = us - target
+                cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
+                biggest: tuple[float, str] | None = None
+                for name in view.owned[s]:
+                    if not movable(name):
                         continue
-                    unsplittable.add(biggest[1])
-                    continue
-            if choice is None:
-                # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
-                for _size, name, a in reversed(cands):
+                    a = view.usage_after(s, view.bundles[name].vec, -1.0)
+                    size = us - a
+                    if biggest is None or size > biggest[0]:
+                        biggest = (size, name)
+                    if size >= min_gain:
+                        cands.append((size, name, a))
+                cands.sort()
+
+                def best_dest(name: str) -> tuple[float, str] | None:
+                    """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
+                    destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
+                    fewer moves in all), else the one ending lowest."""
+                    bl = view.bundles[name]
+                    back = history.get(name, {}).get("from")
+                    best: tuple[float, str] | None = None
+                    tight: tuple[float, str] | None = None
+                    for d in dests:
+                        if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
+                            continue
+                        bd = view.usage_after(d, bl.vec, 1.0)
+                        if bd >= us - min_gain or bd > max(overload, target):
+                            continue
+                        if best is None or bd < best[0]:
+                            best = (bd, d)
+                        if bd <= target and (tight is None or bd > tight[0]):
+                            tight = (bd, d)
+                    return tight if tight is not None else best
+
+                choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
+                # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
+                first = bisect.bisect_left(cands, (excess,))
+                for _size, name, a in cands[first:]:
                     found = best_dest(name)
                     if found is not None and found[0] <= target:
                         choice = (name, found[1], a, found[0])
                         break
-            if choice is None:
-                # 4. the move that lowers max(source, destination) the most
-                best_pair: tuple[float, str, str, float, float] | None = None
-                for _size, name, a in cands:
-                    found = best_dest(name)
-                    if found is not None:
-                        pair = max(a, found[0])
-                        if pair < us - min_gain and (best_pair is None or pair < best_pair[0]):
-                            best_pair = (pair, name, found[1], a, found[0])
-                if best_pair is not None:
-                    choice = best_pair[1:]
-            if choice is None:
-                stuck.add(s)
-                stuck_max = max(stuck_max, us)
-                if us > target:
-                    pinned = [n for n in view.owned[s] if n in unsplittable]
-                    if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
-                        actions += self._isolate(
-                            view, s, pinned, movable, dest_candidates, history, target, overload, record, allowed
+                if choice is None and biggest is not None and biggest[1] not in unsplittable:
+                    # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
+                    # target, and the other movable bundles together are smaller than the excess
+                    bl = view.bundles[biggest[1]]
+                    fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
+                    others = sum(size for size, name, _ in cands if name != biggest[1])
+                    if not fits and biggest[0] > excess and others < excess:
+                        placed: dict[str, str] = {}
+                        split = self._split(
+                            view,
+                            biggest[1],
+                            inp,
+                            config,
+                            counts,
+                            target,
+                            warnings,
+                            topic_cache,
+                            child_features,
+                            [d for d in dests if allowed.permits(biggest[1], s, d)],
+                            excess - min_gain,
+                            placed,
+                            room,
                         )
-                    warnings.append(
-                        f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
-                        "overloading its destination (or all are in cool-down)"
-                    )
-                continue
-            name, d, a, bd = choice
-            record(s, name, d, us, a, bd, "")
-            actions += 1
+                        if split is not None:
+                            splits.append(split)
+                            actions += 1
+                            changed_usage(s)
+                            for child, d in placed.items():  # the parts sized for a destination's room go there
+                                us_c = view.usage(s)
+                                a = view.usage_after(s, view.bundles[child].vec, -1.0)
+                                bd = view.usage_after(d, view.bundles[child].vec, 1.0)
+                                if a < us_c and bd <= target:
+                                    record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
+                                    actions += 1
+                            continue
+                        unsplittable.add(biggest[1])
+                        continue
+                if choice is None:
+                    # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
+                    for _size, name, a in reversed(cands):
+                        found = best_dest(name)
+                        if found is not None and found[0] <= target:
+                            choice = (name, found[1], a, found[0])
+                            break
+                if choice is None:
+                    # 4. the move that lowers max(source, destination) the most
+                    best_pair: tuple[float, str, str, float, float] | None = None
+                    for _size, name, a in cands:
+                        found = best_dest(name)
+                        if found is not None:
+                            pair = max(a, found[0])
+                            if pair < us - min_gain and (best_pair is None or pair < best_pair[0]):
+                                best_pair = (pair, name, found[1], a, found[0])
+                    if best_pair is not None:
+                        choice = best_pair[1:]
+                if choice is None:
+                    stuck.add(s)
+                    stuck_max = max(stuck_max, us)
+                    if us > target:
+                        pinned = [n for n in view.owned[s] if n in unsplittable]
+                        if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
+                            actions += self._isolate(
+                                view,
+                                s,
+                                pinned,
+                                movable,
+                                dest_candidates,
+                                history,
+                                target,
+                                overload,
+                                record,
+                                allowed,
+                                min_gain,
+                            )
+                        warnings.append(
+                            f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
+                            "overloading its destination (or all are in cool-down)"
+                        )
+                    continue
+                name, d, a, bd = choice
+                record(s, name, d, us, a, bd, "")
+                actions += 1
+            return unloads, splits, warnings, child_features
+
+        # a broker acted on at once, on one report (far above the trigger, below the overload threshold), must be
+        # worth it: the plan closes at least `fast_path_share` of its excess over the target, or brings it below
+        # the trigger. Otherwise the plan is made again without it, and it waits for its reports to confirm it:
+        # an on/off consumer's first report in its on phase was acted on with a split and two moves that took
+        # its broker from 0.72 to 0.70 (one hot topic carries it)
+        fast = {b for b in sources if seen.get(b, 0) < st.confirm_reports and before[b] < overload}
+        snapshot = view.snapshot() if fast else None
+        unloads, splits, warnings, child_features = descend(sources)
+        weak = {
+            b: view.usage(b)
+            for b in sorted(fast)
+            if view.usage(b) > trigger and 0 < before[b] - view.usage(b) < st.fast_path_share * (before[b] - target)
+        }
+        if weak and snapshot is not None:
+            view.restore(snapshot)
+            why = (
+                warnings  # what held those brokers up (a hot topic, a namespace at its bundle limit) stays on the plan
+            )
+            unloads, splits, warnings, child_features = descend(sources - set(weak))
+            warnings += [w for w in why if w not in set(warnings)]
+            waits = [
+                f"{b}: one load report at {before[b]:.4f} (at once above {clear:.4f}), but a plan would take it only to "
+                f"{a:.4f}, less than {st.fast_path_share:.0%} of the way to the target {target:.4f}: not acted on until "
+                f"{st.confirm_reports} consecutive load reports confirm it"
+                for b, a in weak.items()
+            ]
+            if not unloads and not splits:
+                stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
+                stats["warnings"] = warnings + waits
+                return skip(
+                    Reason.HIT_COUNT,
+                    f"busiest broker {max_before:.4f} > trigger {trigger:.4f} (ideal {ideal:.4f}); " + "; ".join(waits),
+                    stats,
+                ), new_state
+            warnings += waits
 
         after = {b: view.usage(b) for b in view.brokers}
         stats["maxUsageAfter"] = _r(max((after[b] for b in eligible), default=0.0))
@@ -627,11 +689,13 @@ class GlobalPlanner:
         overload: float,
         record: Any,
         allowed: DestinationFilter,
+        min_gain: float,
     ) -> int:
         """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
         moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
         than the target or than ``s`` with only its pinned bundles, whichever is higher, so that the hot
-        bundle gets the broker to itself. Returns the number of moves."""
+        bundle gets the broker to itself; like every move, each lowers ``s`` by at least ``min_gain`` (a bundle
+        smaller than that is not worth its clients' disconnect). Returns the number of moves."""
         moved = 0
         us0 = view.usage(s)
         others = [n for n in view.owned[s] if n not in pinned and movable(n)]
@@ -643,7 +707,7 @@ class GlobalPlanner:
         for name in sorted(gain, key=lambda n: (-gain[n], n)):
             us = view.usage(s)
             a = view.usage_after(s, view.bundles[name].vec, -1.0)
-            if a >= us:
+            if a > us - min_gain:
                 continue
             back = history.get(name, {}).get("from")
             best: tuple[float, str] | None = None

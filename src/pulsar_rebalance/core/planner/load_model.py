@@ -242,6 +242,16 @@ class BundleLoad:
     feat_out: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class ViewSnapshot:
+    """A :class:`ClusterView`'s assignment at one point of a plan (:meth:`ClusterView.snapshot`)."""
+
+    used: dict[str, list[float]]
+    owned: dict[str, list[str]]
+    bundles: dict[str, BundleLoad]
+    owners: dict[str, str]
+
+
 class ClusterView:
     """Mutable what-if view: per broker absolute usage and limits, per bundle its contribution."""
 
@@ -540,6 +550,27 @@ class ClusterView:
         self._usage.pop(src, None)
         self._usage.pop(dest, None)
 
+    def snapshot(self) -> ViewSnapshot:
+        """What moves and splits change, for :meth:`restore`: a plan tried and dropped."""
+        return ViewSnapshot(
+            {b: list(v) for b, v in self.used.items()},
+            {b: list(v) for b, v in self.owned.items()},
+            dict(self.bundles),
+            {name: bl.broker for name, bl in self.bundles.items()},
+        )
+
+    def restore(self, snap: ViewSnapshot) -> None:
+        """Undo every move and split since ``snap`` was taken (in place: references to ``owned`` stay valid)."""
+        for b, v in snap.used.items():
+            self.used[b][:] = v
+        for b, names in snap.owned.items():
+            self.owned[b][:] = names
+        self.bundles.clear()
+        self.bundles.update(snap.bundles)
+        for name, broker in snap.owners.items():
+            self.bundles[name].broker = broker
+        self._usage.clear()
+
     def replace_bundle(self, bundle: str, children: Sequence[BundleLoad]) -> None:
         """A split: the parent's load becomes its children's (same broker)."""
         parent = self.bundles.pop(bundle)
@@ -558,6 +589,7 @@ __all__ = [
     "RESOURCES",
     "BundleLoad",
     "ClusterView",
+    "ViewSnapshot",
     "Fit",
     "fit_detail",
     "fit_resource",
