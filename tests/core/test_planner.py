@@ -117,8 +117,10 @@ def _check_invariants(
         assert u["destination"] in brokers and u["destination"] != u["broker"]
         p = u["predicted"]
         assert p["destinationAfter"] < p["sourceBefore"]  # never moves the problem
-        # worth a disconnect: every move lowers its source by min_gain (predictions are rounded to 4 decimals)
-        assert p["sourceBefore"] - p["sourceAfter"] >= PlannerSettings().min_gain - 1e-4, u
+        # worth a disconnect: a move lowers its source by min_gain (predictions are rounded to 4 decimals), except
+        # the ones that give a hot topic its broker to itself (the cluster's worst broker: everything else leaves)
+        if "giving it the broker to itself" not in u["reason"]:
+            assert p["sourceBefore"] - p["sourceAfter"] >= PlannerSettings().min_gain - 1e-4, u
         assert p["destinationBefore"] < overload and p["destinationAfter"] <= max(overload, cyc["stats"]["target"])
         assert u["reason"].startswith("Overloaded: GlobalPlanner")
     assert len({u["bundle"] for u in cyc["unloads"]}) == len(cyc["unloads"])  # a bundle moves at most once
@@ -376,21 +378,15 @@ def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None
     hot = max(model.topics, key=lambda t: t.burst)
     bundle = model.bundle_of_topic(hot.name)
     owner = model.owners[bundle]
-    stats = model.bundle_stats()
-
-    def rate(b: str) -> float:
-        return float(stats[b]["msgRateIn"] + stats[b]["msgRateOut"])
-
-    others = [b for b, o in model.owners.items() if o == owner and model.topics_of(b) and b != bundle]
-    # what is left beside the hot topic is not worth a disconnect (a move lowers its source by >= min_gain)
-    assert all(rate(b) < 0.01 * rate(bundle) for b in others), [(b, rate(b)) for b in others]
+    assert [b for b, o in model.owners.items() if o == owner and model.topics_of(b)] == [bundle]
     assert any("one hot topic" in w or "single hot topic" in w for w in result.warnings)
-    assert result.summary()["final_max"] <= result.summary()["floor"] + PlannerSettings().min_gain
+    assert result.summary()["final_max"] <= result.summary()["floor"] + 0.002
 
 
-def test_a_hot_topics_broker_keeps_a_bundle_not_worth_a_disconnect() -> None:
-    # giving a hot topic its broker to itself moves its neighbours off, each lowering the broker by min_gain
-    # or more, like any move: a bundle worth a quarter of a point stays (it was moved too, once)
+def test_a_hot_topics_broker_is_left_to_it_even_by_bundles_the_model_puts_below_min_gain() -> None:
+    # giving a hot topic its broker to itself moves every neighbour off, even one the model puts at a quarter
+    # of a point (below min_gain): it is the cluster's worst broker, and the model's estimate of a small bundle
+    # can be far off (keeping them to min_gain left it 3 to 8 points higher under the per-topic-cost model)
     hot, mid, tiny = "t/hot/0x00000000_0xffffffff", "t/mid/0x00000000_0xffffffff", "t/tiny/0x00000000_0xffffffff"
     owned = {"H:8080": {hot: 80, mid: 6, tiny: 0.3}}
     owned.update({f"B{i}:8080": _tiles(f"t/ns{i}", [10, 10, 10, 10]) for i in range(4)})
@@ -398,7 +394,7 @@ def test_a_hot_topics_broker_keeps_a_bundle_not_worth_a_disconnect() -> None:
     cycle["brokers"]["H:8080"]["lastStats"][hot]["topics"] = 1  # one topic: neither split nor moved
     cyc = _decide_confirmed(cycle)["cycles"][0]
     moved = {u["bundle"] for u in cyc["unloads"]}
-    assert mid in moved and tiny not in moved and hot not in moved, cyc["unloads"]
+    assert mid in moved and tiny in moved and hot not in moved, cyc["unloads"]
     assert any("single hot topic" in w for w in cyc["stats"]["warnings"])
 
 

@@ -597,7 +597,6 @@ class GlobalPlanner:
                                 overload,
                                 record,
                                 allowed,
-                                min_gain,
                             )
                         warnings.append(
                             f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
@@ -689,13 +688,14 @@ class GlobalPlanner:
         overload: float,
         record: Any,
         allowed: DestinationFilter,
-        min_gain: float,
     ) -> int:
         """``s`` is the worst broker and is held above the target by bundles that can be neither split nor
         moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
         than the target or than ``s`` with only its pinned bundles, whichever is higher, so that the hot
-        bundle gets the broker to itself; like every move, each lowers ``s`` by at least ``min_gain`` (a bundle
-        smaller than that is not worth its clients' disconnect). Returns the number of moves."""
+        bundle gets the broker to itself. Unlike the other moves, one that lowers ``s`` by less than ``min_gain``
+        is made too: ``s`` is the cluster's worst broker, and what the model puts at a fraction of a point may
+        carry more (under a per-topic CPU cost, leaving such bundles kept the broker 3 to 8 points higher).
+        Returns the number of moves."""
         moved = 0
         us0 = view.usage(s)
         others = [n for n in view.owned[s] if n not in pinned and movable(n)]
@@ -707,7 +707,7 @@ class GlobalPlanner:
         for name in sorted(gain, key=lambda n: (-gain[n], n)):
             us = view.usage(s)
             a = view.usage_after(s, view.bundles[name].vec, -1.0)
-            if a > us - min_gain:
+            if a >= us:
                 continue
             back = history.get(name, {}).get("from")
             best: tuple[float, str] | None = None
