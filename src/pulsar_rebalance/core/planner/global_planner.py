@@ -587,16 +587,7 @@ class GlobalPlanner:
                         pinned = [n for n in view.owned[s] if n in unsplittable]
                         if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
                             actions += self._isolate(
-                                view,
-                                s,
-                                pinned,
-                                movable,
-                                dest_candidates,
-                                history,
-                                target,
-                                overload,
-                                record,
-                                allowed,
+                                view, s, pinned, movable, dest_candidates, history, target, overload, record, allowed
                             )
                         warnings.append(
                             f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
@@ -623,11 +614,11 @@ class GlobalPlanner:
         }
         if weak and snapshot is not None:
             view.restore(snapshot)
-            why = (
-                warnings  # what held those brokers up (a hot topic, a namespace at its bundle limit) stays on the plan
-            )
+            # what held those brokers up (a hot topic, a namespace at its bundle limit) stays on the plan
+            why = warnings
             unloads, splits, warnings, child_features = descend(sources - set(weak))
-            warnings += [w for w in why if w not in set(warnings)]
+            known = set(warnings)
+            warnings += [w for w in why if w not in known]
             waits = [
                 f"{b}: one load report at {before[b]:.4f} (at once above {clear:.4f}), but a plan would take it only to "
                 f"{a:.4f}, less than {st.fast_path_share:.0%} of the way to the target {target:.4f}: not acted on until "
