@@ -8,7 +8,7 @@ import pytest
 from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.guard import FREE_CAPACITY_SHARE, GuardLimits, GuardSplit, guard_plan
 from pulsar_rebalance.core.load import NamespaceBundleStats
-from pulsar_rebalance.core.plan_summary import why_nothing_planned
+from pulsar_rebalance.core.plan_summary import GuardReport, why_nothing_planned
 from pulsar_rebalance.core.prediction import Move, predict
 
 W = (1.0, 0.0, 0.0, 1.0, 1.0)  # Pulsar 4.x weights: cpu, memory 0, direct memory 0, bandwidth in/out
@@ -120,6 +120,33 @@ def test_worst_broker():
     assert v.rules == ("worst-broker",)
     assert "the busiest broker would be hot at 110.0%, above the busiest now (80.0%)" in v.reason
     assert r.max_after == pytest.approx(0.8)  # nothing kept
+
+
+def test_overload_relief_waives_the_band_and_the_free_room_for_a_move_off_an_overloaded_broker():
+    x, y = "t/n/0x00000000_0x80000000", "t/n/0x80000000_0xffffffff"
+    reps = {
+        "over": report(120.0, {x: 400.0, y: 600.0}),  # x carries 48 points of its 120 %
+        "cool": report(20.0, {"t/m/0x00000000_0xffffffff": 100.0}),
+        "mid": report(40.0, {"t/o/0x00000000_0xffffffff": 100.0}),
+    }
+    # cool 20 -> 68 %: 48 points of its 65 free (more than half); twice that would end at 116 %, below 120 %
+    r = guard(reps, [Move(x, "over", "cool")], W, LIMITS)
+    assert r.kept == (0,) and r.failed == ()
+    (v,) = r.relieved
+    assert "overload relief: over is at 120.0%, above Pulsar's overload threshold 85%" in v.relief
+    assert "at most 116.0% were the prediction off by 100 %" in v.relief and "free-capacity" in v.relief
+    assert r.to_json()["relieved"][0]["relief"] == v.relief
+    page = GuardReport.of(r.to_json())  # what the plan page shows
+    assert page is not None and [(g.bundle, g.reason) for g in page.relieved] == [(x, v.relief)]
+    # never past the overload threshold itself: mid 40 -> 88 %
+    (v,) = guard(reps, [Move(x, "over", "mid")], W, LIMITS).failed
+    assert "overload-threshold" in v.rules and not v.relief
+    # never where twice the predicted load would reach the overloaded broker's usage now
+    reps["over"] = report(100.0, {x: 400.0, y: 600.0})  # x carries 40 points: cool 20 -> 60 %, at most 100 %
+    r = guard(reps, [Move(x, "over", "cool")], W, LIMITS)
+    (v,) = r.failed
+    assert v.rules == ("free-capacity",) and r.relieved == ()
+    # and never from a broker below the overload threshold (test_target_band: hot at 80 % is cut)
 
 
 def test_a_move_that_cannot_be_predicted_is_dropped():

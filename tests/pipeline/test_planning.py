@@ -607,3 +607,27 @@ def test_a_drain_plan_moves_only_off_the_drained_broker_and_records_the_mode():
             ownership=ownership,
             placement_policies=None,
         )
+
+
+def test_a_move_off_an_overloaded_broker_past_the_band_is_kept_as_overload_relief_and_says_so():
+    """b1 reports 120 %: its hot bundle (40 % of its traffic, 48 points) fits within the band on b2 but takes more
+    than half of b2's free room. Cutting it would leave b1 at 120 %; the guard keeps it (twice the prediction
+    would still leave b2 below b1) and the stored action's reason and the plan's guard section say why."""
+    hot = "t/n/0x00000000_0x40000000"
+    reports = {
+        "b1:8080": report(120.0, 20.0, 20.0, {hot: (400.0, 4e6), "t/n/0x40000000_0x80000000": (600.0, 6e6)}),
+        "b2:8080": report(20.0, 20.0, 20.0, {"t/n/0x80000000_0xc0000000": (500.0, 5e6)}),
+        "b3:8080": report(40.0, 20.0, 20.0, {"t/n/0xc0000000_0xffffffff": (500.0, 5e6)}),
+    }
+    d = decision(unloads=[{"broker": "b1:8080", "bundle": hot, "destination": "b2:8080", "reason": "Overloaded"}])
+    params = RunParams.from_json({"shedding_strategy": "ThresholdShedder"})
+    draft = build_plan(decision=d, params=params, reports=reports, topics_by_bundle={}, ownership={})
+    (a,) = draft.actions
+    assert a.bundle == hot and a.destination_broker == "b2:8080"
+    assert a.predicted.destination.after == pytest.approx(0.68)
+    assert a.reason.endswith("the free-capacity rule(s) were waived")
+    assert "do-no-harm guard: overload relief: b1:8080 is at 120.0%" in a.reason
+    guard = draft.summary["guard"]
+    assert (guard["kept"], guard["dropped"], guard["failed"]) == (1, 0, [])
+    (relieved,) = guard["relieved"]
+    assert relieved["bundle"] == hot and "at most 116.0% were the prediction off by 100 %" in relieved["relief"]

@@ -16,6 +16,14 @@ each on top of the moves kept before it; a move is kept only if, after it:
   shedder (ThresholdShedder) would call the destination overloaded and shed it again next cycle;
 * **free capacity** - its destination has taken, over the plan so far, at most
   :data:`FREE_CAPACITY_SHARE` of its free capacity (overload threshold minus its usage now);
+* **overload relief** (waives the two rules above, never the others) - a move off a broker above
+  Pulsar's overload threshold may take its destination above the target band and past its share of
+  free room, as long as the destination stays at or below the overload threshold and, were the
+  prediction off by 100 % (the destination taking twice what it is predicted to), still below the
+  source's usage now. A broker at 130 % whose hot bundle fits on no broker within the band is left
+  there otherwise, while Pulsar's own shedders (OverloadShedder sheds exactly such a broker) relieve
+  it; the margin kept for an error in the model is then measured against the broker it relieves,
+  not against the band. Such a move's verdict says so (``relief``) and its action's reason names it;
 * **isolation-policy** - its destination is a broker Pulsar's ``applyNamespacePolicies`` allows for the
   bundle's namespace (the namespace isolation policy's primaries, or its secondaries when fewer than
   ``min_limit`` primaries exist; without a policy, a shared broker);
@@ -86,6 +94,9 @@ Rule = Literal[
 ]
 RULES: tuple[Rule, ...] = get_args(Rule)
 
+RELIEF_WAIVES: frozenset[Rule] = frozenset({"target-band", "free-capacity"})
+"""The rules a move off a broker above the overload threshold may break (module docstring: overload relief)."""
+
 DESTINATION_RULES = frozenset(RULES) - {"prediction", "split-unneeded"}
 """Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
 
@@ -146,6 +157,8 @@ class GuardVerdict:
     planned_destination: str | None = None
     """Set when the guard re-placed the move: the destination the strategy chose (``destination`` is the
     guard's); ``rules``/``reason`` then say why the planned one was refused."""
+    relief: str = ""
+    """Set when the move was kept as overload relief: which rules were waived and why (module docstring)."""
 
     @property
     def replaced(self) -> bool:
@@ -163,6 +176,8 @@ class GuardVerdict:
         }
         if self.planned_destination is not None:
             out["plannedDestination"] = self.planned_destination
+        if self.relief:
+            out["relief"] = self.relief
         return out
 
 
@@ -189,6 +204,11 @@ class GuardResult:
         """Moves kept on another destination than planned."""
         return tuple(v for v in self.verdicts if v.replaced)
 
+    @property
+    def relieved(self) -> tuple[GuardVerdict, ...]:
+        """Moves kept as overload relief (the target band or free-capacity rule waived)."""
+        return tuple(v for v in self.verdicts if v.passed and v.relief)
+
     def destination_of(self, index: int) -> str | None:
         """The destination action ``index`` keeps (the guard's when it re-placed the move)."""
         for v in self.verdicts:
@@ -209,6 +229,7 @@ class GuardResult:
             "dropped": len(self.verdicts) - len(self.kept),
             "failed": [v.to_json() for v in self.failed],
             "replaced": [v.to_json() for v in self.replaced],
+            "relieved": [v.to_json() for v in self.relieved],
             "maxUsageBefore": round(self.max_before, 6),
             "maxUsageAfter": round(self.max_after, 6),
             "averageUsageBefore": round(self.average_before, 6),
@@ -313,13 +334,14 @@ def guard_plan(
     for i, a in enumerate(actions):
         if isinstance(a, GuardSplit):
             continue
-        failures = _check_move(load, a, before, ceiling, average, target, limits, placement, fenced)
+        failures, relief = _check_move(load, a, before, ceiling, average, target, limits, placement, fenced)
         passed = not failures
         planned: str | None = None
         if not passed and cut and replace and all(r in DESTINATION_RULES for r, _ in failures):
             other = _replace(load, a, before, ceiling, average, target, limits, placement, fenced)
             if other is not None:
-                planned, a, passed = a.destination, other, True
+                planned, a, passed = a.destination, other[0], True
+                relief = other[1]
         if passed or not cut:  # kept (in warn mode every move is, and later moves see it)
             load.apply(a)  # changes nothing for a move that cannot be predicted
             kept_moves.append(a)
@@ -335,6 +357,7 @@ def guard_plan(
             rules=tuple(r for r, _ in failures),
             reason="; ".join(why for _, why in failures),
             planned_destination=planned,
+            relief=relief if passed else "",
         )
     for i, a in enumerate(actions):
         if not isinstance(a, GuardSplit):
@@ -404,9 +427,9 @@ def _replace(
     limits: GuardLimits,
     placement: _Placement | None = None,
     cordoned: frozenset[str] = frozenset(),
-) -> Move | None:
+) -> tuple[Move, str] | None:
     """The move on the least-used other destination (among those the policies allow, never a cordoned
-    one) that passes every rule (None: none does)."""
+    one) that passes every rule, and its overload relief note (None: none passes)."""
     usages = load.usages()
     others = sorted(
         (b for b in usages if b not in (m.source, m.destination) and b not in cordoned), key=lambda b: (usages[b], b)
@@ -415,8 +438,9 @@ def _replace(
         others = [b for b in others if placement.check.permits(m.bundle, m.source, b)]
     for d in others[:REPLACE_CANDIDATES]:
         trial = Move(bundle=m.bundle, source=m.source, destination=d)
-        if not _check_move(load, trial, before, max_before, average, target, limits, placement, cordoned):
-            return trial
+        failures, relief = _check_move(load, trial, before, max_before, average, target, limits, placement, cordoned)
+        if not failures:
+            return trial, relief
     return None
 
 
@@ -430,11 +454,12 @@ def _check_move(
     limits: GuardLimits,
     placement: _Placement | None = None,
     cordoned: frozenset[str] = frozenset(),
-) -> list[tuple[Rule, str]]:
-    """The rules ``m`` breaks when applied on top of ``load`` (the kept moves so far): (rule, why)."""
+) -> tuple[list[tuple[Rule, str]], str]:
+    """The rules ``m`` breaks when applied on top of ``load`` (the kept moves so far), (rule, why), and,
+    when it was kept as overload relief, the note saying which rules were waived ("" otherwise)."""
     if m.source not in before or m.destination not in before:
         missing = m.source if m.source not in before else m.destination
-        return [("prediction", f"{missing} sent no load report: the move's effect cannot be predicted")]
+        return [("prediction", f"{missing} sent no load report: the move's effect cannot be predicted")], ""
     if load.bundle_stats(m) is None:
         return [
             (
@@ -443,7 +468,8 @@ def _check_move(
                 "plan): the move's effect cannot be predicted, and a child of a split that is not in the plan "
                 "cannot move on its own",
             )
-        ]
+        ], ""
+    source_now = load.usage(m.source)
     trial = load.copy()
     trial.apply(m)
     usages = trial.usages()
@@ -495,7 +521,17 @@ def _check_move(
         refused = placement.check.refusal(m.bundle, m.source, m.destination)
         if refused is not None:
             out.append((_POLICY_RULES[refused[0]], refused[1]))
-    return out
+    waivable = [(r, why) for r, why in out if r in RELIEF_WAIVES]
+    if waivable and len(waivable) == len(out):
+        pessimistic = before[dst] + 2 * taken
+        if source_now > limits.overload + TOLERANCE and pessimistic < source_now - TOLERANCE:
+            return [], (
+                f"overload relief: {m.source} is at {source_now:.1%}, above Pulsar's overload threshold "
+                f"{limits.overload:.0%}; {dst} ends at {dst_after:.1%} (at most {pessimistic:.1%} were the prediction "
+                f"off by 100 %, still below {m.source}), so the {' and '.join(r for r, _ in waivable)} rule(s) "
+                "were waived"
+            )
+    return out, ""
 
 
 _POLICY_RULES: dict[str, Rule] = {"isolation-policy": "isolation-policy", "anti-affinity-group": "anti-affinity-group"}

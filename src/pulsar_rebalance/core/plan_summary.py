@@ -193,6 +193,8 @@ class GuardReport:
     dropped: int
     failed: tuple[GuardLine, ...]
     replaced: tuple[GuardLine, ...]
+    relieved: tuple[GuardLine, ...]
+    """Moves kept as overload relief (``reason`` says which rules were waived)."""
     overload_threshold: float | None
     target_band: float | None
     average_usage_before: float | None
@@ -208,6 +210,9 @@ class GuardReport:
             dropped=int(g.get("dropped") or 0),
             failed=tuple(_guard_line(f) for f in g.get("failed") or () if isinstance(f, Mapping)),
             replaced=tuple(_guard_line(f) for f in g.get("replaced") or () if isinstance(f, Mapping)),
+            relieved=tuple(
+                _guard_line({**f, "reason": f.get("relief")}) for f in g.get("relieved") or () if isinstance(f, Mapping)
+            ),
             overload_threshold=_num(g.get("overloadThreshold")),
             target_band=_num(g.get("targetBand")),
             average_usage_before=_num(g.get("averageUsageBefore")),

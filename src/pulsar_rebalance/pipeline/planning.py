@@ -221,6 +221,8 @@ def build_plan(
         g = guarded[i]
         assert isinstance(g, Move)
         guarded[i] = Move(bundle=g.bundle, source=g.source, destination=dest)
+    for v in guard.relieved:  # kept above the band to relieve an overloaded broker: the action says so
+        actions[v.index] = {**actions[v.index], "reason": f"{actions[v.index]['reason']}; do-no-harm guard: {v.relief}"}
     kept = set(guard.kept)
     actions = [a for i, a in enumerate(actions) if i in kept]
     moves = [g for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
