@@ -149,6 +149,30 @@ def test_overload_relief_waives_the_band_and_the_free_room_for_a_move_off_an_ove
     # and never from a broker below the overload threshold (test_target_band: hot at 80 % is cut)
 
 
+def test_overload_relief_predicts_the_destination_at_its_own_cost_per_message_when_the_source_pays_more():
+    """A saturated broker (300 %, 0.3 CPU points per message) pays six times what an idle one does: its share
+    puts its hot bundle at 150 points anywhere, which no broker can take; at the destination's own cost (at
+    least the median broker's) it is 50 points."""
+    x, y = "t/n/0x00000000_0x80000000", "t/n/0x80000000_0xffffffff"
+    reps = {
+        "over": report(300.0, {x: 500.0, y: 500.0}),
+        "cool": report(20.0, {"t/m/0x00000000_0xffffffff": 400.0}),  # 0.05 points per message
+        "mid": report(40.0, {"t/o/0x00000000_0xffffffff": 400.0}),  # 0.1: the median
+    }
+    r = guard(reps, [Move(x, "over", "cool")], W, LIMITS)
+    assert r.kept == (0,) and r.failed == ()
+    (v,) = r.relieved
+    assert "cool ends at 70.0% (its share of over's usage would put it at 170.0%" in v.relief
+    assert "overload-threshold" in v.relief and v.arriving is not None and v.arriving["cpu"] == pytest.approx(50.0)
+    assert r.max_after == pytest.approx(1.5)  # over loses its share: 300 -> 150 %
+    # the stored prediction uses the same numbers
+    p = predict(reps, [Move(x, "over", "cool")], W, arriving={0: v.arriving})
+    assert p["brokers"]["cool"]["after"]["usage"] == pytest.approx(0.7)
+    # a destination whose own cost is the source's gets no discount: mid at 40 % + 150 points stays cut
+    reps["mid"] = report(40.0, {"t/o/0x00000000_0xffffffff": 400.0 / 7.5})  # 0.75 points per message
+    assert guard(reps, [Move(x, "over", "mid")], W, LIMITS).kept == ()
+
+
 def test_a_move_that_cannot_be_predicted_is_dropped():
     moves = [Move("t/n/0xdead0000_0xdead0001", "hot", "cool1"), Move(A, "hot", "gone")]
     r = guard(REPORTS, moves, W, LIMITS)

@@ -624,10 +624,13 @@ def test_a_move_off_an_overloaded_broker_past_the_band_is_kept_as_overload_relie
     draft = build_plan(decision=d, params=params, reports=reports, topics_by_bundle={}, ownership={})
     (a,) = draft.actions
     assert a.bundle == hot and a.destination_broker == "b2:8080"
-    assert a.predicted.destination.after == pytest.approx(0.68)
+    # stored at the guard's estimate: 400 msg/s at the median broker's 0.08 CPU points per message (b2 pays
+    # 0.04, less than typical), not the 48 points of b1's share
+    assert a.predicted.destination.after == pytest.approx(0.52)
+    assert "its share of b1:8080's usage would put it at 68.0%" in a.reason
     assert a.reason.endswith("the free-capacity rule(s) were waived")
     assert "do-no-harm guard: overload relief: b1:8080 is at 120.0%" in a.reason
     guard = draft.summary["guard"]
     assert (guard["kept"], guard["dropped"], guard["failed"]) == (1, 0, [])
     (relieved,) = guard["relieved"]
-    assert relieved["bundle"] == hot and "at most 116.0% were the prediction off by 100 %" in relieved["relief"]
+    assert relieved["bundle"] == hot and "at most 84.0% were the prediction off by 100 %" in relieved["relief"]

@@ -16,14 +16,20 @@ each on top of the moves kept before it; a move is kept only if, after it:
   shedder (ThresholdShedder) would call the destination overloaded and shed it again next cycle;
 * **free capacity** - its destination has taken, over the plan so far, at most
   :data:`FREE_CAPACITY_SHARE` of its free capacity (overload threshold minus its usage now);
-* **overload relief** (waives the two rules above, never the others) - a move off a broker above
-  Pulsar's overload threshold may take its destination above the target band and past its share of
-  free room, as long as the destination stays at or below the overload threshold and, were the
-  prediction off by 100 % (the destination taking twice what it is predicted to), still below the
-  source's usage now. A broker at 130 % whose hot bundle fits on no broker within the band is left
-  there otherwise, while Pulsar's own shedders (OverloadShedder sheds exactly such a broker) relieve
-  it; the margin kept for an error in the model is then measured against the broker it relieves,
-  not against the band. Such a move's verdict says so (``relief``) and its action's reason names it;
+* **overload relief** (waives the two rules above) - a move off a broker above Pulsar's overload
+  threshold may take its destination above the target band and past its share of free room, as long
+  as the destination stays at or below the overload threshold, no broker ends above the busiest now,
+  and, were the prediction off by 100 % (the destination taking twice what it is predicted to), the
+  destination still stays below the source's usage now. A broker at 130 % whose hot bundle fits on no
+  broker within the band is left there otherwise, while Pulsar's own shedders (OverloadShedder sheds
+  exactly such a broker) relieve it; the margin kept for an error in the model is then measured
+  against the broker it relieves, not against the band. These checks predict the destination at the
+  lower of two estimates from the reports: the bundle's share of its source's usage, and its messages
+  at the destination's own CPU cost per message (at least the median broker's): a source near
+  saturation (a queue, a convex CPU curve) pays several times per message what an idle broker will, and
+  its share alone would keep its hot bundle from every destination. Such a move's verdict says so
+  (``relief``, with what the destination takes when the second estimate was used: the stored plan's
+  prediction uses it too) and its action's reason names it;
 * **isolation-policy** - its destination is a broker Pulsar's ``applyNamespacePolicies`` allows for the
   bundle's namespace (the namespace isolation policy's primaries, or its secondaries when fewer than
   ``min_limit`` primaries exist; without a policy, a shared broker);
@@ -94,8 +100,18 @@ Rule = Literal[
 ]
 RULES: tuple[Rule, ...] = get_args(Rule)
 
-RELIEF_WAIVES: frozenset[Rule] = frozenset({"target-band", "free-capacity"})
-"""The rules a move off a broker above the overload threshold may break (module docstring: overload relief)."""
+RELIEF_RULES: frozenset[Rule] = frozenset({"worst-broker", "overload-threshold", "target-band", "free-capacity"})
+"""The rules overload relief re-checks on its own estimate (module docstring): it waives the target band and the
+free-capacity share, and keeps the threshold and the worst broker on the lower of its two estimates."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relief:
+    """A move kept as overload relief: why, and what its destination takes (None: its share of the source)."""
+
+    note: str
+    arriving: dict[str, float] | None = None
+
 
 DESTINATION_RULES = frozenset(RULES) - {"prediction", "split-unneeded"}
 """Rules another destination may satisfy (``prediction`` failures are the bundle's or source's, not the destination's)."""
@@ -159,6 +175,8 @@ class GuardVerdict:
     guard's); ``rules``/``reason`` then say why the planned one was refused."""
     relief: str = ""
     """Set when the move was kept as overload relief: which rules were waived and why (module docstring)."""
+    arriving: Mapping[str, float] | None = None
+    """For a relief move predicted at its destination's own cost: what the destination takes per resource."""
 
     @property
     def replaced(self) -> bool:
@@ -342,8 +360,10 @@ def guard_plan(
             if other is not None:
                 planned, a, passed = a.destination, other[0], True
                 relief = other[1]
+        kept_relief = relief if passed else None
         if passed or not cut:  # kept (in warn mode every move is, and later moves see it)
-            load.apply(a)  # changes nothing for a move that cannot be predicted
+            # changes nothing for a move that cannot be predicted
+            load.apply(a, kept_relief.arriving if kept_relief is not None else None)
             kept_moves.append(a)
             if placement is not None:
                 placement.record(a)
@@ -357,7 +377,8 @@ def guard_plan(
             rules=tuple(r for r, _ in failures),
             reason="; ".join(why for _, why in failures),
             planned_destination=planned,
-            relief=relief if passed else "",
+            relief=kept_relief.note if kept_relief is not None else "",
+            arriving=kept_relief.arriving if kept_relief is not None else None,
         )
     for i, a in enumerate(actions):
         if not isinstance(a, GuardSplit):
@@ -427,7 +448,7 @@ def _replace(
     limits: GuardLimits,
     placement: _Placement | None = None,
     cordoned: frozenset[str] = frozenset(),
-) -> tuple[Move, str] | None:
+) -> tuple[Move, Relief | None] | None:
     """The move on the least-used other destination (among those the policies allow, never a cordoned
     one) that passes every rule, and its overload relief note (None: none passes)."""
     usages = load.usages()
@@ -454,12 +475,12 @@ def _check_move(
     limits: GuardLimits,
     placement: _Placement | None = None,
     cordoned: frozenset[str] = frozenset(),
-) -> tuple[list[tuple[Rule, str]], str]:
+) -> tuple[list[tuple[Rule, str]], Relief | None]:
     """The rules ``m`` breaks when applied on top of ``load`` (the kept moves so far), (rule, why), and,
     when it was kept as overload relief, the note saying which rules were waived ("" otherwise)."""
     if m.source not in before or m.destination not in before:
         missing = m.source if m.source not in before else m.destination
-        return [("prediction", f"{missing} sent no load report: the move's effect cannot be predicted")], ""
+        return [("prediction", f"{missing} sent no load report: the move's effect cannot be predicted")], None
     if load.bundle_stats(m) is None:
         return [
             (
@@ -468,7 +489,7 @@ def _check_move(
                 "plan): the move's effect cannot be predicted, and a child of a split that is not in the plan "
                 "cannot move on its own",
             )
-        ], ""
+        ], None
     source_now = load.usage(m.source)
     trial = load.copy()
     trial.apply(m)
@@ -521,17 +542,58 @@ def _check_move(
         refused = placement.check.refusal(m.bundle, m.source, m.destination)
         if refused is not None:
             out.append((_POLICY_RULES[refused[0]], refused[1]))
-    waivable = [(r, why) for r, why in out if r in RELIEF_WAIVES]
-    if waivable and len(waivable) == len(out):
-        pessimistic = before[dst] + 2 * taken
-        if source_now > limits.overload + TOLERANCE and pessimistic < source_now - TOLERANCE:
-            return [], (
-                f"overload relief: {m.source} is at {source_now:.1%}, above Pulsar's overload threshold "
-                f"{limits.overload:.0%}; {dst} ends at {dst_after:.1%} (at most {pessimistic:.1%} were the prediction "
-                f"off by 100 %, still below {m.source}), so the {' and '.join(r for r, _ in waivable)} rule(s) "
-                "were waived"
-            )
-    return out, ""
+    if out and all(r in RELIEF_RULES for r, _ in out) and source_now > limits.overload + TOLERANCE:
+        relief = _relief(load, m, before, max_before, limits, source_now, [r for r, _ in out])
+        if relief is not None:
+            return [], relief
+    return out, None
+
+
+def _relief(
+    load: LoadState,
+    m: Move,
+    before: Mapping[str, float],
+    max_before: float,
+    limits: GuardLimits,
+    source_now: float,
+    broken: list[Rule],
+) -> Relief | None:
+    """The overload relief for ``m`` off a source above the threshold (module docstring), or None.
+
+    The destination is predicted at the lower of two estimates from the reports: the bundle's share of its
+    source's usage, and its messages at the destination's own CPU cost per message (at least the median
+    broker's). A source near saturation pays more per message than an idle destination will (a queue, a
+    convex CPU curve), and its share then puts a hot bundle far above what it costs elsewhere."""
+    amounts = load.arrival_amounts(m)
+    if amounts is None:
+        return None
+    trial = load.copy()
+    trial.apply(m, amounts)
+    usages = trial.usages()
+    dst = m.destination
+    dst_after = usages[dst]
+    pessimistic = before[dst] + 2 * (dst_after - before[dst])
+    if (
+        dst_after > limits.overload + TOLERANCE
+        or max(usages.values()) > max_before + TOLERANCE
+        or pessimistic >= source_now - TOLERANCE
+    ):
+        return None
+    share = load.copy()
+    share.apply(m)
+    at_share = share.usage(dst)
+    cheaper = (
+        f" (its share of {m.source}'s usage would put it at {at_share:.1%}; at {dst}'s own CPU cost per message it "
+        f"takes less: {m.source} pays more per message near saturation)"
+        if at_share > dst_after + TOLERANCE
+        else ""
+    )
+    return Relief(
+        f"overload relief: {m.source} is at {source_now:.1%}, above Pulsar's overload threshold "
+        f"{limits.overload:.0%}; {dst} ends at {dst_after:.1%}{cheaper} (at most {pessimistic:.1%} were the "
+        f"prediction off by 100 %, still below {m.source}), so the {' and '.join(broken)} rule(s) were waived",
+        amounts if at_share > dst_after + TOLERANCE else None,
+    )
 
 
 _POLICY_RULES: dict[str, Rule] = {"isolation-policy": "isolation-policy", "anti-affinity-group": "anti-affinity-group"}

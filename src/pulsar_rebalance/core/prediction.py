@@ -101,10 +101,11 @@ class LoadState:
             return None
         return self.parsed[m.source].last_stats.get(m.bundle) or self.extra_stats.get(m.bundle)
 
-    def apply(self, m: Move) -> dict[str, Any] | None:
+    def apply(self, m: Move, arriving: Mapping[str, float] | None = None) -> dict[str, Any] | None:
         """Apply ``m``; returns its step (source and destination usage just before and after, rounded),
         or None, changing nothing, when it cannot be predicted (a broker without a report, a bundle
-        without a sample)."""
+        without a sample). ``arriving``: what the destination takes per resource, when not what the
+        source loses (:meth:`arrival_amounts`)."""
         st = self.bundle_stats(m)
         if st is None:
             return None
@@ -114,7 +115,7 @@ class LoadState:
             su, sl = src["res"][key]
             du, dl = dst["res"][key]
             src["res"][key] = (max(0.0, su - amount), sl)
-            dst["res"][key] = (du + amount, dl)
+            dst["res"][key] = (du + (amount if arriving is None else arriving.get(key, amount)), dl)
         rate = st.msg_rate_in + st.msg_rate_out
         src["msgRate"] -= rate
         dst["msgRate"] += rate
@@ -147,6 +148,29 @@ class LoadState:
             "bandwidthOut": res["bandwidthOut"].usage * _share(throughput_out, src0.msg_throughput_out),
             "cpu": res["cpu"].usage * _share(msg_rate, src0.msg_rate_in + src0.msg_rate_out),
         }
+
+    def arrival_amounts(self, m: Move) -> dict[str, float] | None:
+        """What ``m``'s destination takes per resource at its own CPU cost per message (its report's CPU over
+        its message rate, at least the median broker's), where that is less than the bundle's share of its
+        source's CPU (a source in a queue near saturation, or slower, pays more per message than the
+        destination will); bandwidth as its share. None: the move cannot be predicted."""
+        st = self.bundle_stats(m)
+        if st is None:
+            return None
+        out = self._amounts(m, st)
+        per_msg = {
+            b: d.cpu.usage / (d.msg_rate_in + d.msg_rate_out)
+            for b, d in self.parsed.items()
+            if d.msg_rate_in + d.msg_rate_out > 0
+        }
+        if not per_msg:
+            return out
+        costs = sorted(per_msg.values())
+        typical = costs[len(costs) // 2]
+        rate = st.msg_rate_in + st.msg_rate_out
+        at_destination = rate * max(per_msg.get(m.destination, typical), typical)
+        out["cpu"] = min(out["cpu"], at_destination)
+        return out
 
     def destination_after(self, destination: str, amounts: Mapping[str, float]) -> float:
         """``destination``'s usage if it took ``amounts`` (see :meth:`traffic_amounts`), without applying them."""
@@ -182,8 +206,12 @@ def predict(
     moves: Iterable[Move],
     weights: tuple[float, float, float, float, float],
     extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
+    arriving: Mapping[int, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """Per-broker before/after usage for ``moves`` applied to the brokers' load reports.
+
+    ``arriving``: per move index, what its destination takes when not its share of the source (the
+    do-no-harm guard's overload relief, :meth:`LoadState.arrival_amounts`).
 
     Bundle samples come from the source broker's ``lastStats``, or from ``extra_stats`` for bundles
     that do not exist yet (the children of a split planned in the same plan). Returns
@@ -193,7 +221,7 @@ def predict(
     """
     load = LoadState(reports, weights, extra_stats)
     before = load.snapshots()
-    steps = [load.apply(m) for m in moves]
+    steps = [load.apply(m, (arriving or {}).get(i)) for i, m in enumerate(moves)]
     after = load.snapshots()
     brokers = {
         b: {"before": before[b], "after": after[b], "diff": round(after[b]["usage"] - before[b]["usage"], 6)}

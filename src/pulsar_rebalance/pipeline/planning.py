@@ -227,8 +227,12 @@ def build_plan(
     actions = [a for i, a in enumerate(actions) if i in kept]
     moves = [g for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
     warnings += _guard_warnings(guard)
+    # a relief move predicted at its destination's own cost is stored with the guard's numbers
+    arriving_at = {v.index: v.arriving for v in guard.verdicts if v.arriving is not None}
+    move_index = [i for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
+    arriving = {j: arriving_at[i] for j, i in enumerate(move_index) if i in arriving_at}
 
-    prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats)
+    prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats, arriving=arriving)
     # each unload's own effect (in plan order) on its source and destination; the plan's end state per
     # broker is in the summary's brokers
     unload_rows = [a for a in actions if a["kind"] == "unload"]

@@ -508,7 +508,7 @@ class GlobalPlanner:
                     for d in dests:
                         if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
                             continue
-                        bd = view.usage_after(d, bl.vec, 1.0)
+                        bd = view.usage_after(d, view.arrival(bl.vec, s, d), 1.0)
                         if bd >= us - min_gain or bd > max(overload, target):
                             continue
                         if best is None or bd < best[0]:
@@ -529,7 +529,7 @@ class GlobalPlanner:
                     # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
                     # target, and the other movable bundles together are smaller than the excess
                     bl = view.bundles[biggest[1]]
-                    fits = any(view.usage_after(d, bl.vec, 1.0) <= target for d in dests)
+                    fits = any(view.usage_after(d, view.arrival(bl.vec, s, d), 1.0) <= target for d in dests)
                     others = sum(size for size, name, _ in cands if name != biggest[1])
                     if not fits and biggest[0] > excess and others < excess:
                         placed: dict[str, str] = {}
@@ -555,7 +555,7 @@ class GlobalPlanner:
                             for child, d in placed.items():  # the parts sized for a destination's room go there
                                 us_c = view.usage(s)
                                 a = view.usage_after(s, view.bundles[child].vec, -1.0)
-                                bd = view.usage_after(d, view.bundles[child].vec, 1.0)
+                                bd = view.usage_after(d, view.arrival(view.bundles[child].vec, s, d), 1.0)
                                 if a < us_c and bd <= target:
                                     record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
                                     actions += 1
@@ -705,7 +705,7 @@ class GlobalPlanner:
             for d in dest_candidates(s):
                 if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
                     continue
-                bd = view.usage_after(d, view.bundles[name].vec, 1.0)
+                bd = view.usage_after(d, view.arrival(view.bundles[name].vec, s, d), 1.0)
                 if bd <= level and bd < a and (best is None or bd < best[0]):
                     best = (bd, d)
             if best is not None:
@@ -847,7 +847,9 @@ class GlobalPlanner:
         if n < 2 or not rooms:
             return [], []
         ref = rooms[0]
-        size = [view.usage_after(ref, v, 1.0) - view.usage(ref) for _, v, _f in topic_loads]
+        size = [
+            view.usage_after(ref, view.arrival(v, bl.broker, ref), 1.0) - view.usage(ref) for _, v, _f in topic_loads
+        ]
         prefix = [0.0]
         for x in size:
             prefix.append(prefix[-1] + x)
@@ -922,7 +924,8 @@ class GlobalPlanner:
                 (
                     x
                     for x in free
-                    if view.usage_after(x, vec, 1.0) <= target and (room is None or room.fits(bl.broker, x, traffic))
+                    if view.usage_after(x, view.arrival(vec, bl.broker, x), 1.0) <= target
+                    and (room is None or room.fits(bl.broker, x, traffic))
                 ),
                 None,
             )

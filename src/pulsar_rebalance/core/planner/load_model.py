@@ -36,6 +36,7 @@ config). Pure Python, no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -48,6 +49,10 @@ SCALE_BOUNDS = (0.25, 4.0)
 """A broker's usage per unit of fitted load stays within these multiples of the cluster's fit."""
 NOISE_BAND = 2.0
 """A broker's own usage per unit of load replaces the fit's only when they differ by more than this many noise sigmas."""
+TRIM_MIN_BROKERS = 8
+"""The fit leaves out brokers far off its shape only with at least this many (fewer say too little about a shape)."""
+TRIM_SIGMAS = 4.0
+"""A broker whose residual lies further than this many robust sigmas from the median is left out of the fit."""
 NOISE_FLOOR_BROKERS = 4
 """With fewer brokers than this the residuals say nothing about noise (0 is used)."""
 MAX_SMOOTHED_CHANGE = 0.5
@@ -195,15 +200,41 @@ def _nonneg_fit_origin(ys: Sequence[float], cols: Sequence[Sequence[float]]) -> 
     return [0.0] * k
 
 
+def _residuals(ys: Sequence[float], xs: Sequence[Sequence[float]], a: float, full: Sequence[float]) -> list[float]:
+    return [y - a - sum(c * x[j] for j, c in enumerate(full)) for y, x in zip(ys, xs)]
+
+
 def fit_detail(ys: Sequence[float], xs: Sequence[Sequence[float]]) -> Fit:
-    """The non-negative fit with its explained variance and residuals (see :func:`fit_resource`)."""
+    """The non-negative fit with its explained variance and residuals (see :func:`fit_resource`).
+
+    Robust to a few brokers the shape does not describe (a queue near saturation, a slower CPU, background
+    work): with at least :data:`TRIM_MIN_BROKERS` brokers, those whose residual lies more than
+    :data:`TRIM_SIGMAS` robust sigmas from the median (at most a quarter of them, the farthest first) are left
+    out and the rest refitted. One saturated broker reporting ten times its share would otherwise set every
+    coefficient, and with it every other broker's predicted usage and the noise every move must beat. The
+    explained variance is the inliers'; the residuals are every broker's, against the refitted shape."""
     n = len(ys)
     a, full = _nonneg_fit(ys, xs)
-    residuals = [y - a - sum(c * x[j] for j, c in enumerate(full)) for y, x in zip(ys, xs)]
-    mean = sum(ys) / n if n else 0.0
-    ss_tot = sum((y - mean) ** 2 for y in ys)
-    if n >= 3 and ss_tot > 1e-12 * n * max(mean * mean, 1e-30):
-        r2 = 1.0 - sum(r * r for r in residuals) / ss_tot
+    residuals = _residuals(ys, xs, a, full)
+    keep = list(range(n))
+    if n >= TRIM_MIN_BROKERS:
+        sigma = robust_sigma(residuals)
+        mid = sorted(residuals)[n // 2]
+        far = sorted(
+            (i for i in range(n) if sigma > 0 and abs(residuals[i] - mid) > TRIM_SIGMAS * sigma),
+            key=lambda i: -abs(residuals[i] - mid),
+        )[: (n - 1) // 4]
+        if far:
+            out = set(far)
+            keep = [i for i in range(n) if i not in out]
+            a, full = _nonneg_fit([ys[i] for i in keep], [xs[i] for i in keep])
+            residuals = _residuals(ys, xs, a, full)
+    kept = [ys[i] for i in keep]
+    m = len(kept)
+    mean = sum(kept) / m if m else 0.0
+    ss_tot = sum((y - mean) ** 2 for y in kept)
+    if m >= 3 and ss_tot > 1e-12 * m * max(mean * mean, 1e-30):
+        r2 = 1.0 - sum(residuals[i] ** 2 for i in keep) / ss_tot
     else:
         r2 = 1.0
     return Fit(a, full, r2, residuals)
@@ -369,6 +400,11 @@ class ClusterView:
                     if abs(explained - fitted) > band:
                         sc[i] = min(max(explained / fitted, SCALE_BOUNDS[0]), SCALE_BOUNDS[1])
             self.scale[b] = sc
+        # per resource, a typical broker's usage per unit of load: 1 for a trusted fit (the fit is one), the
+        # median over the brokers with traffic for a proxy (Pulsar's attribution: usage per message)
+        self.typical_scale = [
+            1.0 if self.trusted[i] else self._median_scale(i, reported, broker_feat, intercepts) for i in range(5)
+        ]
         self._sparse = [
             (i, [(j, c) for j, c in enumerate(coefs) if c]) for i, coefs in enumerate(self.coef) if self.weights[i] > 0
         ]
@@ -526,6 +562,25 @@ class ClusterView:
             return max(((used[i] - vec[i] * relief[i]) * k for i, k in self._scale[broker]), default=0.0)
         return max(((used[i] + sign * vec[i]) * k for i, k in self._scale[broker]), default=0.0)
 
+    def arrival(self, vec: Sequence[float], source: str, dest: str) -> list[float]:
+        """What ``vec`` (a contribution at ``source``'s usage per unit of load) costs on ``dest``.
+
+        Where ``source`` reports more per unit of load than both the cluster's fit and ``dest`` (a queue near
+        saturation, a slower CPU), the load arrives at ``dest``'s own rate, at least a typical broker's (the
+        fit's for a trusted fit, the median broker's for a proxy); otherwise it counts as at the source. Never
+        more than at the source: a bundle off a saturated broker is not believed to bring that broker's
+        queueing along, and nothing is believed cheaper than a typical broker makes it."""
+        ss = self.scale.get(source)
+        sd = self.scale.get(dest)
+        if ss is None or sd is None:
+            return list(vec)
+        out = list(vec)
+        for i in range(5):
+            d = max(sd[i], self.typical_scale[i])
+            if ss[i] > d > 0:
+                out[i] = vec[i] * d / ss[i]
+        return out
+
     def ideal(self, brokers: Sequence[str] | None = None) -> float:
         """Total usage / total capacity on the binding resource (weighted): the best any plan could do."""
         brokers = self.brokers if brokers is None else brokers
@@ -538,14 +593,19 @@ class ClusterView:
         return best
 
     def move(self, bundle: str, dest: str) -> None:
+        """Move ``bundle`` to ``dest``: it leaves its source (in proportion when clipped) and arrives at
+        :meth:`arrival` (a new :class:`BundleLoad`, so that a :meth:`snapshot` keeps the one before)."""
         bl = self.bundles[bundle]
         src = bl.broker
         relief = self.relief.get(src)
+        arrived = self.arrival(bl.vec, src, dest)
         for i, v in enumerate(bl.vec):
             self.used[src][i] -= v if relief is None else v * relief[i]
-            self.used[dest][i] += v
+            self.used[dest][i] += arrived[i]
         self.owned[src].remove(bundle)
         self.owned[dest].append(bundle)
+        if arrived != bl.vec:
+            bl = self.bundles[bundle] = dataclasses.replace(bl, vec=arrived)
         bl.broker = dest
         self._usage.pop(src, None)
         self._usage.pop(dest, None)
