@@ -225,12 +225,12 @@ def build_plan(
         actions[v.index] = {**actions[v.index], "reason": f"{actions[v.index]['reason']}; do-no-harm guard: {v.relief}"}
     kept = set(guard.kept)
     actions = [a for i, a in enumerate(actions) if i in kept]
-    moves = [g for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
+    kept_moves = [(i, g) for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
+    moves = [g for _, g in kept_moves]
     warnings += _guard_warnings(guard)
     # a relief move predicted at its destination's own cost is stored with the guard's numbers
     arriving_at = {v.index: v.arriving for v in guard.verdicts if v.arriving is not None}
-    move_index = [i for i, g in enumerate(guarded) if i in kept and isinstance(g, Move)]
-    arriving = {j: arriving_at[i] for j, i in enumerate(move_index) if i in arriving_at}
+    arriving = {j: arriving_at[i] for j, (i, _) in enumerate(kept_moves) if i in arriving_at}
 
     prediction = predict(reports, moves, resource_weights(cfg), extra_stats=child_stats, arriving=arriving)
     # each unload's own effect (in plan order) on its source and destination; the plan's end state per
