@@ -500,13 +500,20 @@ class GlobalPlanner:
                 def best_dest(name: str) -> tuple[float, str] | None:
                     """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
                     destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
-                    fewer moves in all), else the one ending lowest."""
+                    fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
+                    may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
+                    accepts: else the guard puts the bundle on another broker itself, the least used by this one
+                    report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
                     bl = view.bundles[name]
                     back = history.get(name, {}).get("from")
                     best: tuple[float, str] | None = None
                     tight: tuple[float, str] | None = None
+                    traffic = (bl.msg_rate, bl.feat_in, bl.feat_out)
+                    guarded = room.load.usage(s) <= overload
                     for d in dests:
                         if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
+                            continue
+                        if guarded and not room.fits(s, d, traffic):
                             continue
                         bd = view.usage_after(d, view.arrival(bl.vec, s, d), 1.0)
                         if bd >= us - min_gain or bd > max(overload, target):
