@@ -123,7 +123,8 @@ def _check_invariants(
         if "giving it the broker to itself" not in u["reason"]:
             assert p["sourceBefore"] - p["sourceAfter"] >= PlannerSettings().min_gain - 1e-4, u
         assert p["destinationBefore"] < overload and p["destinationAfter"] <= max(overload, cyc["stats"]["target"])
-        assert u["reason"].startswith("Overloaded: GlobalPlanner")
+        # a broker above the band is shed ("Overloaded"); one confirmed far below it is filled ("Underloaded")
+        assert u["reason"].startswith(("Overloaded: GlobalPlanner", "Underloaded: GlobalPlanner"))
     assert len({u["bundle"] for u in cyc["unloads"]}) == len(cyc["unloads"])  # a bundle moves at most once
     stats = cyc["stats"]
     if "maxUsageAfter" in stats:
@@ -348,8 +349,32 @@ def test_a_rolling_restart_gets_one_corrective_plan_at_its_end() -> None:
     moving = [i for i, n in enumerate(result.moves_per_cycle) if n]
     assert len(moving) == 1 and moving[0] > 22, result.moves_per_cycle
     s = result.summary()
-    # within the band: the brokers above the trigger shed down to the target, the others left alone
-    assert s["final_max"] <= s["ideal"] + _trigger_band(s["ideal"]) and s["ping_pong"] == 0
+    # the same plan sheds the brokers above the trigger and fills the broker that came back empty (before the
+    # fill it ended at 0.585, 8 points above the ideal, the restarted broker at 0.16)
+    assert s["final_max"] <= s["ideal"] + _band(s["ideal"]) and s["ping_pong"] == 0, s
+
+
+def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even_within_the_band() -> None:
+    # ThresholdShedder's lowerBoundarySheddingEnabled, mirrored: no broker is above the trigger, but A is empty
+    # (joined, or back from a restart). Before, the planner left it empty for good (within the band).
+    cycle = _nic_cluster({"A:8080": {}, **{f"{b}:8080": _tiles(f"t/{b}", [6.0] * 10) for b in "BCDE"}})
+    out = None
+    for i in range(PlannerSettings().confirm_reports):
+        again = copy.deepcopy(cycle)
+        again["nowMs"] = NOW + (i + 1) * 60_000
+        out = _decide(again, out["state"] if out else None)
+        cyc = out["cycles"][0]
+        st = cyc["stats"]
+        assert st["maxUsageBefore"] <= st["trigger"]  # within the band
+        if i + 1 < PlannerSettings().confirm_reports:  # one or two reports are samples: wait
+            assert cyc["label"] == "Skip" and not cyc["unloads"], cyc
+    assert (cyc["label"], cyc["reason"]) == ("Success", "Underloaded"), cyc["detail"]
+    assert cyc["unloads"] and {u["destination"] for u in cyc["unloads"]} == {"A:8080"}
+    assert all(u["reason"].startswith("Underloaded: GlobalPlanner: A:8080") for u in cyc["unloads"])
+    after = {b: v["predictedUsage"] for b, v in st["brokers"].items()}
+    assert after["A:8080"] <= st["target"] and st["maxUsageAfter"] < st["maxUsageBefore"] - 0.04
+    assert max(after.values()) - min(after.values()) < 0.06, after  # about level: A near the ideal
+    assert StrategyState.from_json(out["state"]).planner["below"] == {"A:8080": PlannerSettings().confirm_reports}
 
 
 def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
@@ -580,6 +605,9 @@ def test_the_planner_memory_reads_an_older_state_and_refuses_a_bad_hit_count() -
     assert PlannerMemory.from_json({"above": {"b1": 2}}, "state.globalPlanner").to_json()["above"] == {"b1": 2}
     with pytest.raises(ScenarioError, match="state.globalPlanner.above"):
         PlannerMemory.from_json({"above": {"b1": 0}}, "state.globalPlanner")
+    assert PlannerMemory.from_json({"below": {"b1": 3}}, "state.globalPlanner").to_json()["below"] == {"b1": 3}
+    with pytest.raises(ScenarioError, match="state.globalPlanner.below"):
+        PlannerMemory.from_json({"below": {"b1": True}}, "state.globalPlanner")
 
 
 def test_a_move_the_reports_show_undone_does_not_freeze_its_bundle() -> None:

@@ -49,6 +49,10 @@ One cycle:
    broker to itself.
 7. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
    Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
+8. **Fill** (ThresholdShedder's ``lowerBoundarySheddingEnabled``, mirrored): a broker below ideal -
+   (trigger - ideal) - noise in its planned usage and its reports, in ``confirm_reports`` consecutive
+   reports, is filled from the busiest brokers toward the ideal (moves only, each destination within the
+   target) when no broker is above the trigger once the plan's other moves are counted.
 """
 
 from __future__ import annotations
@@ -323,19 +327,32 @@ class GlobalPlanner:
         # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
         # a broker between the target and the trigger, or above it for fewer reports, is left alone
         sources = {b for b in hot if seen.get(b, 0) >= st.confirm_reports or before[b] >= clear}
+        # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a broker as far below the ideal as
+        # the trigger is above it, by more than the noise, in its planned usage (which holds its bundles'
+        # remembered peaks: an on/off consumer's broker in its off phase is not empty) and in its reports, for
+        # `confirm_reports` consecutive reports, is filled from the busiest brokers when none is above the trigger:
+        # a broker that joined or came back from a restart does not stay empty within the band
+        low_level = ideal - (trigger - ideal) - noise
+        mem.below = {
+            b: mem.below.get(b, 0) + 1
+            for b in eligible
+            if before[b] < low_level and view.smoothed_usage(b) < low_level and not view.clipped(b)
+        }
+        under = {b for b, n in mem.below.items() if n >= st.confirm_reports}
+        fill = bool(under) and max_before <= trigger
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(
                 Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats
             ), new_state
-        if max_before <= trigger:
+        if max_before <= trigger and not fill:
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
             return skip(
                 Reason.BALANCED,
                 f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}): within the band, no move",
                 stats,
             ), new_state
-        if not sources:  # above the trigger, but not yet in enough reports and not far above
+        if not sources and not fill:  # above the trigger, but not yet in enough reports and not far above
             stats["brokers"] = {b: {"usage": _r(before[b])} for b in view.brokers}
             top = max(eligible, key=lambda b: (before[b], b))
             reported = (
@@ -382,11 +399,14 @@ class GlobalPlanner:
 
         frozen = {name for name in view.bundles if is_frozen(name)}
 
+        fill_target = ideal + min_gain
+
         def descend(
             srcs: set[str],
         ) -> tuple[list[PlannedUnload], list[SplitDecision], list[str], dict[str, tuple[float, float, float]]]:
-            """One greedy descent of the maximum from ``srcs`` (step 5 of docs/planner.md) on ``view`` (moves and
-            splits applied to it): the unloads, the splits, the warnings and the split children's features."""
+            """One greedy descent of the maximum from ``srcs`` (steps 4-6 of docs/planner.md), then the fill of
+            the brokers far below the ideal (step 8), on ``view`` (moves and splits applied to it): the unloads,
+            the splits, the warnings and the split children's features."""
             counts = dict(counts0)
             # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
             # share of the source's reported usage, not by this model): split parts are sized within it too
@@ -440,8 +460,15 @@ class GlobalPlanner:
                 room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
                 changed_usage(s, d)
                 moved_in_plan.add(name)
+                cause = (
+                    f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f})"
+                    if phase["into"] is None
+                    else f"Underloaded: GlobalPlanner: {d} predicted usage {ud:.4f} < {low_level:.4f} (ideal {ideal:.4f} "
+                    f"- {trigger - ideal:.4f} - noise) in {st.confirm_reports}+ consecutive load reports; {s} predicted "
+                    f"usage {us:.4f} > {phase['target']:.4f}"
+                )
                 reason = (
-                    f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f}){why}; "
+                    f"{cause}{why}; "
                     f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
                     f"and {d} from {ud:.4f} to {bd:.4f}"
                 )
@@ -464,146 +491,176 @@ class GlobalPlanner:
                 )
 
             actions = 0
-            # Sources above the target are planned down to it while the busiest one can still be lowered;
-            # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
-            # brokers above the trigger and above that level (or above the overload threshold) are still worth
-            # disrupting clients for. A broker counts as above a level only by more than min_gain.
-            floor_at = target
-            while actions < st.max_actions:
-                while busiest and (
-                    busiest[0][1] in stuck or busiest[0][1] not in srcs or -busiest[0][0] != view.usage(busiest[0][1])
-                ):
-                    heapq.heappop(busiest)
-                if not busiest:
-                    break
-                s = busiest[0][1]
-                us = view.usage(s)
-                if stuck_max >= us and floor_at == target:
-                    floor_at = max(trigger, min(stuck_max, overload))
-                if us <= floor_at + min_gain:
-                    break
-                dests = dest_candidates(s)
-                excess = us - target
-                cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
-                biggest: tuple[float, str] | None = None
-                for name in view.owned[s]:
-                    if not movable(name):
-                        continue
-                    a = view.usage_after(s, view.bundles[name].vec, -1.0)
-                    size = us - a
-                    if biggest is None or size > biggest[0]:
-                        biggest = (size, name)
-                    if size >= min_gain:
-                        cands.append((size, name, a))
-                cands.sort()
+            phase: dict[str, Any] = {"target": target, "into": None}  # what record() says a move is for
 
-                def best_dest(name: str) -> tuple[float, str] | None:
-                    """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
-                    destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
-                    fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
-                    may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
-                    accepts: else the guard puts the bundle on another broker itself, the least used by this one
-                    report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
-                    bl = view.bundles[name]
-                    back = history.get(name, {}).get("from")
-                    best: tuple[float, str] | None = None
-                    tight: tuple[float, str] | None = None
-                    traffic = (bl.msg_rate, bl.feat_in, bl.feat_out)
-                    guarded = room.load.usage(s) <= overload
-                    for d in dests:
-                        if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
-                            continue
-                        if guarded and not room.fits(s, d, traffic):
-                            continue
-                        bd = view.usage_after(d, view.arrival(bl.vec, s, d), 1.0)
-                        if bd >= us - min_gain or bd > max(overload, target):
-                            continue
-                        if best is None or bd < best[0]:
-                            best = (bd, d)
-                        if bd <= target and (tight is None or bd > tight[0]):
-                            tight = (bd, d)
-                    return tight if tight is not None else best
-
-                choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
-                # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
-                first = bisect.bisect_left(cands, (excess,))
-                for _size, name, a in cands[first:]:
-                    found = best_dest(name)
-                    if found is not None and found[0] <= target:
-                        choice = (name, found[1], a, found[0])
+            def loop(srcs: set[str], target: float, into: set[str] | None, cap: float) -> None:
+                """Lower the busiest of ``srcs`` toward ``target`` while it can be lowered, each destination within
+                ``cap``; ``into``: only into these brokers (a fill, step 8: moves only)."""
+                nonlocal actions, stuck_max
+                phase.update(target=target, into=into)
+                busiest[:] = [(-view.usage(b), b) for b in srcs if b in view.owned]  # the last phase drained it
+                heapq.heapify(busiest)
+                # Sources above the target are planned down to it while the busiest one can still be lowered;
+                # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
+                # brokers above the trigger and above that level (or above the overload threshold) are still worth
+                # disrupting clients for. A broker counts as above a level only by more than min_gain.
+                floor_at = target
+                while actions < st.max_actions:
+                    while busiest and (
+                        busiest[0][1] in stuck
+                        or busiest[0][1] not in srcs
+                        or -busiest[0][0] != view.usage(busiest[0][1])
+                    ):
+                        heapq.heappop(busiest)
+                    if not busiest:
                         break
-                if choice is None and biggest is not None and biggest[1] not in unsplittable:
-                    # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
-                    # target, and the other movable bundles together are smaller than the excess
-                    bl = view.bundles[biggest[1]]
-                    fits = any(view.usage_after(d, view.arrival(bl.vec, s, d), 1.0) <= target for d in dests)
-                    others = sum(size for size, name, _ in cands if name != biggest[1])
-                    if not fits and biggest[0] > excess and others < excess:
-                        placed: dict[str, str] = {}
-                        split = self._split(
-                            view,
-                            biggest[1],
-                            inp,
-                            config,
-                            counts,
-                            target,
-                            warnings,
-                            topic_cache,
-                            child_features,
-                            [d for d in dests if allowed.permits(biggest[1], s, d)],
-                            excess - min_gain,
-                            placed,
-                            room,
-                        )
-                        if split is not None:
-                            splits.append(split)
-                            actions += 1
-                            changed_usage(s)
-                            for child, d in placed.items():  # the parts sized for a destination's room go there
-                                us_c = view.usage(s)
-                                a = view.usage_after(s, view.bundles[child].vec, -1.0)
-                                bd = view.usage_after(d, view.arrival(view.bundles[child].vec, s, d), 1.0)
-                                if a < us_c and bd <= target:
-                                    record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
-                                    actions += 1
+                    s = busiest[0][1]
+                    us = view.usage(s)
+                    if stuck_max >= us and floor_at == target:
+                        floor_at = max(trigger, min(stuck_max, overload))
+                    if us <= floor_at + min_gain:
+                        break
+                    dests = dest_candidates(s)
+                    excess = us - target
+                    cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
+                    biggest: tuple[float, str] | None = None
+                    for name in view.owned[s]:
+                        if not movable(name):
                             continue
-                        unsplittable.add(biggest[1])
-                        continue
-                if choice is None:
-                    # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
-                    for _size, name, a in reversed(cands):
+                        a = view.usage_after(s, view.bundles[name].vec, -1.0)
+                        size = us - a
+                        if biggest is None or size > biggest[0]:
+                            biggest = (size, name)
+                        if size >= min_gain:
+                            cands.append((size, name, a))
+                    cands.sort()
+
+                    def best_dest(name: str) -> tuple[float, str] | None:
+                        """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
+                        destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
+                        fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
+                        may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
+                        accepts: else the guard puts the bundle on another broker itself, the least used by this one
+                        report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
+                        bl = view.bundles[name]
+                        back = history.get(name, {}).get("from")
+                        best: tuple[float, str] | None = None
+                        tight: tuple[float, str] | None = None
+                        traffic = (bl.msg_rate, bl.feat_in, bl.feat_out)
+                        guarded = room.load.usage(s) <= overload
+                        for d in dests:
+                            if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
+                                continue
+                            if into is not None and d not in into:
+                                continue
+                            if guarded and not room.fits(s, d, traffic):
+                                continue
+                            bd = view.usage_after(d, view.arrival(bl.vec, s, d), 1.0)
+                            if bd >= us - min_gain or bd > max(overload, cap):
+                                continue
+                            if best is None or bd < best[0]:
+                                best = (bd, d)
+                            if bd <= cap and (tight is None or bd > tight[0]):
+                                tight = (bd, d)
+                        return tight if tight is not None else best
+
+                    choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
+                    # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
+                    first = bisect.bisect_left(cands, (excess,))
+                    for _size, name, a in cands[first:]:
                         found = best_dest(name)
-                        if found is not None and found[0] <= target:
+                        if found is not None and found[0] <= cap:
                             choice = (name, found[1], a, found[0])
                             break
-                if choice is None:
-                    # 4. the move that lowers max(source, destination) the most
-                    best_pair: tuple[float, str, str, float, float] | None = None
-                    for _size, name, a in cands:
-                        found = best_dest(name)
-                        if found is not None:
-                            pair = max(a, found[0])
-                            if pair < us - min_gain and (best_pair is None or pair < best_pair[0]):
-                                best_pair = (pair, name, found[1], a, found[0])
-                    if best_pair is not None:
-                        choice = best_pair[1:]
-                if choice is None:
-                    stuck.add(s)
-                    stuck_max = max(stuck_max, us)
-                    if us > target:
-                        pinned = [n for n in view.owned[s] if n in unsplittable]
-                        if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
-                            actions += self._isolate(
-                                view, s, pinned, movable, dest_candidates, history, target, overload, record, allowed
+                    if choice is None and into is None and biggest is not None and biggest[1] not in unsplittable:
+                        # 2. split, only when moves cannot do it: the biggest bundle fits on no broker below the
+                        # target, and the other movable bundles together are smaller than the excess
+                        bl = view.bundles[biggest[1]]
+                        fits = any(view.usage_after(d, view.arrival(bl.vec, s, d), 1.0) <= target for d in dests)
+                        others = sum(size for size, name, _ in cands if name != biggest[1])
+                        if not fits and biggest[0] > excess and others < excess:
+                            placed: dict[str, str] = {}
+                            split = self._split(
+                                view,
+                                biggest[1],
+                                inp,
+                                config,
+                                counts,
+                                target,
+                                warnings,
+                                topic_cache,
+                                child_features,
+                                [d for d in dests if allowed.permits(biggest[1], s, d)],
+                                excess - min_gain,
+                                placed,
+                                room,
                             )
-                        warnings.append(
-                            f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
-                            "overloading its destination (or all are in cool-down)"
-                        )
-                    continue
-                name, d, a, bd = choice
-                record(s, name, d, us, a, bd, "")
-                actions += 1
+                            if split is not None:
+                                splits.append(split)
+                                actions += 1
+                                changed_usage(s)
+                                for child, d in placed.items():  # the parts sized for a destination's room go there
+                                    us_c = view.usage(s)
+                                    a = view.usage_after(s, view.bundles[child].vec, -1.0)
+                                    bd = view.usage_after(d, view.arrival(view.bundles[child].vec, s, d), 1.0)
+                                    if a < us_c and bd <= target:
+                                        record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
+                                        actions += 1
+                                continue
+                            unsplittable.add(biggest[1])
+                            continue
+                    if choice is None:
+                        # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
+                        for _size, name, a in reversed(cands):
+                            found = best_dest(name)
+                            if found is not None and found[0] <= cap:
+                                choice = (name, found[1], a, found[0])
+                                break
+                    if choice is None and into is None:
+                        # 4. the move that lowers max(source, destination) the most
+                        best_pair: tuple[float, str, str, float, float] | None = None
+                        for _size, name, a in cands:
+                            found = best_dest(name)
+                            if found is not None:
+                                pair = max(a, found[0])
+                                if pair < us - min_gain and (best_pair is None or pair < best_pair[0]):
+                                    best_pair = (pair, name, found[1], a, found[0])
+                        if best_pair is not None:
+                            choice = best_pair[1:]
+                    if choice is None:
+                        stuck.add(s)
+                        stuck_max = max(stuck_max, us)
+                        if us > target and into is None:
+                            pinned = [n for n in view.owned[s] if n in unsplittable]
+                            if pinned and not any(us < o for o, _ in ((view.usage(b), b) for b in eligible if b != s)):
+                                actions += self._isolate(
+                                    view,
+                                    s,
+                                    pinned,
+                                    movable,
+                                    dest_candidates,
+                                    history,
+                                    target,
+                                    overload,
+                                    record,
+                                    allowed,
+                                )
+                            warnings.append(
+                                f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
+                                "overloading its destination (or all are in cool-down)"
+                            )
+                        continue
+                    name, d, a, bd = choice
+                    record(s, name, d, us, a, bd, "")
+                    actions += 1
+
+            loop(srcs, target, None, target)
+            # 8. a broker confirmed far below the ideal (`under`) and still there once the plan is made, with no
+            # broker above the trigger: the busiest brokers are lowered into it, down to the ideal, while that
+            # lowers the busiest (a broker that joined or came back from a restart does not stay empty)
+            still = {b for b in under if view.usage(b) < low_level}
+            if still and max((view.usage(b) for b in eligible), default=0.0) <= trigger:
+                loop({b for b in eligible if b not in still}, fill_target, still, target)
             return unloads, splits, warnings, child_features
 
         # a broker acted on at once, on one report (far above the trigger, below the overload threshold), must be
@@ -661,6 +718,14 @@ class GlobalPlanner:
                             "atMs": now,
                         }
             new_state = new_state.evolve(planner=mem.to_json())
+        if not unloads and not splits and fill:
+            return skip(
+                Reason.BALANCED,
+                f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}); "
+                f"{', '.join(sorted(under))} below {low_level:.4f} in {st.confirm_reports}+ consecutive load reports, but "
+                "no move fills them without taking them above the ideal or the busiest broker higher",
+                stats,
+            ), new_state
         if not unloads and not splits:
             return skip(
                 Reason.BALANCED if not warnings else Reason.UNKNOWN,
@@ -672,7 +737,11 @@ class GlobalPlanner:
             f"{len(unloads)} move(s), {len(splits)} split(s): busiest broker {max_before:.4f} -> {stats['maxUsageAfter']:.4f} "
             f"(ideal {ideal:.4f}, target {target:.4f})"
         )
-        return Decision(Label.SUCCESS, Reason.OVERLOADED, detail, tuple(unloads), tuple(splits), (), stats), new_state
+        filled = sorted({u.destination for u in unloads if u.destination and u.reason.startswith("Underloaded")})
+        if filled:
+            detail += f"; filling {', '.join(filled)} (below {low_level:.4f})"
+        reason = Reason.UNDERLOADED if fill else Reason.OVERLOADED
+        return Decision(Label.SUCCESS, reason, detail, tuple(unloads), tuple(splits), (), stats), new_state
 
     @staticmethod
     def _isolate(

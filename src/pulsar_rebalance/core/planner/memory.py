@@ -8,6 +8,7 @@ JSON (unknown members are errors naming their path, like the rest of the state):
      "coefficients": {"<resource>": [5 numbers >= 0]},
      "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}},
      "above": {"<broker>": n},
+     "below": {"<broker>": n},
      "highs": {"<broker>": {"usage": x, "atMs": ms}}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
@@ -24,6 +25,9 @@ JSON (unknown members are errors naming their path, like the rest of the state):
 * ``above``: the brokers above the trigger in the last cycle, each with how many consecutive cycles
   saw it there (a broker acts when ``confirm_reports`` consecutive cycles do, unless it is far above);
   a list of broker ids (an older state) counts one each;
+* ``below``: the brokers far below the ideal in the last cycle (as far below it as the trigger is above),
+  each with how many consecutive cycles saw it there: the planner fills a broker that ``confirm_reports``
+  consecutive cycles saw there (see ``GlobalPlanner.plan``);
 * ``highs``: per broker the highest usage its own load reports showed recently (Pulsar's weighted
   max over resources, as reported, not modelled) and when: the planner believes a broker hot only as
   far as its reports ever showed it (see ``GlobalPlanner.plan``); forgotten like ``peaks``.
@@ -53,6 +57,7 @@ class PlannerMemory:
     coefficients: dict[str, list[float]] = field(default_factory=dict)
     reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     above: dict[str, int] = field(default_factory=dict)
+    below: dict[str, int] = field(default_factory=dict)
     highs: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -67,13 +72,16 @@ class PlannerMemory:
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
             "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
             "above": dict(self.above),
+            "below": dict(self.below),
             "highs": {b: dict(h) for b, h in self.highs.items()},
         }
 
     @classmethod
     def from_json(cls, obj: object, path: str) -> PlannerMemory:
         root = require_object(obj, path)
-        reject_unknown_keys(root, {"moves", "membership", "peaks", "coefficients", "reports", "above", "highs"}, path)
+        reject_unknown_keys(
+            root, {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "highs"}, path
+        )
         mem = cls()
         mp = field_path(path, "moves")
         for bundle, raw in require_object(root.get("moves", {}), mp).items():
@@ -130,14 +138,8 @@ class PlannerMemory:
         above = root.get("above", {})
         if isinstance(above, list):  # an older state: the brokers above in the last cycle, once each
             above = dict.fromkeys(above, 1)
-        if not isinstance(above, dict) or not all(
-            isinstance(b, str) and b and isinstance(n, int) and not isinstance(n, bool) and n > 0
-            for b, n in above.items()
-        ):
-            raise ScenarioError(
-                field_path(path, "above"), "expected an object of non-empty broker ids to positive integers"
-            )
-        mem.above = dict(above)
+        mem.above = _counts(above, field_path(path, "above"))
+        mem.below = _counts(root.get("below", {}), field_path(path, "below"))
         hp = field_path(path, "highs")
         for broker, raw in require_object(root.get("highs", {}), hp).items():
             ep = field_path(hp, broker)
@@ -153,6 +155,15 @@ class PlannerMemory:
     def of(cls, raw: Mapping[str, Any]) -> PlannerMemory:
         """From the (already validated) ``StrategyState.planner`` mapping."""
         return cls.from_json(dict(raw), "state.globalPlanner") if raw else cls()
+
+
+def _counts(raw: object, path: str) -> dict[str, int]:
+    """``{"<broker>": n}`` with n a positive integer (consecutive cycles), else an error naming ``path``."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(b, str) and b and isinstance(n, int) and not isinstance(n, bool) and n > 0 for b, n in raw.items()
+    ):
+        raise ScenarioError(path, "expected an object of non-empty broker ids to positive integers")
+    return dict(raw)
 
 
 __all__ = ["PlannerMemory"]
