@@ -375,6 +375,27 @@ def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even
     assert after["A:8080"] <= st["target"] and st["maxUsageAfter"] < st["maxUsageBefore"] - 0.04
     assert max(after.values()) - min(after.values()) < 0.06, after  # about level: A near the ideal
     assert StrategyState.from_json(out["state"]).planner["below"] == {"A:8080": PlannerSettings().confirm_reports}
+    # the do-no-harm guard put each of those bundles on the next broker instead (A is cordoned: an operator drained
+    # it): A is not filled again for the history window, or every run would plan the same fill and the guard move
+    # load between the other brokers again
+    moved = {u["bundle"]: u["broker"] for u in cyc["unloads"]}
+    landed = {n: "CDEB"["BCDE".index(src[0])] for n, src in moved.items()}
+    later = _nic_cluster(
+        {
+            "A:8080": {},
+            **{
+                f"{b}:8080": {n: 6.0 for n in _tiles(f"t/{b}", [6.0] * 10) if n not in moved}
+                | {n: 6.0 for n, to in landed.items() if to == b}
+                for b in "BCDE"
+            },
+        }
+    )
+    for i in range(3):
+        later["nowMs"] = NOW + (5 + i * 60) * 60_000
+        out = _decide(later, out["state"])
+        cyc = out["cycles"][0]
+        assert cyc["label"] == "Skip" and not cyc["unloads"] and cyc["stats"]["fillRefused"] == ["A:8080"], cyc
+    assert set(StrategyState.from_json(out["state"]).planner["refused"]) == {"A:8080"}
 
 
 def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:

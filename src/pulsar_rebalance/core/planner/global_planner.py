@@ -282,6 +282,14 @@ class GlobalPlanner:
             }
             history = {b: m for b, m in history.items() if b not in undone}
             mem.moves = history
+            # a fill move whose bundle landed on neither end: the do-no-harm guard put it elsewhere (its
+            # destination is cordoned, or refused by the guard's checks): that broker is not filled again for the
+            # history window, or every run would plan the same fill and the guard re-place it on another broker
+            for b, m in history.items():
+                if m.get("fill") and owner.get(b) not in (None, m["from"], m["to"]):
+                    mem.refused[m["to"]] = max(m["atMs"], mem.refused.get(m["to"], 0))
+        if now is not None:
+            mem.refused = {b: t for b, t in mem.refused.items() if t >= now - st.history_ms}
         corroborated = self._corroborate(mem, view, inp, now, max(st.peak_ms, st.peak_cycles * cycle_ms), history)
         before = {b: view.usage(b) for b in view.brokers}
         ideal = view.ideal(eligible)
@@ -338,7 +346,10 @@ class GlobalPlanner:
             for b in eligible
             if before[b] < low_level and view.smoothed_usage(b) < low_level and not view.clipped(b)
         }
-        under = {b for b, n in mem.below.items() if n >= st.confirm_reports}
+        refused = sorted(b for b in mem.refused if b in mem.below)
+        if refused:  # far below, but a fill move to it landed elsewhere (see the history above)
+            stats["fillRefused"] = refused
+        under = {b for b, n in mem.below.items() if n >= st.confirm_reports and b not in mem.refused}
         fill = bool(under) and max_before <= trigger
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
@@ -706,6 +717,8 @@ class GlobalPlanner:
         if now is not None and (unloads or splits):
             for u in unloads:
                 mem.moves[u.bundle] = {"from": u.broker, "to": u.destination, "atMs": now}
+                if u.reason.startswith("Underloaded"):
+                    mem.moves[u.bundle]["fill"] = True
             for sp in splits:  # children inherit their share of the parent's load as their peak
                 mem.peaks.pop(sp.bundle, None)
                 for child in sp.children or ():

@@ -2,16 +2,18 @@
 
 JSON (unknown members are errors naming their path, like the rest of the state)::
 
-    {"moves": {"<bundle>": {"from": "<broker>", "to": "<broker>", "atMs": ms}},
+    {"moves": {"<bundle>": {"from": "<broker>", "to": "<broker>", "atMs": ms, "fill": true}},
      "membership": {"brokers": ["<broker>", ...], "atMs": ms, "changedMs": ms | null},
      "peaks": {"<bundle>": {"msgRate": x, "msgThroughputIn": y, "msgThroughputOut": z, "atMs": ms}},
      "coefficients": {"<resource>": [5 numbers >= 0]},
      "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}},
      "above": {"<broker>": n},
      "below": {"<broker>": n},
+     "refused": {"<broker>": ms},
      "highs": {"<broker>": {"usage": x, "atMs": ms}}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
+  ``fill`` (optional, default false): a move that filled a broker far below the ideal;
 * ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
   (a broker joined, left, or came back from a restart): the planner waits for the membership to be
   stable before re-planning (a rolling restart gets one corrective plan at its end, not one per broker);
@@ -28,6 +30,9 @@ JSON (unknown members are errors naming their path, like the rest of the state):
 * ``below``: the brokers far below the ideal in the last cycle (as far below it as the trigger is above),
   each with how many consecutive cycles saw it there: the planner fills a broker that ``confirm_reports``
   consecutive cycles saw there (see ``GlobalPlanner.plan``);
+* ``refused``: brokers a fill move did not reach - its bundle landed on another broker: the do-no-harm guard
+  re-placed it (a cordoned broker, one its checks refuse) - and when that move was planned: not filled again
+  for the history window (6 h), else every run would plan the same fill and the guard re-place it;
 * ``highs``: per broker the highest usage its own load reports showed recently (Pulsar's weighted
   max over resources, as reported, not modelled) and when: the planner believes a broker hot only as
   far as its reports ever showed it (see ``GlobalPlanner.plan``); forgotten like ``peaks``.
@@ -58,6 +63,7 @@ class PlannerMemory:
     reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     above: dict[str, int] = field(default_factory=dict)
     below: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
     highs: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -73,6 +79,7 @@ class PlannerMemory:
             "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
             "above": dict(self.above),
             "below": dict(self.below),
+            "refused": dict(self.refused),
             "highs": {b: dict(h) for b, h in self.highs.items()},
         }
 
@@ -80,14 +87,16 @@ class PlannerMemory:
     def from_json(cls, obj: object, path: str) -> PlannerMemory:
         root = require_object(obj, path)
         reject_unknown_keys(
-            root, {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "highs"}, path
+            root,
+            {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "refused", "highs"},
+            path,
         )
         mem = cls()
         mp = field_path(path, "moves")
         for bundle, raw in require_object(root.get("moves", {}), mp).items():
             ep = field_path(mp, bundle)
             entry = require_object(raw, ep)
-            reject_unknown_keys(entry, {"from", "to", "atMs"}, ep)
+            reject_unknown_keys(entry, {"from", "to", "atMs", "fill"}, ep)
             for key in ("from", "to"):
                 if not isinstance(entry.get(key), str) or not entry[key]:
                     raise ScenarioError(field_path(ep, key), "expected a non-empty broker id")
@@ -96,6 +105,11 @@ class PlannerMemory:
                 "to": entry["to"],
                 "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs")),
             }
+            if "fill" in entry:
+                if not isinstance(entry["fill"], bool):
+                    raise ScenarioError(field_path(ep, "fill"), "expected true or false")
+                if entry["fill"]:
+                    mem.moves[bundle]["fill"] = True
         sp = field_path(path, "membership")
         ms = require_object(root.get("membership", {}), sp)
         reject_unknown_keys(ms, {"brokers", "atMs", "changedMs"}, sp)
@@ -140,6 +154,10 @@ class PlannerMemory:
             above = dict.fromkeys(above, 1)
         mem.above = _counts(above, field_path(path, "above"))
         mem.below = _counts(root.get("below", {}), field_path(path, "below"))
+        rp = field_path(path, "refused")
+        mem.refused = {
+            b: check_int(t, field_path(rp, b)) for b, t in require_object(root.get("refused", {}), rp).items()
+        }
         hp = field_path(path, "highs")
         for broker, raw in require_object(root.get("highs", {}), hp).items():
             ep = field_path(hp, broker)
