@@ -373,7 +373,9 @@ def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even
     assert all(u["reason"].startswith("Underloaded: GlobalPlanner: A:8080") for u in cyc["unloads"])
     after = {b: v["predictedUsage"] for b, v in st["brokers"].items()}
     assert after["A:8080"] <= st["target"] and st["maxUsageAfter"] < st["maxUsageBefore"] - 0.04
-    assert max(after.values()) - min(after.values()) < 0.06, after  # about level: A near the ideal
+    # every broker above the target is lowered to it, each into A (one 6 MiB/s bundle each): A takes 4
+    assert all(v <= st["target"] for v in after.values()) and len(cyc["unloads"]) == 4, after
+    assert after["A:8080"] > 0.15, after
     assert StrategyState.from_json(out["state"]).planner["below"] == {"A:8080": PlannerSettings().confirm_reports}
     # the do-no-harm guard put each of those bundles on the next broker instead (A is cordoned: an operator drained
     # it): A is not filled again for the history window, or every run would plan the same fill and the guard move

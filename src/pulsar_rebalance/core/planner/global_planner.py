@@ -51,8 +51,9 @@ One cycle:
    Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
 8. **Fill** (ThresholdShedder's ``lowerBoundarySheddingEnabled``, mirrored): a broker below ideal -
    (trigger - ideal) - noise in its planned usage and its reports, in ``confirm_reports`` consecutive
-   reports, is filled from the busiest brokers toward the ideal (moves only, each destination within the
-   target) when no broker is above the trigger once the plan's other moves are counted.
+   reports, is filled up to ideal - (target - ideal) from the brokers above the target, busiest first, down
+   to the target (moves only, the largest bundle that leaves its source at or above that lower level),
+   after the plan's other moves, when it closes at least half the busiest broker's excess over the target.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ class PlannerSettings:
     """A broker acted on from one report (far above the trigger, below the overload threshold) only when the
     plan closes at least this share of its excess over the target (or brings it below the trigger); else it
     waits for ``confirm_reports`` reports like any other."""
+    fill_share: float = 0.5
+    """A fill (step 8) is planned only when it lowers the busiest broker by at least this share of its excess over
+    the target."""
     min_split_gain: float = 0.02
     """Isolating a hot topic must free at least this much of its broker (usage fraction) to be worth a split."""
 
@@ -338,7 +342,7 @@ class GlobalPlanner:
         # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a broker as far below the ideal as
         # the trigger is above it, by more than the noise, in its planned usage (which holds its bundles'
         # remembered peaks: an on/off consumer's broker in its off phase is not empty) and in its reports, for
-        # `confirm_reports` consecutive reports, is filled from the busiest brokers when none is above the trigger:
+        # `confirm_reports` consecutive reports, is filled from the brokers above the target (step 8, in `descend`):
         # a broker that joined or came back from a restart does not stay empty within the band
         low_level = ideal - (trigger - ideal) - noise
         mem.below = {
@@ -350,7 +354,7 @@ class GlobalPlanner:
         if refused:  # far below, but a fill move to it landed elsewhere (see the history above)
             stats["fillRefused"] = refused
         under = {b for b, n in mem.below.items() if n >= st.confirm_reports and b not in mem.refused}
-        fill = bool(under) and max_before <= trigger
+        fill = bool(under)  # also when the busiest broker is above the trigger but not confirmed there
         new_state = state.evolve(planner=mem.to_json())
         if len(eligible) < 2:
             return skip(
@@ -410,7 +414,9 @@ class GlobalPlanner:
 
         frozen = {name for name in view.bundles if is_frozen(name)}
 
-        fill_target = ideal + min_gain
+        fill_dropped: list[str] = []  # why a fill was not worth it (at most one, from the last descent)
+        # the mirror of the target: a broker far below the ideal is filled to as far below it as the target is above
+        fill_to = ideal - (target - ideal)
 
         def descend(
             srcs: set[str],
@@ -474,7 +480,7 @@ class GlobalPlanner:
                 cause = (
                     f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f})"
                     if phase["into"] is None
-                    else f"Underloaded: GlobalPlanner: {d} predicted usage {ud:.4f} < {low_level:.4f} (ideal {ideal:.4f} "
+                    else f"Underloaded: GlobalPlanner: {d} predicted usage {before[d]:.4f} < {low_level:.4f} (ideal {ideal:.4f} "
                     f"- {trigger - ideal:.4f} - noise) in {st.confirm_reports}+ consecutive load reports; {s} predicted "
                     f"usage {us:.4f} > {phase['target']:.4f}"
                 )
@@ -531,6 +537,8 @@ class GlobalPlanner:
                         floor_at = max(trigger, min(stuck_max, overload))
                     if us <= floor_at + min_gain:
                         break
+                    if into is not None and not any(view.usage(b) < fill_to for b in into):
+                        break  # every broker filled to the lower target
                     dests = dest_candidates(s)
                     excess = us - target
                     cands: list[tuple[float, str, float]] = []  # (size, bundle, source usage after)
@@ -562,7 +570,7 @@ class GlobalPlanner:
                         for d in dests:
                             if d == back or view.usage(d) >= overload or not allowed.permits(name, s, d):
                                 continue
-                            if into is not None and d not in into:
+                            if into is not None and (d not in into or view.usage(d) >= fill_to):
                                 continue
                             if guarded and not room.fits(s, d, traffic):
                                 continue
@@ -576,8 +584,15 @@ class GlobalPlanner:
                         return tight if tight is not None else best
 
                     choice: tuple[str, str, float, float] | None = None  # (bundle, dest, source after, dest after)
+                    # a fill: the largest bundle that leaves its source no lower than the lower target and its
+                    # destination within the target (the fewest moves; no source becomes a broker to fill)
+                    for _size, name, a in reversed(cands) if into is not None else ():
+                        found = best_dest(name) if a >= fill_to else None
+                        if found is not None and found[0] <= cap:
+                            choice = (name, found[1], a, found[0])
+                            break
                     # 1. the smallest bundle that alone brings the source to the target, its destination staying within it
-                    first = bisect.bisect_left(cands, (excess,))
+                    first = bisect.bisect_left(cands, (excess,)) if into is None else len(cands)
                     for _size, name, a in cands[first:]:
                         found = best_dest(name)
                         if found is not None and found[0] <= cap:
@@ -620,7 +635,7 @@ class GlobalPlanner:
                                 continue
                             unsplittable.add(biggest[1])
                             continue
-                    if choice is None:
+                    if choice is None and into is None:
                         # 3. the largest bundle whose destination stays within the target (the most gap closed per move)
                         for _size, name, a in reversed(cands):
                             found = best_dest(name)
@@ -666,12 +681,25 @@ class GlobalPlanner:
                     actions += 1
 
             loop(srcs, target, None, target)
-            # 8. a broker confirmed far below the ideal (`under`) and still there once the plan is made, with no
-            # broker above the trigger: the busiest brokers are lowered into it, down to the ideal, while that
-            # lowers the busiest (a broker that joined or came back from a restart does not stay empty)
+            # 8. a broker confirmed far below the ideal (`under`) and still there once the plan is made: the brokers
+            # above the target are lowered into it, busiest first, down to the target, while that lowers the busiest
+            # (a broker that joined or came back from a restart does not stay empty inside the band)
             still = {b for b in under if view.usage(b) < low_level}
-            if still and max((view.usage(b) for b in eligible), default=0.0) <= trigger:
-                loop({b for b in eligible if b not in still}, fill_target, still, target)
+            top = max((view.usage(b) for b in eligible), default=0.0)
+            if still:  # (a broker still above the trigger that nothing can lower leaves no gain: dropped below)
+                snap, kept = view.snapshot(), len(unloads)
+                loop({b for b in eligible if b not in still}, target, still, target)
+                low = max((view.usage(b) for b in eligible), default=0.0)
+                # worth it only when it closes a good part of the busiest broker's excess over the target: a
+                # fill that shaves a point off one broker costs moves for nothing
+                if len(unloads) > kept and top - low < st.fill_share * (top - target):
+                    view.restore(snap)
+                    fill_dropped.append(
+                        f"filling {', '.join(sorted(still))} would take the busiest broker only from {top:.4f} to "
+                        f"{low:.4f} with {len(unloads) - kept} move(s), less than {st.fill_share:.0%} of its excess over "
+                        f"the target {target:.4f}"
+                    )
+                    del unloads[kept:]
             return unloads, splits, warnings, child_features
 
         # a broker acted on at once, on one report (far above the trigger, below the overload threshold), must be
@@ -731,12 +759,23 @@ class GlobalPlanner:
                             "atMs": now,
                         }
             new_state = new_state.evolve(planner=mem.to_json())
-        if not unloads and not splits and fill:
+        if fill_dropped:
+            stats["fillNotWorthIt"] = fill_dropped[-1]
+        if not unloads and not splits and fill and not sources:
+            unfilled = (
+                fill_dropped[-1]
+                if fill_dropped
+                else "no move fills them without taking them above the target or the busiest broker higher"
+            )
+            band = (
+                f"<= trigger {trigger:.4f}"
+                if max_before <= trigger
+                else f"> trigger {trigger:.4f}, not confirmed there by {st.confirm_reports} load reports"
+            )
             return skip(
-                Reason.BALANCED,
-                f"busiest broker {max_before:.4f} <= trigger {trigger:.4f} (ideal {ideal:.4f}); "
-                f"{', '.join(sorted(under))} below {low_level:.4f} in {st.confirm_reports}+ consecutive load reports, but "
-                "no move fills them without taking them above the ideal or the busiest broker higher",
+                Reason.BALANCED if max_before <= trigger else Reason.HIT_COUNT,
+                f"busiest broker {max_before:.4f} {band} (ideal {ideal:.4f}); "
+                f"{', '.join(sorted(under))} below {low_level:.4f} in {st.confirm_reports}+ consecutive load reports, but {unfilled}",
                 stats,
             ), new_state
         if not unloads and not splits:
@@ -753,7 +792,11 @@ class GlobalPlanner:
         filled = sorted({u.destination for u in unloads if u.destination and u.reason.startswith("Underloaded")})
         if filled:
             detail += f"; filling {', '.join(filled)} (below {low_level:.4f})"
-        reason = Reason.UNDERLOADED if fill else Reason.OVERLOADED
+        reason = (
+            Reason.UNDERLOADED
+            if unloads and not splits and all(u.reason.startswith("Underloaded") for u in unloads)
+            else Reason.OVERLOADED
+        )
         return Decision(Label.SUCCESS, reason, detail, tuple(unloads), tuple(splits), (), stats), new_state
 
     @staticmethod
