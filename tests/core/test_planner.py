@@ -695,3 +695,28 @@ def test_a_report_counts_towards_confirmation_only_when_the_report_itself_is_abo
     confirmed = _decide(hot, state={"globalPlanner": {"above": {broker: 2}}})
     assert confirmed["state"]["globalPlanner"]["above"][broker] == 3
     assert {u["broker"] for u in confirmed["cycles"][0]["unloads"]} == {broker}, confirmed["cycles"][0]["detail"]
+
+
+def test_a_fill_that_cannot_lower_the_busiest_broker_is_not_planned() -> None:
+    # A is empty, so it is filled, but the busiest broker C holds two big bundles: moving either would leave C far
+    # below the ideal itself. Filling A from B alone would leave C where it is: a move for nothing, so no fill.
+    big = _tiles("t/c", [37.5, 18.75])  # 0.30 + 0.15 of C's NIC
+    cycle = _nic_cluster(
+        {
+            "A:8080": {},
+            "B:8080": _tiles("t/b", [6.25] * 9),  # 0.45 in small bundles
+            "C:8080": big,
+            **{f"{b}:8080": _tiles(f"t/{b}", [7.5] * 7) for b in "DEF"},  # 0.42
+        }
+    )
+    out = None
+    for i in range(PlannerSettings().confirm_reports):
+        again = copy.deepcopy(cycle)
+        again["nowMs"] = NOW + (i + 1) * 60_000
+        out = _decide(again, out["state"] if out else None)
+    cyc = out["cycles"][0]
+    st = cyc["stats"]
+    assert st["maxUsageBefore"] <= st["trigger"] and st["brokers"]["A:8080"]["usage"] < st["ideal"] / 2, st
+    assert cyc["label"] == "Skip" and not cyc["unloads"], cyc
+    assert "would take the busiest broker only from 0.4500 to 0.4500" in st["fillNotWorthIt"], st
+    assert "filling A:8080 would take the busiest broker only" in cyc["detail"], cyc["detail"]
