@@ -88,6 +88,16 @@ def _decide_confirmed(cycle: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _reports(cycle: dict[str, Any], state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The planner's outputs for ``confirm_reports`` copies of ``cycle``, a minute apart (the state carried)."""
+    outs: list[dict[str, Any]] = []
+    for i in range(PlannerSettings().confirm_reports):
+        again = copy.deepcopy(cycle)
+        again["nowMs"] = NOW + (i + 1) * 60_000
+        outs.append(_decide(again, outs[-1]["state"] if outs else state))
+    return outs
+
+
 def _band(ideal: float) -> float:
     """How far above the ideal the planner's target is (without noise)."""
     st = PlannerSettings()
@@ -358,16 +368,14 @@ def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even
     # ThresholdShedder's lowerBoundarySheddingEnabled, mirrored: no broker is above the trigger, but A is empty
     # (joined, or back from a restart). Before, the planner left it empty for good (within the band).
     cycle = _nic_cluster({"A:8080": {}, **{f"{b}:8080": _tiles(f"t/{b}", [6.0] * 10) for b in "BCDE"}})
-    out = None
-    for i in range(PlannerSettings().confirm_reports):
-        again = copy.deepcopy(cycle)
-        again["nowMs"] = NOW + (i + 1) * 60_000
-        out = _decide(again, out["state"] if out else None)
-        cyc = out["cycles"][0]
-        st = cyc["stats"]
-        assert st["maxUsageBefore"] <= st["trigger"]  # within the band
-        if i + 1 < PlannerSettings().confirm_reports:  # one or two reports are samples: wait
-            assert cyc["label"] == "Skip" and not cyc["unloads"], cyc
+    outs = _reports(cycle)
+    for out in outs:
+        assert out["cycles"][0]["stats"]["maxUsageBefore"] <= out["cycles"][0]["stats"]["trigger"]  # within the band
+    for out in outs[:-1]:  # one or two reports are samples: wait
+        assert out["cycles"][0]["label"] == "Skip" and not out["cycles"][0]["unloads"], out["cycles"][0]
+    out = outs[-1]
+    cyc = out["cycles"][0]
+    st = cyc["stats"]
     assert (cyc["label"], cyc["reason"]) == ("Success", "Underloaded"), cyc["detail"]
     assert cyc["unloads"] and {u["destination"] for u in cyc["unloads"]} == {"A:8080"}
     assert all(u["reason"].startswith("Underloaded: GlobalPlanner: A:8080") for u in cyc["unloads"])
@@ -709,12 +717,7 @@ def test_a_fill_that_cannot_lower_the_busiest_broker_is_not_planned() -> None:
             **{f"{b}:8080": _tiles(f"t/{b}", [7.5] * 7) for b in "DEF"},  # 0.42
         }
     )
-    out = None
-    for i in range(PlannerSettings().confirm_reports):
-        again = copy.deepcopy(cycle)
-        again["nowMs"] = NOW + (i + 1) * 60_000
-        out = _decide(again, out["state"] if out else None)
-    cyc = out["cycles"][0]
+    cyc = _reports(cycle)[-1]["cycles"][0]
     st = cyc["stats"]
     assert st["maxUsageBefore"] <= st["trigger"] and st["brokers"]["A:8080"]["usage"] < st["ideal"] / 2, st
     assert cyc["label"] == "Skip" and not cyc["unloads"], cyc

@@ -341,14 +341,13 @@ class GlobalPlanner:
         # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
         # a broker between the target and the trigger, or above it for fewer reports, is left alone
         sources = {b for b in hot if seen.get(b, 0) >= st.confirm_reports or before[b] >= clear}
-        # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a nearly empty broker, as far below the ideal as
-        # the trigger is above it, by more than the noise, in its planned usage (which holds its bundles'
-        # remembered peaks: an on/off consumer's broker in its off phase is not empty) and in its reports, for
-        # `confirm_reports` consecutive reports, is filled from the brokers above the target (step 8, in `descend`):
-        # a broker that joined or came back from a restart does not stay empty within the band
-        # and below `fill_below` x the ideal: a broker that is nearly empty, not one of a mixed-capacity cluster that
-        # sits 10 points low (filling those cost more moves than the closest Pulsar strategy's on four seen and
-        # held-out cells, for 2 to 4 points)
+        # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a nearly empty broker - below
+        # `fill_below` x the ideal and as far below it as the trigger is above, by more than the noise - in its
+        # planned usage (which holds its bundles' remembered peaks: an on/off consumer's broker in its off phase is
+        # not empty) and in its reports, for `confirm_reports` consecutive reports, is filled from the brokers
+        # above the target (step 8, in `descend`): a broker that joined or came back from a restart does not stay
+        # empty within the band. Not one of a mixed-capacity cluster that sits 10 points low: filling those cost
+        # more moves than the closest Pulsar strategy's on four seen and held-out cells, for 2 to 4 points
         low_level = min(ideal - (trigger - ideal), st.fill_below * ideal) - noise
         mem.below = {
             b: mem.below.get(b, 0) + 1
@@ -419,7 +418,7 @@ class GlobalPlanner:
 
         frozen = {name for name in view.bundles if is_frozen(name)}
 
-        fill_dropped: list[str] = []  # why a fill was not worth it (at most one, from the last descent)
+        fill_dropped: list[str] = []  # why the last descent's fill was not worth it (empty: it was, or none)
         # the mirror of the target: a broker far below the ideal is filled to as far below it as the target is above
         fill_to = ideal - (target - ideal)
 
@@ -429,6 +428,7 @@ class GlobalPlanner:
             """One greedy descent of the maximum from ``srcs`` (steps 4-6 of docs/planner.md), then the fill of
             the brokers far below the ideal (step 8), on ``view`` (moves and splits applied to it): the unloads,
             the splits, the warnings and the split children's features."""
+            fill_dropped.clear()
             counts = dict(counts0)
             # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
             # share of the source's reported usage, not by this model): split parts are sized within it too
@@ -690,8 +690,8 @@ class GlobalPlanner:
             # above the target are lowered into it, busiest first, down to the target, while that lowers the busiest
             # (a broker that joined or came back from a restart does not stay empty inside the band)
             still = {b for b in under if view.usage(b) < low_level}
-            top = max((view.usage(b) for b in eligible), default=0.0)
             if still:  # (a broker still above the trigger that nothing can lower leaves no gain: dropped below)
+                top = max((view.usage(b) for b in eligible), default=0.0)
                 snap, kept = view.snapshot(), len(unloads)
                 loop({b for b in eligible if b not in still}, target, still, target)
                 low = max((view.usage(b) for b in eligible), default=0.0)
@@ -747,11 +747,12 @@ class GlobalPlanner:
         stats["maxUsageAfter"] = _r(max((after[b] for b in eligible), default=0.0))
         stats["brokers"] = {b: {"usage": _r(before[b]), "predictedUsage": _r(after[b])} for b in view.brokers}
         stats["warnings"] = warnings
+        fills = [u for u in unloads if u.reason.startswith("Underloaded")]  # step 8's moves (record() names them)
         if now is not None and (unloads or splits):
             for u in unloads:
                 mem.moves[u.bundle] = {"from": u.broker, "to": u.destination, "atMs": now}
-                if u.reason.startswith("Underloaded"):
-                    mem.moves[u.bundle]["fill"] = True
+            for u in fills:
+                mem.moves[u.bundle]["fill"] = True
             for sp in splits:  # children inherit their share of the parent's load as their peak
                 mem.peaks.pop(sp.bundle, None)
                 for child in sp.children or ():
@@ -794,14 +795,10 @@ class GlobalPlanner:
             f"{len(unloads)} move(s), {len(splits)} split(s): busiest broker {max_before:.4f} -> {stats['maxUsageAfter']:.4f} "
             f"(ideal {ideal:.4f}, target {target:.4f})"
         )
-        filled = sorted({u.destination for u in unloads if u.destination and u.reason.startswith("Underloaded")})
+        filled = sorted({u.destination for u in fills if u.destination})
         if filled:
             detail += f"; filling {', '.join(filled)} (below {low_level:.4f})"
-        reason = (
-            Reason.UNDERLOADED
-            if unloads and not splits and all(u.reason.startswith("Underloaded") for u in unloads)
-            else Reason.OVERLOADED
-        )
+        reason = Reason.UNDERLOADED if unloads and not splits and len(fills) == len(unloads) else Reason.OVERLOADED
         return Decision(Label.SUCCESS, reason, detail, tuple(unloads), tuple(splits), (), stats), new_state
 
     @staticmethod
