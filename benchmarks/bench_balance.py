@@ -253,7 +253,7 @@ def imported_sources(*scripts: Path) -> set[str]:
                 out.add(base)
                 out.update(f"{base}.{a.name}" for a in node.names)  # `from package import module`
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                prefix = node.value.split(":")[0].rstrip(".")  # "pulsar_rebalance.core.shedders." + name
+                prefix = node.value.split(":")[0].rstrip(".")  # "pulsar_rebalance.core.pulsar.shedders." + name
                 if prefix.startswith("pulsar_rebalance."):  # not the bare package name: that is every module
                     out.update(m for m in modules if m == prefix or m.startswith(prefix + "."))
         return out

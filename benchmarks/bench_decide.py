@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
-    from pulsar_rebalance.core.contract_decide import parse_scenario, run_scenario
+    from pulsar_rebalance.core.contract.decide import parse_scenario, run_scenario
 
     load = figures.LoadSampler(interval=1.0)
     load.__enter__()

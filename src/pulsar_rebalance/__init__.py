@@ -2,7 +2,11 @@
 
 Layers (imports only point downwards):
 
-    core/            pure decision core: Pulsar's algorithms (no airflow/pyspark/sqlalchemy/httpx)
+    core/            pure decision core (no airflow/pyspark/sqlalchemy/httpx):
+      pulsar/        Pulsar's own algorithms reproduced: load reports, bundles, splits, shedders, placement
+      planner/       this project's GlobalPlanner
+      contract/      the JSON documents in and out (decide, split) and their validation
+      (the rest)     the product's own: the do-no-harm guard, plans, cycles, modes, windows, progress
     pulsar_admin/    httpx client for Pulsar's admin REST API
     store/           Postgres state (SQLAlchemy 2 + Alembic), embedded Postgres adapter
     simulator/       a simulated Pulsar cluster that speaks the admin REST API

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pulsar_rebalance.core.shedders import get_shedder
+from pulsar_rebalance.core.pulsar.shedders import get_shedder
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.bundles import (
+from pulsar_rebalance.core.pulsar.bundles import (
     FULL_LOWER_BOUND,
     FULL_UPPER_BOUND,
     BundleRange,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.contract_split import bundles_scenario, split_scenario
+from pulsar_rebalance.core.contract.split import bundles_scenario, split_scenario
 from pulsar_rebalance.errors import ScenarioError
 
 from .test_split_algorithms import MB, forge_topic, seed_flow_topics

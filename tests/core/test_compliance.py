@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pulsar_rebalance.core.compliance import NOTHING_TO_FIX, describe_constraints, fix_plan
-from pulsar_rebalance.core.policies import NO_POLICIES, DestinationFilter, parse_policies, violations
+from pulsar_rebalance.core.contract.policies_json import parse_policies
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, DestinationFilter, violations
 from pulsar_rebalance.simulator.scenarios import isolation_policy as _iso
 
 BROKERS = [f"b{i}:8080" for i in range(6)]

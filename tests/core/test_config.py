@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pulsar_rebalance.core.config import (
+from pulsar_rebalance.core.pulsar.config import (
     MIBI,
     PLACEMENT_STRATEGY_NAMES,
     PULSAR_KEYS,

@@ -30,7 +30,16 @@ def test_core_modules_import_no_framework() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    for expected in ("config", "load", "bundles", "split_algorithms", "split_trigger", "contract_split", "json_input"):
+    for expected in (
+        "pulsar.config",
+        "pulsar.load",
+        "pulsar.bundles",
+        "pulsar.split_algorithms",
+        "pulsar.split_trigger",
+        "contract.split",
+        "contract.json_input",
+        "planner.global_planner",
+    ):
         assert f"pulsar_rebalance.core.{expected}" in report["modules"]
     assert report["loaded"] == [], f"pulsar_rebalance.core pulled in {report['loaded']}"
 
@@ -40,7 +49,7 @@ def test_cli_dispatcher_for_core_commands_stays_light() -> None:
     probe = (
         "import sys, json\n"
         "from pulsar_rebalance.cli import core_commands\n"
-        "from pulsar_rebalance.core.contract_split import split_scenario\n"
+        "from pulsar_rebalance.core.contract.split import split_scenario\n"
         "split_scenario({'bundle': '0x00000000_0xffffffff'})\n"
         f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r}))))\n"
     )

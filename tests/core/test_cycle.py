@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from pulsar_rebalance.core import cycle as cycle_module
-from pulsar_rebalance.core.contract_decide import decide_scenario, parse_scenario
+from pulsar_rebalance.core.contract.decide import decide_scenario, parse_scenario
 from pulsar_rebalance.core.cycle import (
     CycleInput,
     CycleResult,

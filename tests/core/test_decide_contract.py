@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.contract_decide import decide_scenario
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.state_json import strategy_state_from_json
 from pulsar_rebalance.errors import ScenarioError
 
 MB = 1024 * 1024
@@ -102,7 +102,7 @@ def test_output_shape_and_state_round_trip() -> None:
     assert broker_stats["broker-2"] == {"usage": 0.1, "avgUsage": 0.1, "status": "not overloaded"}
     assert cycle["stats"]["nowMs"] == NOW
     json.dumps(out, allow_nan=False)  # plain JSON
-    assert StrategyState.from_json(out["state"]).to_json() == out["state"]
+    assert strategy_state_from_json(out["state"]).to_json() == out["state"]
     assert out["state"]["recentlyUnloadedBundles"] == {f"t/ns/{rng(3)}": NOW}
 
 

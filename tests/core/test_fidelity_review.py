@@ -3,15 +3,15 @@ version of the core got wrong. Each test cites the Pulsar file and method it rep
 
 from __future__ import annotations
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import (
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import (
     BundleData,
     LocalBrokerData,
     NamespaceBundleStats,
     ResourceUsage,
     TimeAverageMessageData,
 )
-from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
+from pulsar_rebalance.core.pulsar.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
 
 MB = 1024 * 1024
 B1 = "t/ns/0x00000000_0x40000000"

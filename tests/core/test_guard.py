@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
 from pulsar_rebalance.core.guard import FREE_CAPACITY_SHARE, GuardLimits, GuardSplit, guard_plan
-from pulsar_rebalance.core.load import NamespaceBundleStats
 from pulsar_rebalance.core.plan_summary import GuardReport, why_nothing_planned
 from pulsar_rebalance.core.prediction import Move, predict
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import NamespaceBundleStats
 
 W = (1.0, 0.0, 0.0, 1.0, 1.0)  # Pulsar 4.x weights: cpu, memory 0, direct memory 0, bandwidth in/out
 LIMITS = GuardLimits.from_config(LoadBalancerConfig())  # 85 % overload, 10 points band, half the free room
@@ -304,9 +305,8 @@ def test_warn_mode_never_re_places():
 def test_destination_room_answers_as_the_guard_does_for_a_move_of_that_traffic():
     # what a strategy asks before planning (core.guard.DestinationRoom) is the guard's destination rules
     from pulsar_rebalance.core.guard import DestinationRoom
-    from pulsar_rebalance.core.load import LocalBrokerData
 
-    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in REPORTS.items()}
+    parsed = {b: local_broker_data_from_json(r, b) for b, r in REPORTS.items()}
     room = DestinationRoom(parsed, W, LIMITS)
     traffic = {A: (100.0, 50_000.0, 50_000.0), B: (200.0, 100_000.0, 100_000.0), C: (700.0, 350_000.0, 350_000.0)}
     for bundle in (A, B, C):

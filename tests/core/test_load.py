@@ -6,8 +6,16 @@ import copy
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import (
+from pulsar_rebalance.core.contract.load_json import (
+    broker_load_data_from_json,
+    bundle_data_from_json,
+    local_broker_data_from_json,
+    namespace_bundle_stats_from_json,
+    parse_bundle_data_map,
+    time_average_broker_data_from_json,
+)
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import (
     DEFAULT_MESSAGE_RATE,
     DEFAULT_MESSAGE_THROUGHPUT,
     NUM_LONG_SAMPLES,
@@ -21,7 +29,6 @@ from pulsar_rebalance.core.load import (
     TimeAverageBrokerData,
     TimeAverageMessageData,
     f32,
-    parse_bundle_data_map,
 )
 from pulsar_rebalance.errors import ScenarioError
 
@@ -135,13 +142,13 @@ def test_compare_to_falls_through_in_pulsar_order() -> None:
 
 
 def test_bundle_stats_json() -> None:
-    s = NamespaceBundleStats.from_json(
+    s = namespace_bundle_stats_from_json(
         {"msgRateIn": 1, "msgThroughputIn": 2.5, "msgRateOut": 3, "msgThroughputOut": 4, "topics": 5}, "s"
     )
     assert (s.consumer_count, s.producer_count, s.cache_size) == (0, 0, 0)
-    assert NamespaceBundleStats.from_json(s.to_json(), "s") == s
+    assert namespace_bundle_stats_from_json(s.to_json(), "s") == s
     with pytest.raises(ScenarioError) as info:
-        NamespaceBundleStats.from_json(
+        namespace_bundle_stats_from_json(
             {"msgRateIn": 1, "msgThroughputIn": 2, "msgRateOut": 3, "msgThroughputOut": 4}, "x.y"
         )
     assert info.value.field == "x.y.topics"
@@ -185,7 +192,7 @@ REPORT = {
 
 
 def test_local_broker_data_derives_rates_counts_and_bundles_from_last_stats() -> None:
-    b = LocalBrokerData.from_json(REPORT, "brokers.b1")
+    b = local_broker_data_from_json(REPORT, "brokers.b1")
     assert b.bundles == ("t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000")
     assert (b.msg_rate_in, b.msg_rate_out) == (11.5, 22.5)
     assert (b.msg_throughput_in, b.msg_throughput_out) == (1100.0, 2200.0)
@@ -206,17 +213,17 @@ def test_local_broker_data_keeps_reported_values_and_round_trips() -> None:
         numTopics=99,
         bundles=["x/y/0x00000000_0xffffffff"],
     )
-    b = LocalBrokerData.from_json(doc, "b")
+    b = local_broker_data_from_json(doc, "b")
     assert (b.msg_rate_in, b.msg_rate_out, b.msg_throughput_in, b.msg_throughput_out) == (1.0, 2.0, 3.0, 4.0)
     assert b.num_topics == 99
     assert b.bundles == ("x/y/0x00000000_0xffffffff",)
-    assert LocalBrokerData.from_json(b.to_json(), "b") == b
+    assert local_broker_data_from_json(b.to_json(), "b") == b
 
 
 def test_local_broker_data_accepts_bundle_stats_spelling() -> None:
     doc = {k: v for k, v in REPORT.items() if k != "lastStats"}
     doc["bundleStats"] = REPORT["lastStats"]
-    assert LocalBrokerData.from_json(doc, "b").num_bundles == 2
+    assert local_broker_data_from_json(doc, "b").num_bundles == 2
 
 
 @pytest.mark.parametrize(
@@ -248,7 +255,7 @@ def test_local_broker_data_errors_name_the_field(mutate, field: str) -> None:  #
     doc = copy.deepcopy(REPORT)
     mutate(doc)
     with pytest.raises(ScenarioError) as info:
-        LocalBrokerData.from_json(doc, "brokers.b1")
+        local_broker_data_from_json(doc, "brokers.b1")
     assert info.value.field == field
 
 
@@ -326,7 +333,7 @@ def test_bundle_data_json_and_errors() -> None:
     parsed = parse_bundle_data_map({"t/ns/0x00000000_0xffffffff": raw}, "bundleData")
     bd = parsed["t/ns/0x00000000_0xffffffff"]
     assert bd.long_term_data.total_msg_rate() == 15.0
-    assert BundleData.from_json(bd.to_json(), "x") == bd
+    assert bundle_data_from_json(bd.to_json(), "x") == bd
     copy_ = bd.copy()
     copy_.update(NamespaceBundleStats(topics=3))
     assert bd.topics == 2  # copies are independent
@@ -338,10 +345,10 @@ def test_bundle_data_json_and_errors() -> None:
     bad = copy.deepcopy(raw)
     bad["shortTermData"]["maxSamples"] = 0
     with pytest.raises(ScenarioError) as info:
-        BundleData.from_json(bad, "b")
+        bundle_data_from_json(bad, "b")
     assert info.value.field == "b.shortTermData.maxSamples"
     with pytest.raises(ScenarioError) as info:
-        BundleData.from_json({"shortTermData": raw["shortTermData"]}, "b")
+        bundle_data_from_json({"shortTermData": raw["shortTermData"]}, "b")
     assert info.value.field == "b.longTermData"
 
 
@@ -358,7 +365,7 @@ def test_time_average_broker_data_reset_sums_and_uses_defaults() -> None:
     t.reset([], {}, default)
     assert t.to_json() == {k: 0.0 for k in t.to_json()}
     assert (
-        TimeAverageBrokerData.from_json(
+        time_average_broker_data_from_json(
             TimeAverageBrokerData.from_bundles(["a"], {"a": a}, default).to_json(), "x"
         ).long_term_msg_rate_out
         == 40.0
@@ -409,13 +416,13 @@ def test_broker_load_data_json() -> None:
         "weightedMaxEMA": 0.42,
         "updatedAt": 123,
     }
-    data = BrokerLoadData.from_json(doc, "brokerLoadData.b1")
+    data = broker_load_data_from_json(doc, "brokerLoadData.b1")
     assert data.max_resource_usage == 0.699999988079071  # float32(70.0) / 100 in float32
     assert data.msg_throughput_ema == 11.0
     assert data.weighted_max_ema == 0.42
-    assert BrokerLoadData.from_json(data.to_json(), "x") == data
+    assert broker_load_data_from_json(data.to_json(), "x") == data
     bad = dict(doc)
     del bad["weightedMaxEMA"]
     with pytest.raises(ScenarioError) as info:
-        BrokerLoadData.from_json(bad, "brokerLoadData.b1")
+        broker_load_data_from_json(bad, "brokerLoadData.b1")
     assert info.value.field == "brokerLoadData.b1.weightedMaxEMA"

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.contract_decide import decide_scenario
-from pulsar_rebalance.core.load import BundleData, LocalBrokerData, ResourceUsage
-from pulsar_rebalance.core.placement.assignment import ModularPlacementContext, select_broker
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.load_json import bundle_data_from_json
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import LocalBrokerData, ResourceUsage
+from pulsar_rebalance.core.pulsar.placement.assignment import ModularPlacementContext, select_broker
+from pulsar_rebalance.core.pulsar.state import StrategyState
 from pulsar_rebalance.errors import ScenarioError
 
 MB = 1024 * 1024
@@ -319,7 +320,7 @@ def test_state_carries_the_leaders_bundle_data_when_not_supplied() -> None:
     # two samples (500 then 501 msg/s in) averaged by the leader's TimeAverageMessageData
     assert bd["shortTermData"]["numSamples"] == 2
     assert bd["shortTermData"]["msgRateIn"] == pytest.approx(500.5)
-    first = BundleData.from_json(
+    first = bundle_data_from_json(
         decide_scenario({"shedding": "ThresholdShedder", "cycles": [c1]})["state"]["bundleData"][
             "t/ns/0x00000000_0x80000000"
         ],

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.contract_decide import decide_scenario
-from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
 from pulsar_rebalance.core.planner.load_model import ClusterView, fit_detail, fit_resource, robust_sigma
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 
 CFG = LoadBalancerConfig()
 
@@ -70,7 +70,7 @@ def _cluster(cpu_of, hot_factor: float = 2.5, n: int = 8, seed: int = 0) -> dict
 
 
 def _view(reports: dict[str, dict[str, Any]]) -> ClusterView:
-    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in reports.items()}
+    parsed = {b: local_broker_data_from_json(r, b) for b, r in reports.items()}
     return ClusterView(parsed, {}, CFG)
 
 
@@ -157,7 +157,7 @@ def test_a_report_is_one_sample_the_unexplained_part_is_believed_by_half():
     previous = {b: (list(u), list(f)) for b, (u, f) in first.smoothed.items()}
     true_cpu = reports["broker-0"]["cpu"]["usage"]
     reports["broker-0"]["cpu"]["usage"] = true_cpu + 8.0
-    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in reports.items()}
+    parsed = {b: local_broker_data_from_json(r, b) for b, r in reports.items()}
     view = ClusterView(parsed, {}, CFG, previous=previous)
     assert view.smoothed["broker-0"][0][0] == pytest.approx(true_cpu + 4.0, abs=0.05)
     assert view.smoothed["broker-1"][0][0] == pytest.approx(reports["broker-1"]["cpu"]["usage"], abs=0.05)
@@ -168,7 +168,7 @@ def test_a_report_is_one_sample_the_unexplained_part_is_believed_by_half():
             s[k] *= 1.1
     rin = sum(s["msgRateIn"] for s in reports["broker-1"]["lastStats"].values())
     reports["broker-1"]["cpu"]["usage"] = _linear(rin, rin, 8.0)
-    parsed = {b: LocalBrokerData.from_json(r, b) for b, r in reports.items()}
+    parsed = {b: local_broker_data_from_json(r, b) for b, r in reports.items()}
     view = ClusterView(parsed, {}, CFG, previous=previous)
     assert view.smoothed["broker-1"][0][0] == pytest.approx(reports["broker-1"]["cpu"]["usage"], rel=0.01)
     assert view.smoothed["broker-1"][0][0] > prev_cpu * 1.05
@@ -233,11 +233,11 @@ def test_a_brokers_persistent_bias_is_model_error_not_noise():
             r["cpu"]["usage"] = base * (1 + rng.gauss(0, 0.01))
         return out
 
-    first = ClusterView({b: LocalBrokerData.from_json(r, b) for b, r in reports().items()}, {}, CFG)
+    first = ClusterView({b: local_broker_data_from_json(r, b) for b, r in reports().items()}, {}, CFG)
     assert first.noise == first.fit_noise > 0.05  # no history yet: the spread around the fit, an upper bound
     view = first
     for _ in range(3):
-        parsed = {b: LocalBrokerData.from_json(r, b) for b, r in reports().items()}
+        parsed = {b: local_broker_data_from_json(r, b) for b, r in reports().items()}
         view = ClusterView(parsed, {}, CFG, previous=view.smoothed)
     assert view.fit_noise > 0.05  # the model's error: each broker's bias
     assert view.noise < 0.01  # the reports' noise: what a move must beat

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from pulsar_rebalance.core.contract.policies_json import parse_policies
 from pulsar_rebalance.core.guard import GuardLimits, guard_plan
 from pulsar_rebalance.core.modes import drain_plan, fill_plan
-from pulsar_rebalance.core.policies import parse_policies
 from pulsar_rebalance.core.prediction import LoadState, Move
 from tests.core.test_guard import W, report
 

@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import BrokerLoadData, LocalBrokerData, ResourceUsage, TimeAverageBrokerData
-from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
-from pulsar_rebalance.core.placement.assignment import ModularPlacementContext, select_broker_for_assignment
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BrokerLoadData, LocalBrokerData, ResourceUsage, TimeAverageBrokerData
+from pulsar_rebalance.core.pulsar.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
+from pulsar_rebalance.core.pulsar.placement.assignment import ModularPlacementContext, select_broker_for_assignment
+from pulsar_rebalance.core.pulsar.state import StrategyState
 
 ZERO = ResourceUsage(0, 0)
 LLTMR = PLACEMENTS["LeastLongTermMessageRate"]

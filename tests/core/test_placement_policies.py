@@ -1,4 +1,4 @@
-"""Pulsar's placement constraints (core.policies) through the ``decide`` contract: namespace isolation
+"""Pulsar's placement constraints (core.pulsar.policies) through the ``decide`` contract: namespace isolation
 policies, anti-affinity groups and failure domains at placement (``selectBroker``), at the executed level
 of ``doLoadShedding`` (``shouldNamespacePoliciesUnload`` / ``shouldAntiAffinityNamespaceUnload``), in
 TransferShedder, in the do-no-harm guard and in the GlobalPlanner. Each ported test names the Pulsar
@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.contract_decide import decide_scenario
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.policies_json import parse_policies
 from pulsar_rebalance.core.guard import GuardLimits, guard_plan
-from pulsar_rebalance.core.policies import PlacementPolicies, parse_policies
 from pulsar_rebalance.core.prediction import Move
-from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, TransferShedder
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.policies import PlacementPolicies
+from pulsar_rebalance.core.pulsar.shedders.transfer_shedder import ExtensibleInput, TransferShedder
+from pulsar_rebalance.core.pulsar.state import StrategyState
 from pulsar_rebalance.errors import ScenarioError
 from tests.core.test_guard import W
 from tests.core.test_guard import report as guard_report

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.contract_decide import decide_scenario
-from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.load_json import namespace_bundle_stats_from_json
+from pulsar_rebalance.core.contract.state_json import planner_memory_from_json, strategy_state_from_json
 from pulsar_rebalance.core.planner import PlannerSettings, split_candidates
-from pulsar_rebalance.core.shedders import get_shedder
-from pulsar_rebalance.core.shedders.base import namespace_of
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.load import BundleData
+from pulsar_rebalance.core.pulsar.shedders import get_shedder
+from pulsar_rebalance.core.pulsar.shedders.base import namespace_of
+from pulsar_rebalance.core.pulsar.state import StrategyState
 from pulsar_rebalance.errors import ScenarioError
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
 from pulsar_rebalance.simulator.dynamics import ClusterModel
@@ -40,7 +42,7 @@ def _cycle(model: ClusterModel, *, topics: bool = True) -> dict[str, Any]:
     bundle_data = {}
     for b, s in stats.items():
         bd = BundleData.new_default()
-        bd.update(NamespaceBundleStats.from_json(s, b))
+        bd.update(namespace_bundle_stats_from_json(s, b))
         bundle_data[b] = bd.to_json()
     cycle: dict[str, Any] = {
         "brokers": reports,
@@ -262,7 +264,8 @@ def test_hysteresis_never_undoes_its_own_recent_moves() -> None:
     later = _decide(cycle, {"globalPlanner": mem})["cycles"][0]
     assert [(u["bundle"], u["destination"]) for u in later["unloads"]] == [(x, "A:8080")]
     assert (
-        StrategyState.from_json(_decide(cycle, {"globalPlanner": mem})["state"]).planner["moves"][x]["from"] == "B:8080"
+        strategy_state_from_json(_decide(cycle, {"globalPlanner": mem})["state"]).planner["moves"][x]["from"]
+        == "B:8080"
     )
 
 
@@ -300,10 +303,10 @@ def test_only_brokers_above_the_trigger_in_enough_reports_are_shed() -> None:
 def test_state_of_the_planner_is_validated() -> None:
     bad = {"globalPlanner": {"moves": {"t/ns/0x00000000_0xffffffff": {"from": "a", "to": "", "atMs": 1}}}}
     with pytest.raises(ScenarioError) as err:
-        StrategyState.from_json(bad)
+        strategy_state_from_json(bad)
     assert err.value.field == "state.globalPlanner.moves.t/ns/0x00000000_0xffffffff.to"
     with pytest.raises(ScenarioError):
-        StrategyState.from_json({"globalPlanner": {"typo": {}}})
+        strategy_state_from_json({"globalPlanner": {"typo": {}}})
     # Pulsar strategies' state keeps its shape (no globalPlanner member)
     assert "globalPlanner" not in StrategyState().to_json()
 
@@ -384,7 +387,7 @@ def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even
     # every broker above the target is lowered to it, each into A (one 6 MiB/s bundle each): A takes 4
     assert all(v <= st["target"] for v in after.values()) and len(cyc["unloads"]) == 4, after
     assert after["A:8080"] > 0.15, after
-    assert StrategyState.from_json(out["state"]).planner["below"] == {"A:8080": PlannerSettings().confirm_reports}
+    assert strategy_state_from_json(out["state"]).planner["below"] == {"A:8080": PlannerSettings().confirm_reports}
     # the do-no-harm guard put each of those bundles on the next broker instead (A is cordoned: an operator drained
     # it): A is not filled again for the history window, or every run would plan the same fill and the guard move
     # load between the other brokers again
@@ -405,7 +408,7 @@ def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even
         out = _decide(later, out["state"])
         cyc = out["cycles"][0]
         assert cyc["label"] == "Skip" and not cyc["unloads"] and cyc["stats"]["fillRefused"] == ["A:8080"], cyc
-    assert set(StrategyState.from_json(out["state"]).planner["refused"]) == {"A:8080"}
+    assert set(strategy_state_from_json(out["state"]).planner["refused"]) == {"A:8080"}
 
 
 def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
@@ -571,13 +574,13 @@ def test_a_broker_is_hot_only_as_far_as_its_own_reports_showed_it() -> None:
 
 def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
     with pytest.raises(ScenarioError) as err:
-        StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, 2.0]}}})
+        strategy_state_from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, 2.0]}}})
     assert err.value.field == "state.globalPlanner.coefficients.cpu"
     with pytest.raises(ScenarioError) as err:
-        StrategyState.from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, -2.0, 0, 0, 0]}}})
+        strategy_state_from_json({"globalPlanner": {"coefficients": {"cpu": [1.0, -2.0, 0, 0, 0]}}})
     assert err.value.field == "state.globalPlanner.coefficients.cpu[1]"
     with pytest.raises(ScenarioError) as err:
-        StrategyState.from_json({"globalPlanner": {"membership": {"brokers": "A:8080"}}})
+        strategy_state_from_json({"globalPlanner": {"membership": {"brokers": "A:8080"}}})
     assert err.value.field == "state.globalPlanner.membership.brokers"
     model = _model("one-hot-broker")
     state = _decide(_cycle(model))["state"]
@@ -586,7 +589,7 @@ def test_the_planner_memory_of_membership_and_model_is_validated() -> None:
         "cpu",
         "bandwidthOut",
     }
-    assert StrategyState.from_json(state).to_json() == state  # round trip
+    assert strategy_state_from_json(state).to_json() == state  # round trip
 
 
 def test_a_broker_just_above_the_trigger_waits_for_three_reports_one_far_above_does_not() -> None:
@@ -629,16 +632,15 @@ def test_a_broker_just_above_the_trigger_waits_for_three_reports_one_far_above_d
 
 
 def test_the_planner_memory_reads_an_older_state_and_refuses_a_bad_hit_count() -> None:
-    from pulsar_rebalance.core.planner.memory import PlannerMemory
     from pulsar_rebalance.errors import ScenarioError
 
-    assert PlannerMemory.from_json({"above": ["b1", "b2"]}, "state.globalPlanner").above == {"b1": 1, "b2": 1}
-    assert PlannerMemory.from_json({"above": {"b1": 2}}, "state.globalPlanner").to_json()["above"] == {"b1": 2}
+    assert planner_memory_from_json({"above": ["b1", "b2"]}, "state.globalPlanner").above == {"b1": 1, "b2": 1}
+    assert planner_memory_from_json({"above": {"b1": 2}}, "state.globalPlanner").to_json()["above"] == {"b1": 2}
     with pytest.raises(ScenarioError, match="state.globalPlanner.above"):
-        PlannerMemory.from_json({"above": {"b1": 0}}, "state.globalPlanner")
-    assert PlannerMemory.from_json({"below": {"b1": 3}}, "state.globalPlanner").to_json()["below"] == {"b1": 3}
+        planner_memory_from_json({"above": {"b1": 0}}, "state.globalPlanner")
+    assert planner_memory_from_json({"below": {"b1": 3}}, "state.globalPlanner").to_json()["below"] == {"b1": 3}
     with pytest.raises(ScenarioError, match="state.globalPlanner.below"):
-        PlannerMemory.from_json({"below": {"b1": True}}, "state.globalPlanner")
+        planner_memory_from_json({"below": {"b1": True}}, "state.globalPlanner")
 
 
 def test_a_move_the_reports_show_undone_does_not_freeze_its_bundle() -> None:
@@ -661,7 +663,7 @@ def test_a_move_the_reports_show_undone_does_not_freeze_its_bundle() -> None:
     moved["nowMs"] = NOW + 60_000
     after = _decide(moved, first["state"])
     assert not after["cycles"][0]["unloads"]
-    assert StrategyState.from_json(after["state"]).planner["moves"][b2]["from"] == "B:8080"  # still remembered
+    assert strategy_state_from_json(after["state"]).planner["moves"][b2]["from"] == "B:8080"  # still remembered
 
 
 def test_a_report_counts_towards_confirmation_only_when_the_report_itself_is_above_the_trigger() -> None:

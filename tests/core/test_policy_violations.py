@@ -1,8 +1,9 @@
-"""``core.policies.violations``: which bundles' owners break the placement constraints now, and why."""
+"""``core.pulsar.policies.violations``: which bundles' owners break the placement constraints now, and why."""
 
 from __future__ import annotations
 
-from pulsar_rebalance.core.policies import NO_POLICIES, VIOLATION_RULES, parse_policies, violations
+from pulsar_rebalance.core.contract.policies_json import parse_policies
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, VIOLATION_RULES, violations
 from pulsar_rebalance.simulator.scenarios import isolation_policy as _iso
 
 BROKERS = [f"b{i}:8080" for i in range(6)]

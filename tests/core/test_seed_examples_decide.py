@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.contract_decide import decide_scenario
+from pulsar_rebalance.core.contract.decide import decide_scenario
 
 MB = 1024 * 1024
 NOW = 1_700_000_000_000

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.decision import Label, Reason
-from pulsar_rebalance.core.load import BundleData, LocalBrokerData, ResourceUsage, TimeAverageMessageData
-from pulsar_rebalance.core.shedders import SHEDDERS
-from pulsar_rebalance.core.shedders.base import ModularInput
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData, ResourceUsage, TimeAverageMessageData
+from pulsar_rebalance.core.pulsar.shedders import SHEDDERS
+from pulsar_rebalance.core.pulsar.shedders.base import ModularInput
+from pulsar_rebalance.core.pulsar.state import StrategyState
 
 MB = 1024 * 1024
 ZERO = ResourceUsage(0, 0)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.decision import Label, Reason
-from pulsar_rebalance.core.load import BrokerLoadData, NamespaceBundleStats, ResourceUsage, SystemResourceUsage
-from pulsar_rebalance.core.shedders import SHEDDERS
-from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BrokerLoadData, NamespaceBundleStats, ResourceUsage, SystemResourceUsage
+from pulsar_rebalance.core.pulsar.shedders import SHEDDERS
+from pulsar_rebalance.core.pulsar.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
+from pulsar_rebalance.core.pulsar.state import StrategyState
 
 NOW = 1_700_000_000_000
 SETUP_AVG = 0.36400000000000005

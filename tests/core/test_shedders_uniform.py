@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
 from pulsar_rebalance.core.decision import Reason
-from pulsar_rebalance.core.load import BundleData, LocalBrokerData, ResourceUsage, TimeAverageMessageData
-from pulsar_rebalance.core.shedders import SHEDDERS
-from pulsar_rebalance.core.shedders.base import ModularInput, java_int, java_int_add
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData, ResourceUsage, TimeAverageMessageData
+from pulsar_rebalance.core.pulsar.shedders import SHEDDERS
+from pulsar_rebalance.core.pulsar.shedders.base import ModularInput, java_int, java_int_add
+from pulsar_rebalance.core.pulsar.state import StrategyState
 
 MB = 1024 * 1024
 ZERO = ResourceUsage(0, 0)

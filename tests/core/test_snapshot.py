@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from pulsar_rebalance.core.contract_decide import decide_scenario
-from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
 from pulsar_rebalance.core.snapshot import (
     check_load_report,
     check_namespace_boundaries,
@@ -42,7 +42,7 @@ def _report(stats_of=(), **kw):
 
 
 def _validate(reports, claims=None, boundaries=None, brokers=(B1, B2)):
-    parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
+    parsed = {b: local_broker_data_from_json(r, f"load-report[{b}]") for b, r in reports.items()}
     return validate_snapshot(
         brokers=list(brokers),
         boundaries=boundaries or {NS: HALF},
@@ -97,7 +97,7 @@ def test_load_report_bundle_names_must_be_bundles(name):
     report = _report([LOW])
     report["lastStats"][name] = _stats()
     with pytest.raises(SnapshotError, match="not a bundle name") as exc:
-        check_load_report(B1, LocalBrokerData.from_json(report, "r"), "r")
+        check_load_report(B1, local_broker_data_from_json(report, "r"), "r")
     assert exc.value.broker == B1 and exc.value.bundle == name
 
 
@@ -127,7 +127,7 @@ def test_an_owned_bundle_unknown_to_the_boundaries_is_left_out_with_a_warning():
 def test_load_report_numbers_must_fit_pulsars_java_types(mutate, field, words):
     report = _report([LOW])
     mutate(report)
-    data = LocalBrokerData.from_json(report, "r")
+    data = local_broker_data_from_json(report, "r")
     with pytest.raises(SnapshotError) as exc:
         check_load_report(B1, data, f"load-report[{B1}]", report.keys())
     assert words in str(exc.value) and B1 in str(exc.value)
@@ -137,13 +137,13 @@ def test_load_report_numbers_must_fit_pulsars_java_types(mutate, field, words):
 def test_zero_limits_read_zero_percent_and_warn():
     zero = {"usage": 5, "limit": 0}
     report = _report([LOW], cpu=zero, memory=zero, directMemory=zero, bandwidthIn=zero, bandwidthOut=zero)
-    data = LocalBrokerData.from_json(report, "r")
+    data = local_broker_data_from_json(report, "r")
     assert data.max_resource_usage() == 0.0  # Pulsar's formula: limit 0 -> 0 %
     (w,) = check_load_report(B1, data, "r", report.keys())
     assert w.kind == "limit_zero" and "every resource limit" in w.message and w.broker == B1
     # memory/directMemory absent (optional in LocalBrokerData): default limit 0, no warning
     minimal = {k: v for k, v in _report([LOW]).items() if k not in ("memory", "directMemory")}
-    assert check_load_report(B1, LocalBrokerData.from_json(minimal, "r"), "r", minimal.keys()) == []
+    assert check_load_report(B1, local_broker_data_from_json(minimal, "r"), "r", minimal.keys()) == []
 
 
 def test_a_load_report_listing_another_brokers_bundle_is_rejected():
@@ -261,6 +261,6 @@ def test_strings_postgres_cannot_store_are_rejected_at_any_depth(text, words):
 
 
 def test_a_leader_that_is_not_a_string_is_rejected():
-    parsed = {B1: LocalBrokerData.from_json(_report([LOW]), "r")}
+    parsed = {B1: local_broker_data_from_json(_report([LOW]), "r")}
     with pytest.raises(SnapshotError, match="leader"):
         validate_snapshot(brokers=[B1], boundaries={NS: HALF}, claims={B1: [LOW]}, reports=parsed, leader=5)

@@ -12,10 +12,10 @@ import zlib
 
 import pytest
 
-from pulsar_rebalance.core.bundles import BundleRange, topic_hash
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.contract_split import split_scenario
-from pulsar_rebalance.core.split_algorithms import (
+from pulsar_rebalance.core.contract.split import split_scenario
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, topic_hash
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.split_algorithms import (
     SPLIT_ALGORITHMS,
     TopicRates,
     explain_split,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import (
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import (
     BundleData,
     LocalBrokerData,
     NamespaceBundleStats,
     ResourceUsage,
     TimeAverageMessageData,
 )
-from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
+from pulsar_rebalance.core.pulsar.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
 from pulsar_rebalance.errors import ScenarioError
 
 MB = 1024 * 1024

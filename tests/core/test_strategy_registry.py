@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from pulsar_rebalance.core import strategies
-from pulsar_rebalance.core.config import (
+from pulsar_rebalance.core.contract.decide import parse_scenario
+from pulsar_rebalance.core.pulsar.config import (
     PLACEMENT_STRATEGY_CLASSES,
     SHEDDING_STRATEGY_CLASSES,
     LoadBalancerConfig,
     PlacementStrategyName,
     SheddingStrategyName,
 )
-from pulsar_rebalance.core.contract_decide import parse_scenario
-from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
-from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SELECTABLE_SHEDDERS, SHEDDERS
+from pulsar_rebalance.core.pulsar.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
+from pulsar_rebalance.core.pulsar.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SELECTABLE_SHEDDERS, SHEDDERS
 from pulsar_rebalance.core.strategies import STRATEGIES, PlacementStrategy, SheddingStrategy
 from pulsar_rebalance.errors import ConfigError, ScenarioError
 from pulsar_rebalance.pipeline import detect

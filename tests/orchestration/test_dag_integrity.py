@@ -99,9 +99,9 @@ def test_spark_jobs_are_thin_entry_points():
 
 
 def test_one_strategy_list_feeds_the_dag_the_run_params_the_contract_and_the_config(airflow_db):
-    """The selectable shedding strategies come from core.shedders.SELECTABLE_SHEDDERS only."""
-    from pulsar_rebalance.core.config import SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
-    from pulsar_rebalance.core.shedders import DEFAULT_SHEDDER, SELECTABLE_SHEDDERS, SHEDDERS
+    """The selectable shedding strategies come from core.pulsar.shedders.SELECTABLE_SHEDDERS only."""
+    from pulsar_rebalance.core.pulsar.config import SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.shedders import DEFAULT_SHEDDER, SELECTABLE_SHEDDERS, SHEDDERS
     from pulsar_rebalance.pipeline.params import SHEDDERS as RUN_SHEDDERS
     from pulsar_rebalance.pipeline.params import RunParams
 
@@ -138,7 +138,7 @@ def test_an_unknown_config_key_is_refused_at_trigger_time_and_no_run_is_created(
     ``config`` against the load-balancer config's keys; a typo no longer waits for collect_load."""
     import uuid
 
-    from pulsar_rebalance.core.config import PULSAR_KEYS
+    from pulsar_rebalance.core.pulsar.config import PULSAR_KEYS
 
     api = _trigger_api()
     runs = "/api/v2/dags/pulsar_rebalance/dagRuns"
@@ -181,7 +181,7 @@ def test_the_trigger_form_and_run_params_agree_on_what_is_valid(airflow_db):
     (probes at and beyond every limit), and the config schema is LoadBalancerConfig's."""
     from jsonschema import ValidationError, validate
 
-    from pulsar_rebalance.core.config import PULSAR_KEYS, LoadBalancerConfig, default_config
+    from pulsar_rebalance.core.pulsar.config import PULSAR_KEYS, LoadBalancerConfig, default_config
     from pulsar_rebalance.errors import ConfigError
     from pulsar_rebalance.pipeline.params import RunParams
 

@@ -110,7 +110,7 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
         splits=[{"bundle": hot, "broker": "b1:8080", "reason": "msgRate 600 > 500"}],
     )
     # two topics in the hot bundle: crc32 puts "t/n/a" (0x...) and "t/n/b" in different halves
-    from pulsar_rebalance.core.bundles import topic_hash
+    from pulsar_rebalance.core.pulsar.bundles import topic_hash
 
     names = [f"persistent://t/n/topic-{i}" for i in range(200)]
     low = next(n for n in names if topic_hash(n) < 0x20000000)
@@ -153,7 +153,7 @@ def test_plan_orders_splits_first_and_moves_the_heaviest_child_of_a_split_bundle
 
 
 def test_a_planner_split_keeps_its_boundaries_and_its_moved_child_is_predicted_from_the_topics():
-    from pulsar_rebalance.core.bundles import topic_hash
+    from pulsar_rebalance.core.pulsar.bundles import topic_hash
 
     hot = "t/n/0x00000000_0x40000000"
     names = [f"persistent://t/n/topic-{i}" for i in range(400)]
@@ -252,7 +252,7 @@ def test_plan_records_what_each_moved_bundle_carries_and_the_data_quality():
         ],
         splits=[{"bundle": hot, "broker": "b1:8080", "reason": "msgRate 600 > 500"}],
     )
-    from pulsar_rebalance.core.bundles import topic_hash
+    from pulsar_rebalance.core.pulsar.bundles import topic_hash
 
     names = [f"persistent://t/n/topic-{i}" for i in range(200)]
     high = next(n for n in names if 0x20000000 <= topic_hash(n) < 0x40000000)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from pulsar_rebalance.core.bundles import NamespaceBundles
+from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles
 from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline import transforms as T

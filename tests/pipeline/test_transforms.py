@@ -1,5 +1,5 @@
 """Spark transforms against the decision core: Spark's built-in crc32 is Pulsar's hash, and the
-broadcast range lookup maps every topic to the same bundle as ``core.bundles.NamespaceBundles.find``."""
+broadcast range lookup maps every topic to the same bundle as ``core.pulsar.bundles.NamespaceBundles.find``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pulsar_rebalance.core.bundles import NamespaceBundles, default_boundaries, topic_hash
+from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, default_boundaries, topic_hash
 from pulsar_rebalance.pipeline import transforms as T
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.bundles import NamespaceBundles, topic_hash
-from pulsar_rebalance.core.policies import NO_POLICIES, parse_policies
+from pulsar_rebalance.core.contract.policies_json import parse_policies
+from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, topic_hash
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES
 from pulsar_rebalance.simulator.closed_loop import NO_ACTION, STRATEGIES, added_violations, run_closed_loop
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
 from pulsar_rebalance.simulator.scenarios import (

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar_rebalance.core.bundles import (
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.pulsar.bundles import (
     FULL_UPPER_BOUND,
     BundleRange,
     NamespaceBundles,
     default_boundaries,
     split_full_name,
 )
-from pulsar_rebalance.core.bundles import topic_hash as core_topic_hash
-from pulsar_rebalance.core.contract_decide import decide_scenario
+from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
 from pulsar_rebalance.simulator.cluster import BrokerSpec, ClusterState, TopicLoad, creation_boundaries, range_name
 from pulsar_rebalance.simulator.cluster import topic_hash as sim_topic_hash
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
@@ -241,7 +241,7 @@ def test_the_load_manager_level_is_what_is_applied_and_unload_children_decides_t
 
 
 def test_the_floor_counts_what_cannot_be_split() -> None:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 
     # one topic carries far more than the ideal share: the floor is that topic alone
     m = _model(n_topics=50, brokers=4, bundles=4)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.bundles import NamespaceBundles, bundle_full_name
-from pulsar_rebalance.core.bundles import topic_hash as core_topic_hash
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, bundle_full_name
+from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Topic
 from pulsar_rebalance.simulator.held_out_models import (
@@ -199,7 +199,7 @@ def test_memory_appears_in_the_load_report_and_in_the_true_usage() -> None:
         assert set(RESOURCES) <= set(r)
         assert r["memory"]["limit"] == 4096.0 and r["directMemory"]["limit"] == 2048.0
         assert r["memory"]["usage"] > 512.0 and r["directMemory"]["usage"] > 256.0
-        data = LocalBrokerData.from_json(r, b)  # the decision core reads them
+        data = local_broker_data_from_json(r, b)  # the decision core reads them
         assert data.direct_memory.usage == r["directMemory"]["usage"] and data.memory.percent_usage() > 10.0
         fractions = {k: r[k]["usage"] / r[k]["limit"] for k in RESOURCES if k != "cpu"}
         # the true usage is the max over every resource, memory included: direct memory binds here

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
 from pulsar_rebalance.simulator.dynamics import Broker
 from pulsar_rebalance.simulator.held_out_models import (
     HELD_OUT_MODELS,
@@ -206,7 +206,7 @@ def test_older_generation_reports_more_cpu_at_the_same_limit() -> None:
     ratio = (sum(true[b] for b in old) / len(old)) / (sum(true[b] for b in new) / len(new))
     assert 1.18 < ratio < 1.32
     for b, r in reports.items():
-        data = LocalBrokerData.from_json(r, b)
+        data = local_broker_data_from_json(r, b)
         assert data.cpu.limit == 800.0 and data.bandwidth_out.limit == 10_000.0 * 1024
     # the floor: the hottest topic alone on the broker where it weighs least (a newer one)
     assert m.floor_usage() >= m.ideal_usage()

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pulsar_rebalance.core.bundles import NamespaceBundles
-from pulsar_rebalance.core.bundles import topic_hash as core_topic_hash
+from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles
+from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
 from pulsar_rebalance.simulator.closed_loop import LoopResult, execute_plan, run_closed_loop
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, get_load_model
@@ -550,7 +550,7 @@ def test_merge_refuses_a_run_that_predates_it_other_flags_or_changed_sources_out
     unreferenced = bench.unreferenced_sources()
     assert {random_models, "pulsar_rebalance/pipeline/detect.py", "pulsar_rebalance/store/plans.py"} <= unreferenced
     # imported directly or through a package's __init__ (the shedders, which the registry also names)
-    for used in ("core/guard.py", "core/__init__.py", "simulator/cluster.py", "core/shedders/avg_shedder.py"):
+    for used in ("core/guard.py", "core/__init__.py", "simulator/cluster.py", "core/pulsar/shedders/avg_shedder.py"):
         assert f"pulsar_rebalance/{used}" not in unreferenced, used
     assert random_models not in bench.unreferenced_sources(Path(bench.__file__).parent / "bench_random_models.py")
     changed = {**digests, random_models: "2"}

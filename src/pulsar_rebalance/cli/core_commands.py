@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pulsar_rebalance.core.strict_json import dumps_finite, loads_strict
+from pulsar_rebalance.core.contract.strict_json import dumps_finite, loads_strict
 from pulsar_rebalance.errors import ScenarioError
 
 ContractFn = Callable[[dict[str, Any]], dict[str, Any]]
@@ -52,19 +52,19 @@ def _run(args: argparse.Namespace, contract: ContractFn) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    from pulsar_rebalance.core.contract_decide import decide_scenario
+    from pulsar_rebalance.core.contract.decide import decide_scenario
 
     return _run(args, decide_scenario)
 
 
 def _split(args: argparse.Namespace) -> int:
-    from pulsar_rebalance.core.contract_split import split_scenario
+    from pulsar_rebalance.core.contract.split import split_scenario
 
     return _run(args, split_scenario)
 
 
 def _bundles(args: argparse.Namespace) -> int:
-    from pulsar_rebalance.core.contract_split import bundles_scenario
+    from pulsar_rebalance.core.contract.split import bundles_scenario
 
     return _run(args, bundles_scenario)
 

@@ -40,7 +40,7 @@ def redact_url(url: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pulsar_rebalance.core.shedders import SELECTABLE_SHEDDERS
+    from pulsar_rebalance.core.pulsar.shedders import SELECTABLE_SHEDDERS
 
     p = sub.add_parser("demo", help="run one complete rebalance on embedded defaults (the README's main job)")
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")

@@ -2,8 +2,8 @@
 
 * :func:`describe_constraints` - the constraints a move of a bundle is checked against (its namespace's
   isolation policy or the shared-broker rule, its anti-affinity group), in words for the plan page and
-  ``plans show``: the do-no-harm guard applies exactly these (:class:`~pulsar_rebalance.core.policies.DestinationFilter`).
-* :func:`fix_plan` - the moves that bring the bundles :func:`~pulsar_rebalance.core.policies.violations`
+  ``plans show``: the do-no-harm guard applies exactly these (:class:`~pulsar_rebalance.core.pulsar.policies.DestinationFilter`).
+* :func:`fix_plan` - the moves that bring the bundles :func:`~pulsar_rebalance.core.pulsar.policies.violations`
   reports back under their namespace's policies, with as few moves as possible: a bundle that is fine
   is never moved, a violating bundle moves once, and an anti-affinity violation another move already
   resolved (the other namespace left the broker) is not moved. Each move goes to the least used broker
@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pulsar_rebalance.core.policies import (
+from pulsar_rebalance.core.prediction import LoadState, Move
+from pulsar_rebalance.core.pulsar.policies import (
     DEFAULT_DOMAIN,
     DestinationFilter,
     PlacementPolicies,
@@ -29,8 +30,7 @@ from pulsar_rebalance.core.policies import (
     apply_namespace_policies,
     violations,
 )
-from pulsar_rebalance.core.prediction import LoadState, Move
-from pulsar_rebalance.core.shedders.base import namespace_of
+from pulsar_rebalance.core.pulsar.shedders.base import namespace_of
 
 FIX_REASON_PREFIX = "policy violation: "
 """A fix plan's moves' reasons start with this."""

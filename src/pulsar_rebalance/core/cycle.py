@@ -6,7 +6,7 @@ and returns a :class:`CycleResult`: the decision at the strategy level (unloads,
 stats), what the load manager executes and drops, and the state after the cycle. The order inside a
 cycle is Pulsar's (docs/core-decide.md, "Order inside a cycle"): age the recently-unloaded maps;
 ``updateAll`` (bundle data, then the split trigger); ``doLoadShedding`` (strategy, then each unload's
-destination); then the ``place`` lookups. ``core.contract_decide`` only parses the JSON, calls this,
+destination); then the ``place`` lookups. ``core.contract.decide`` only parses the JSON, calls this,
 and renders :meth:`CycleResult.to_json`.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, format_boundary, split_full_name
-from pulsar_rebalance.core.config import LoadBalancerConfig
+from pulsar_rebalance.core.contract.json_input import field_path
+from pulsar_rebalance.core.contract.load_json import broker_load_data_from_json, bundle_data_from_json
 from pulsar_rebalance.core.decision import (
     Decision,
     DroppedUnload,
@@ -29,8 +29,10 @@ from pulsar_rebalance.core.decision import (
     Unload,
     skip,
 )
-from pulsar_rebalance.core.json_input import field_path
-from pulsar_rebalance.core.load import (
+from pulsar_rebalance.core.planner import PlannerInput
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, format_boundary, split_full_name
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import (
     BrokerLoadData,
     BundleData,
     LocalBrokerData,
@@ -38,32 +40,31 @@ from pulsar_rebalance.core.load import (
     SystemResourceUsage,
     TimeAverageBrokerData,
 )
-from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS
-from pulsar_rebalance.core.placement.assignment import (
+from pulsar_rebalance.core.pulsar.placement import EXTENSIBLE_PLACEMENTS
+from pulsar_rebalance.core.pulsar.placement.assignment import (
     ModularPlacementContext,
     select_broker,
     select_broker_for_assignment,
 )
-from pulsar_rebalance.core.planner import PlannerInput
-from pulsar_rebalance.core.policies import (
+from pulsar_rebalance.core.pulsar.policies import (
     NO_POLICIES,
     PlacementPolicies,
     extensible_filter,
     should_anti_affinity_namespace_unload,
     should_namespace_policies_unload,
 )
-from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
-from pulsar_rebalance.core.shedders.base import ModularInput, namespace_of
-from pulsar_rebalance.core.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
-from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
-from pulsar_rebalance.core.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
+from pulsar_rebalance.core.pulsar.shedders.base import ModularInput, namespace_of
+from pulsar_rebalance.core.pulsar.shedders.transfer_shedder import ExtensibleInput, top_k_bundles
+from pulsar_rebalance.core.pulsar.split_algorithms import TopicRates, get_split_boundaries
+from pulsar_rebalance.core.pulsar.split_trigger import extensible_bundles_to_split, modular_bundles_to_split
+from pulsar_rebalance.core.pulsar.state import StrategyState
 from pulsar_rebalance.core.strategies import plans_splits
 
 
 @dataclass(frozen=True, slots=True)
 class CycleInput:
-    """One validated cycle of input (``core.contract_decide`` parses it from the JSON ``cycles[i]``)."""
+    """One validated cycle of input (``core.contract.decide`` parses it from the JSON ``cycles[i]``)."""
 
     path: str
     brokers: dict[str, LocalBrokerData] | None
@@ -81,7 +82,7 @@ class CycleInput:
     bundle_topics: dict[str, dict[str, TopicRates]] | None = None
     """GlobalPlanner only: per bundle, its topics' rates (lets a split isolate a hot topic)."""
     policies: PlacementPolicies = NO_POLICIES
-    """Namespace isolation policies, anti-affinity groups, failure domains (core.policies)."""
+    """Namespace isolation policies, anti-affinity groups, failure domains (core.pulsar.policies)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +174,7 @@ def _derive_extensible(
     for broker, data in cycle.brokers.items():
         prev = previous.get(broker)
         bld = (
-            BrokerLoadData.from_json(prev, f"state.transferShedder.brokerLoadData.{broker}")
+            broker_load_data_from_json(prev, f"state.transferShedder.brokerLoadData.{broker}")
             if prev
             else BrokerLoadData()
         )
@@ -221,7 +222,7 @@ def _leader_bundle_data(cycle: CycleInput, state: StrategyState) -> dict[str, Bu
             bd = out.get(bundle)
             if bd is None:
                 prev = known.get(bundle)
-                bd = BundleData.from_json(prev, f"state.bundleData.{bundle}") if prev else BundleData.new_default()
+                bd = bundle_data_from_json(prev, f"state.bundleData.{bundle}") if prev else BundleData.new_default()
                 out[bundle] = bd
             bd.update(stats)
     return out

@@ -37,7 +37,7 @@ each on top of the moves kept before it; a move is kept only if, after it:
   brokers owning the fewest namespaces of the group (with ``failureDomainsEnabled``, in the failure
   domains owning the fewest), counted after the kept moves with the bundle off its source - Pulsar's
   ``filterAntiAffinityGroupOwnedBrokers``, so a plan never puts two namespaces of a group on one
-  broker while another broker has none (:class:`pulsar_rebalance.core.policies.DestinationFilter`);
+  broker while another broker has none (:class:`pulsar_rebalance.core.pulsar.policies.DestinationFilter`);
 * **cordoned** - its destination is not a cordoned broker (one an operator drained: no plan of any
   mode targets it until it is uncordoned);
 * **prediction** - the move can be predicted at all: both brokers report and the bundle has a sample
@@ -69,10 +69,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import LocalBrokerData, NamespaceBundleStats
-from pulsar_rebalance.core.policies import DestinationFilter, PlacementPolicies
 from pulsar_rebalance.core.prediction import LoadState, Move
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import LocalBrokerData, NamespaceBundleStats
+from pulsar_rebalance.core.pulsar.policies import DestinationFilter, PlacementPolicies
 
 FREE_CAPACITY_SHARE = 0.5
 """Per plan, a destination takes at most this share of its free capacity (overload threshold minus its

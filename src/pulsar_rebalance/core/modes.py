@@ -24,8 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from pulsar_rebalance.core.policies import NO_POLICIES, DestinationFilter, PlacementPolicies, apply_namespace_policies
 from pulsar_rebalance.core.prediction import LoadState, Move
+from pulsar_rebalance.core.pulsar.policies import (
+    NO_POLICIES,
+    DestinationFilter,
+    PlacementPolicies,
+    apply_namespace_policies,
+)
 
 MODES = ("rebalance", "drain", "fill")
 """The DAG's ``mode`` param: ``rebalance`` is the configured strategy's plan."""

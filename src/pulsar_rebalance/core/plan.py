@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from pulsar_rebalance.core.bundles import FULL_UPPER_BOUND
+from pulsar_rebalance.core.pulsar.bundles import FULL_UPPER_BOUND
 from pulsar_rebalance.errors import InvalidTransitionError, PlanError
 
 ACTION_KINDS = ("split", "unload")

@@ -226,7 +226,7 @@ class GuardReport:
 
 @dataclass(frozen=True)
 class ViolationLine:
-    """A bundle whose owner breaks its namespace's placement policy (``rule``: core.policies.VIOLATION_RULES)."""
+    """A bundle whose owner breaks its namespace's placement policy (``rule``: core.pulsar.policies.VIOLATION_RULES)."""
 
     bundle: str
     broker: str

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pulsar_rebalance.core.load import LocalBrokerData, NamespaceBundleStats, ResourceUsage
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+from pulsar_rebalance.core.pulsar.load import LocalBrokerData, NamespaceBundleStats, ResourceUsage
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class LoadState:
         weights: tuple[float, float, float, float, float],
         extra_stats: Mapping[str, NamespaceBundleStats] | None = None,
     ) -> None:
-        self._start({b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}, weights)
+        self._start({b: local_broker_data_from_json(r, f"load-report[{b}]") for b, r in reports.items()}, weights)
         self.extra_stats: Mapping[str, NamespaceBundleStats] = extra_stats or {}
 
     def _start(self, parsed: dict[str, LocalBrokerData], weights: tuple[float, float, float, float, float]) -> None:

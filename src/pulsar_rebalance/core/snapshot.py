@@ -42,14 +42,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from pulsar_rebalance.core.bundles import (
+from pulsar_rebalance.core.pulsar.bundles import (
     FULL_LOWER_BOUND,
     FULL_UPPER_BOUND,
     BundleRange,
     format_boundary,
     split_full_name,
 )
-from pulsar_rebalance.core.load import LocalBrokerData, ResourceUsage
+from pulsar_rebalance.core.pulsar.load import LocalBrokerData, ResourceUsage
 from pulsar_rebalance.errors import ScenarioError, SnapshotError
 
 JAVA_INT_MAX = 2**31 - 1

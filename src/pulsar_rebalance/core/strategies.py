@@ -7,15 +7,15 @@ this project's GlobalPlanner, which is not a Pulsar class), whether it is an opt
 another strategy (``variant_of``; variants are accepted by the contract only, never offered to
 operators or the config key), and its implementation (a module attribute built once, on first use).
 
-Everything else is derived from :data:`STRATEGIES`: ``core.shedders.SHEDDERS`` /
-``SELECTABLE_SHEDDERS`` / ``EXTENSIBLE_SHEDDERS`` / ``BASE_NAME``, ``core.placement.PLACEMENTS`` /
-``EXTENSIBLE_PLACEMENTS``, ``core.config.SHEDDING_STRATEGY_CLASSES`` /
+Everything else is derived from :data:`STRATEGIES`: ``core.pulsar.shedders.SHEDDERS`` /
+``SELECTABLE_SHEDDERS`` / ``EXTENSIBLE_SHEDDERS`` / ``BASE_NAME``, ``core.pulsar.placement.PLACEMENTS`` /
+``EXTENSIBLE_PLACEMENTS``, ``core.pulsar.config.SHEDDING_STRATEGY_CLASSES`` /
 ``PLACEMENT_STRATEGY_CLASSES``, ``pipeline.params.SHEDDERS`` / ``PLACEMENTS``, the DAG's
 ``Param(enum=...)``, the quickstart's ``--strategy`` choices (``tests/core/test_strategy_registry.py``
 checks they agree). Adding a strategy is one entry here.
 
-This module imports no implementation at import time (``core.config`` reads it, and the
-implementations import ``core.config``).
+This module imports no implementation at import time (``core.pulsar.config`` reads it, and the
+implementations import ``core.pulsar.config``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ LoadManager = Literal["modular", "extensible"]
 _IMPL = "org.apache.pulsar.broker.loadbalance.impl."
 _EXT_SCHEDULER = "org.apache.pulsar.broker.loadbalance.extensions.scheduler."
 _EXT_STRATEGY = "org.apache.pulsar.broker.loadbalance.extensions.strategy."
-_SHEDDERS_PKG = "pulsar_rebalance.core.shedders."
-_PLACEMENT_PKG = "pulsar_rebalance.core.placement."
+_SHEDDERS_PKG = "pulsar_rebalance.core.pulsar.shedders."
+_PLACEMENT_PKG = "pulsar_rebalance.core.pulsar.placement."
 
 
 @runtime_checkable
@@ -54,7 +54,7 @@ class SheddingStrategy(Protocol):
 class PlacementStrategy(Protocol):
     """What the load manager calls on a placement strategy: ``select_broker(bundle=..., candidates=...,
     ...)`` returns a ``Placement`` (extensible) or ``(Placement, StrategyState)`` (modular); the
-    remaining keyword arguments are the strategy's inputs (see ``core.placement.assignment``)."""
+    remaining keyword arguments are the strategy's inputs (see ``core.pulsar.placement.assignment``)."""
 
     name: str
 
@@ -263,7 +263,7 @@ DEFAULT_SHEDDER = "GlobalPlanner"
 """The pipeline's default (the DAG's ``shedding_strategy``, the run params): the planner, ahead of every
 Pulsar strategy in the closed-loop benchmark (docs/benchmarks/balance.md). Pulsar's strategies are one
 param away. The ``decide`` contract keeps Pulsar's own default (``loadBalancerLoadSheddingStrategy`` =
-AvgShedder since PR #26609, in core.config)."""
+AvgShedder since PR #26609, in core.pulsar.config)."""
 
 DEFAULT_PLACEMENT = "AvgShedder"
 """The pipeline's default placement (Pulsar's ``loadBalancerLoadPlacementStrategy`` since PR #26609)."""

@@ -21,7 +21,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from pulsar_rebalance.core import clusters
-from pulsar_rebalance.core.config import SPLIT_ALGORITHM_NAMES, config_json_schema
+from pulsar_rebalance.core.pulsar.config import SPLIT_ALGORITHM_NAMES, config_json_schema
 from pulsar_rebalance.orchestration.approval import PlanApprovalGate
 from pulsar_rebalance.orchestration.notify import attach_notifications
 from pulsar_rebalance.orchestration.operators import PulsarSparkJobOperator

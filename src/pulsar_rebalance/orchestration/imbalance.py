@@ -17,6 +17,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+
 log = logging.getLogger(__name__)
 
 REBALANCE_DAG_ID = "pulsar_rebalance"
@@ -24,7 +26,6 @@ REBALANCE_DAG_ID = "pulsar_rebalance"
 
 def worst_broker(client, cluster: str | None) -> tuple[str, str, float]:
     """``(cluster, broker, max resource usage)`` of the busiest broker, from the brokers' load reports."""
-    from pulsar_rebalance.core.load import LocalBrokerData
 
     if not cluster:
         clusters = client.clusters()
@@ -32,7 +33,7 @@ def worst_broker(client, cluster: str | None) -> tuple[str, str, float]:
             raise RuntimeError(f"{client.base_url} reports no Pulsar cluster")
         cluster = clusters[0]
     usage = {
-        broker: LocalBrokerData.from_json(client.load_report(broker), f"load-report[{broker}]").max_resource_usage()
+        broker: local_broker_data_from_json(client.load_report(broker), f"load-report[{broker}]").max_resource_usage()
         for broker in client.brokers(cluster)
     }
     if not usage:

@@ -21,17 +21,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, parse_boundary
-from pulsar_rebalance.core.json_input import field_path
-from pulsar_rebalance.core.load import LocalBrokerData
-from pulsar_rebalance.core.policies import (
-    NO_POLICIES,
+from pulsar_rebalance.core.contract.json_input import field_path
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+from pulsar_rebalance.core.contract.policies_json import (
     POLICY_KEYS,
-    NamespaceIsolationPolicy,
-    PlacementPolicies,
+    namespace_isolation_policy_from_json,
     parse_anti_affinity_groups,
     parse_failure_domains,
 )
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, parse_boundary
+from pulsar_rebalance.core.pulsar.load import LocalBrokerData
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, NamespaceIsolationPolicy, PlacementPolicies
 from pulsar_rebalance.core.snapshot import (
     SnapshotCheck,
     SnapshotWarning,
@@ -231,7 +231,7 @@ def collect_snapshot(
             first_error = first_error or exc
             continue
         try:
-            parsed = LocalBrokerData.from_json(report, f"load-report[{broker}]")
+            parsed = local_broker_data_from_json(report, f"load-report[{broker}]")
         except ScenarioError as exc:
             raise MalformedResponseError(
                 f"load report of broker {broker} is not a LocalBrokerData: {exc}",
@@ -312,7 +312,7 @@ def read_placement_policies(
     for name, data in isolation.items():
         path = field_path("namespaceIsolationPolicies", name)
         try:
-            policy = NamespaceIsolationPolicy.from_json(name, data, path)
+            policy = namespace_isolation_policy_from_json(name, data, path)
         except ScenarioError as exc:
             raise MalformedResponseError(
                 f"namespace isolation policy {name!r} of cluster {cluster} is invalid: {exc}", url=isolation_url
@@ -560,7 +560,7 @@ def broker_load_row(
     parsed: LocalBrokerData | None = None,
 ) -> dict[str, Any]:
     """One broker_load row from a raw LocalBrokerData JSON report (``parsed``: the same report, if already parsed)."""
-    d = parsed or LocalBrokerData.from_json(report, f"load-report[{broker}]")
+    d = parsed or local_broker_data_from_json(report, f"load-report[{broker}]")
     weighted = d.max_resource_usage_with_weight(*weights)
     return {
         "broker_id": broker,

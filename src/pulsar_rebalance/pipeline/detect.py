@@ -93,7 +93,7 @@ def decide(scenario: Mapping[str, Any]) -> dict[str, Any]:
     (``parse_scenario``), then the same typed cycle analyzer the contract runs
     (:func:`core.cycle.run_cycle`). Returns ``{"cycle": <cycle output>, "state": <strategy state after>}``
     in the contract's JSON shapes (stored with the run, replayable with ``pulsar-rebalance decide``)."""
-    from pulsar_rebalance.core.contract_decide import parse_scenario
+    from pulsar_rebalance.core.contract.decide import parse_scenario
     from pulsar_rebalance.core.cycle import run_cycle, seeded_random, with_random_position
 
     parsed = parse_scenario(dict(scenario))

@@ -36,7 +36,9 @@ PLAN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # rollback_plan
 class RunParams:
     namespaces: tuple[str, ...] = ()
     cluster: str | None = None
-    shedding_strategy: str = DEFAULT_SHEDDER  # core.shedders: GlobalPlanner (Pulsar's own: AvgShedder since PR #26609)
+    shedding_strategy: str = (
+        DEFAULT_SHEDDER  # core.pulsar.shedders: GlobalPlanner (Pulsar's own: AvgShedder since PR #26609)
+    )
     placement_strategy: str = DEFAULT_PLACEMENT
     split_algorithm: str | None = None  # None = config's defaultNamespaceBundleSplitAlgorithm
     dry_run: bool = False
@@ -166,7 +168,7 @@ class RunParams:
 
     def lb_config(self):
         """The LoadBalancerConfig for this run: overrides + the chosen strategies under Pulsar's keys."""
-        from pulsar_rebalance.core.config import LoadBalancerConfig
+        from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 
         merged = dict(self.config)
         if self.split_algorithm:

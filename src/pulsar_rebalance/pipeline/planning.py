@@ -22,12 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, parse_boundary, split_full_name, topic_hash
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+from pulsar_rebalance.core.contract.policies_json import parse_policies
 from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardResult, GuardSplit, guard_plan
-from pulsar_rebalance.core.load import NamespaceBundleStats
 from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction, action_from_mapping
-from pulsar_rebalance.core.policies import parse_policies
 from pulsar_rebalance.core.prediction import Move, predict
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, parse_boundary, split_full_name, topic_hash
+from pulsar_rebalance.core.pulsar.load import NamespaceBundleStats
 from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline.params import RunParams, resource_weights
 
@@ -64,7 +65,7 @@ def build_plan(
     ``snapshot_check``: collect's verdict (core.snapshot): its ``warnings`` go into the summary for the
     reviewer, and no action touches a bundle in ``excludedBundles`` (Pulsar was mid-transition there).
     """
-    from pulsar_rebalance.core.contract_split import split_scenario
+    from pulsar_rebalance.core.contract.split import split_scenario
 
     cfg = params.lb_config()
     algorithm = cfg.default_namespace_bundle_split_algorithm
@@ -276,10 +277,10 @@ def placement_section(
 ) -> dict[str, Any] | None:
     """The summary's ``placement``: per unload (by ``seq``) the constraints the guard checked it against
     (core.compliance), and the **compliance** view - the bundles of the run's ownership that break their
-    namespace's current policies, among the brokers that reported (core.policies.violations). None when
+    namespace's current policies, among the brokers that reported (core.pulsar.policies.violations). None when
     the run stored no placement constraints (a run from before they were collected)."""
     from pulsar_rebalance.core.compliance import describe_constraints, violation_to_json
-    from pulsar_rebalance.core.policies import violations
+    from pulsar_rebalance.core.pulsar.policies import violations
 
     if placement_policies is None:
         return None
@@ -302,9 +303,8 @@ def placement_section(
 
 def _persistent_enabled(reports: Mapping[str, Mapping[str, Any]]):
     """Whether a broker enables persistent topics, from its load report (as the guard reads it)."""
-    from pulsar_rebalance.core.load import LocalBrokerData
 
-    parsed = {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()}
+    parsed = {b: local_broker_data_from_json(r, f"load-report[{b}]") for b, r in reports.items()}
     return lambda broker: broker not in parsed or parsed[broker].persistent_topics_enabled
 
 
@@ -325,8 +325,8 @@ def build_fix_plan(
     approval like any plan. A bundle no allowed broker can take is a warning; an empty plan says why.
     Returns the draft and the decision (cycle) it was made from."""
     from pulsar_rebalance.core.compliance import fix_plan, violation_to_json
-    from pulsar_rebalance.core.policies import NO_POLICIES
     from pulsar_rebalance.core.prediction import LoadState
+    from pulsar_rebalance.core.pulsar.policies import NO_POLICIES
 
     cfg = params.lb_config()
     policies = parse_policies(placement_policies, "placementPolicies") if placement_policies else NO_POLICIES
@@ -393,8 +393,8 @@ def build_mode_plan(
     like any decision (with ``cordoned`` as destinations no move may take). Returns the draft and the
     decision (cycle) it was made from."""
     from pulsar_rebalance.core.modes import drain_plan, fill_plan
-    from pulsar_rebalance.core.policies import NO_POLICIES
     from pulsar_rebalance.core.prediction import LoadState
+    from pulsar_rebalance.core.pulsar.policies import NO_POLICIES
 
     cfg = params.lb_config()
     owning = set(ownership.values())

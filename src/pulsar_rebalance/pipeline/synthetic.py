@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pulsar_rebalance.core.bundles import default_boundaries
-from pulsar_rebalance.core.load import LocalBrokerData
+from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+from pulsar_rebalance.core.pulsar.bundles import default_boundaries
 from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pipeline import context as C
 from pulsar_rebalance.pipeline.collect import Snapshot, record_snapshot
@@ -163,7 +163,7 @@ def generate_snapshot(
         load_reports=reports,
         ownership=owners,
         collected_at_ms=now_ms,
-        parsed={b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in reports.items()},
+        parsed={b: local_broker_data_from_json(r, f"load-report[{b}]") for b, r in reports.items()},
     )
     generated_s = time.perf_counter() - started
     weights = resource_weights(params.lb_config())

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulsar_rebalance.core.load import BundleData, LocalBrokerData
+from pulsar_rebalance.core.contract.load_json import bundle_data_from_json, local_broker_data_from_json
+from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData
 from pulsar_rebalance.pipeline.collect import broker_load_row
 from pulsar_rebalance.pipeline.params import resource_weights
 
@@ -36,7 +37,7 @@ def carry(run_id: str, before: Any, after: Any) -> dict[str, Any]:
 
 def parse_reports(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, LocalBrokerData]:
     """Each broker's LocalBrokerData, parsed once per stage."""
-    return {b: LocalBrokerData.from_json(r, f"load-report[{b}]") for b, r in sorted(reports.items())}
+    return {b: local_broker_data_from_json(r, f"load-report[{b}]") for b, r in sorted(reports.items())}
 
 
 def broker_usage_rows(
@@ -69,7 +70,7 @@ def update_time_averages(
     for _, data in sorted(parsed.items()):
         for bundle, stats in data.last_stats.items():
             start = carried(previous.get(bundle), run_id)
-            bd = BundleData.from_json(start, f"bundleData.{bundle}") if start else BundleData.new_default()
+            bd = bundle_data_from_json(start, f"bundleData.{bundle}") if start else BundleData.new_default()
             bd.update(stats)
             out[bundle] = carry(run_id, start, bd.to_json())
     return out

@@ -312,7 +312,7 @@ class PulsarAdminClient:
         ("NamespaceIsolationPolicies for cluster X does not exist"); the second is no policy, ``{}``: a
         404 is read as that when ``GET /admin/v2/clusters`` lists ``cluster``, else raised. The entries
         are checked for their shape here; their content (regexes, ``auto_failover_policy``) by the caller
-        (:func:`pulsar_rebalance.core.policies.parse_isolation_policies`).
+        (:func:`pulsar_rebalance.core.pulsar.policies.parse_isolation_policies`).
         """
         try:
             data, url = self._get_json(f"/admin/v2/clusters/{_seg(cluster)}/namespaceIsolationPolicies")

@@ -42,7 +42,7 @@ failure domains, as they are at each decision) go to every strategy in the cycle
 ``namespaceIsolationPolicies`` / ``failureDomains`` / ``antiAffinityGroups`` (and the model's
 ``failure_domains_enabled`` as the config's ``failureDomainsEnabled``), and to the do-no-harm guard
 (``guard_plan(policies=...)``). ``violations`` counts, per decision, the bundles whose owner breaks them
-(:func:`pulsar_rebalance.core.policies.violations`, sampled with the usages); ``violations_added`` the
+(:func:`pulsar_rebalance.core.pulsar.policies.violations`, sampled with the usages); ``violations_added`` the
 ones the applied decision created (after it, not before it, by namespace, broker and rule: a split's
 children inherit their parent's); the summary's ``violations`` is the count at the end of the run.
 """
@@ -53,14 +53,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, split_full_name
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.contract_decide import decide_scenario
+from pulsar_rebalance.core.contract.decide import decide_scenario
+from pulsar_rebalance.core.contract.load_json import namespace_bundle_stats_from_json
 from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardSplit, guard_plan, resource_weights
-from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats
 from pulsar_rebalance.core.planner import split_candidates
-from pulsar_rebalance.core.policies import Violation
 from pulsar_rebalance.core.prediction import Move
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, split_full_name
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BundleData, NamespaceBundleStats
+from pulsar_rebalance.core.pulsar.policies import Violation
 from pulsar_rebalance.simulator.dynamics import ClusterModel, StepResult
 from pulsar_rebalance.simulator.scenarios import ScenarioRun
 
@@ -224,7 +225,7 @@ def run_closed_loop(
         reports = model.load_reports(stats, reported)
         for bundle, s in reported.items():
             bd = bundle_data.get(bundle) or BundleData.new_default()
-            bd.update(NamespaceBundleStats.from_json(s, bundle))
+            bd.update(namespace_bundle_stats_from_json(s, bundle))
             bundle_data[bundle] = bd
         for gone in set(bundle_data) - set(stats):
             del bundle_data[gone]
@@ -322,7 +323,7 @@ def guard_cycle(
             for child in children:
                 r = BundleRange.parse(split_full_name(child)[1], child)
                 mine = [t for t in topics if r.contains(t.hash)]
-                child_stats[child] = NamespaceBundleStats.from_json(
+                child_stats[child] = namespace_bundle_stats_from_json(
                     {
                         "msgRateIn": sum(t.rate_in for t in mine),
                         "msgRateOut": sum(t.rate_out for t in mine),

@@ -16,7 +16,7 @@ What is modelled (and what each piece mirrors in Pulsar):
   held as the admin API returns them (``NamespaceIsolationData``, ``FailureDomain``, the group string)
   and set through the constructor, the state file or the admin endpoints. Every placement of a bundle
   (unload, split with unload, a dead broker's bundles) starts from
-  :func:`pulsar_rebalance.core.policies.apply_namespace_policies` and keeps the brokers owning the
+  :func:`pulsar_rebalance.core.pulsar.policies.apply_namespace_policies` and keeps the brokers owning the
   fewest namespaces of the bundle's anti-affinity group, as ``ModularLoadManagerImpl.selectBroker`` does.
 * **Load** — DERIVED from ownership every time a report is produced; nothing is cached. Broker rates
   are sums over owned bundles (``LocalBrokerData.updateBundleData``), and system usage follows the
@@ -51,16 +51,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pulsar_rebalance.core.policies import (
+from pulsar_rebalance.core.contract.policies_json import (
+    namespace_isolation_policy_from_json,
+    parse_anti_affinity_groups,
+    parse_failure_domains,
+    parse_isolation_policies,
+)
+from pulsar_rebalance.core.pulsar.policies import (
     NO_POLICIES,
-    NamespaceIsolationPolicy,
     PlacementPolicies,
     anti_affinity_namespace_counts,
     apply_namespace_policies,
     filter_anti_affinity_group_owned_brokers,
-    parse_anti_affinity_groups,
-    parse_failure_domains,
-    parse_isolation_policies,
 )
 from pulsar_rebalance.errors import ScenarioError
 
@@ -635,7 +637,7 @@ class ClusterState:
         with self._lock:
             try:
                 # Pulsar accepts a negative min_limit (it never fails over then); the contract does not
-                policy = NamespaceIsolationPolicy.from_json(name, data, name, allow_negative_min_limit=True)
+                policy = namespace_isolation_policy_from_json(name, data, name, allow_negative_min_limit=True)
             except ScenarioError as exc:
                 raise PulsarRestError(
                     400, f"Invalid format of input policy data. policy: {name}; data: {json.dumps(data)} ({exc})"

@@ -18,7 +18,7 @@ Model (units as Pulsar reports them):
   mean-reverting multiplicative random walk per topic, ``burst`` a factor from scheduled events. A
   topic with a *toggling* consumer (on/off every ``period`` cycles) models periodic jitter.
   ``msgRateOut = msgRateIn * fanout``; throughput = rate * message size.
-* **Bundles**: per namespace, Pulsar's boundaries (:class:`pulsar_rebalance.core.bundles.NamespaceBundles`);
+* **Bundles**: per namespace, Pulsar's boundaries (:class:`pulsar_rebalance.core.pulsar.bundles.NamespaceBundles`);
   a topic belongs to the bundle containing ``crc32(full name)`` (the core's ``topic_hash``).
 * **Brokers**: ``cores`` and ``nic_mbps`` give the limits Pulsar reports (``cpu.limit = cores*100``,
   ``bandwidthIn/Out.limit = Mbit/s * 1024``). Usage: ``cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB``
@@ -37,7 +37,7 @@ Model (units as Pulsar reports them):
   are not overloaded (``loadBalancerBrokerOverloadedThresholdPercentage``, on the weighted max usage
   with the config's resource weights, PIP-358: memory and direct memory weigh 0 by default), first in
   broker order on ties (Pulsar picks at random among ties; the model stays deterministic).
-* **Placement constraints** (``placement``: :class:`pulsar_rebalance.core.policies.PlacementPolicies`,
+* **Placement constraints** (``placement``: :class:`pulsar_rebalance.core.pulsar.policies.PlacementPolicies`,
   plus ``failure_domains_enabled``): namespace isolation policies, anti-affinity groups, failure
   domains. Lookup honours them as ``ModularLoadManagerImpl.selectBroker`` does, through the core's
   functions: candidates are ``applyNamespacePolicies``' brokers, then ``filterAntiAffinityGroupOwnedBrokers``
@@ -68,16 +68,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import (
+from pulsar_rebalance.core.guard import resource_weights
+from pulsar_rebalance.core.pulsar.bundles import (
     BundleRange,
     NamespaceBundles,
     bundle_full_name,
     split_full_name,
     split_range,
 )
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.guard import resource_weights
-from pulsar_rebalance.core.policies import (
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.policies import (
     NO_POLICIES,
     PlacementPolicies,
     Violation,
@@ -86,7 +86,7 @@ from pulsar_rebalance.core.policies import (
     filter_anti_affinity_group_owned_brokers,
     violations,
 )
-from pulsar_rebalance.core.split_algorithms import TopicRates, get_split_boundaries
+from pulsar_rebalance.core.pulsar.split_algorithms import TopicRates, get_split_boundaries
 from pulsar_rebalance.simulator.load_models import (
     CPU_BASE_PCT,
     CPU_PCT_PER_BYTE,
@@ -478,7 +478,7 @@ class ClusterModel:
             self.failure_domains_enabled = failure_domains_enabled
 
     def violations(self) -> list[Violation]:
-        """The bundles whose owner breaks the constraints now (:func:`pulsar_rebalance.core.policies.violations`)."""
+        """The bundles whose owner breaks the constraints now (:func:`pulsar_rebalance.core.pulsar.policies.violations`)."""
         return violations(self.owners, self.placement, self.live_brokers(), self.failure_domains_enabled)
 
     def placement_candidates(

@@ -68,7 +68,7 @@ backpressure     ``cpu = 10 + c(w) * 100*msgIn/s/40000 + 100*msgOut/s/40000 + 10
 Which strategies see memory at all: Pulsar's weighted usage (``getMaxResourceUsageWithWeight``, used by
 ThresholdShedder, OverloadShedder, AvgShedder, the placement strategies and the do-no-harm guard) weighs
 ``memory`` and ``directMemory`` with ``loadBalancerMemoryResourceWeight`` /
-``loadBalancerDirectMemoryResourceWeight``: 0 by default since Pulsar 3.x (``core/config.py``, Pulsar
+``loadBalancerDirectMemoryResourceWeight``: 0 by default since Pulsar 3.x (``core/pulsar/config.py``, Pulsar
 4.x), so with the defaults they ignore both; only the unweighted ``getMaxResourceUsage()`` (the
 pre-PIP-358 ``OverloadShedderUnweighted``) counts them. The cluster model's lookup follows the weights
 (:meth:`pulsar_rebalance.simulator.dynamics.ClusterModel.overload_usage`); the benchmark's metrics (true

@@ -35,8 +35,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pulsar_rebalance.core.bundles import NamespaceBundles, bundle_full_name, topic_hash
-from pulsar_rebalance.core.policies import PlacementPolicies, parse_policies
+from pulsar_rebalance.core.contract.policies_json import parse_policies
+from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, bundle_full_name, topic_hash
+from pulsar_rebalance.core.pulsar.policies import PlacementPolicies
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
 from pulsar_rebalance.simulator.load_models import Load, LoadModel, get_load_model
 

@@ -12,7 +12,7 @@ from sqlalchemy import Table, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from pulsar_rebalance.core.policies import POLICY_KEYS
+from pulsar_rebalance.core.contract.policies_json import POLICY_KEYS
 from pulsar_rebalance.store._shared import InvalidRowError, UnknownRunError, _aware, _json_value, _require_text
 from pulsar_rebalance.store.ranges import split_bundle_name
 from pulsar_rebalance.store.tables import (

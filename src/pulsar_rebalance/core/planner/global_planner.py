@@ -64,7 +64,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pulsar_rebalance.core.bundles import (
+from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
+from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_weights
+from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
+from pulsar_rebalance.core.planner.memory import PlannerMemory
+from pulsar_rebalance.core.pulsar.bundles import (
     BundleRange,
     bundle_full_name,
     format_boundary,
@@ -72,14 +76,10 @@ from pulsar_rebalance.core.bundles import (
     split_range,
     topic_hash,
 )
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.decision import Decision, Label, Reason, SplitDecision, Unload, skip
-from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_weights
-from pulsar_rebalance.core.load import BundleData, LocalBrokerData
-from pulsar_rebalance.core.planner.load_model import BundleLoad, ClusterView, features_of
-from pulsar_rebalance.core.planner.memory import PlannerMemory
-from pulsar_rebalance.core.policies import NO_POLICIES, DestinationFilter, PlacementPolicies, unmet_constraints
-from pulsar_rebalance.core.state import StrategyState
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, DestinationFilter, PlacementPolicies, unmet_constraints
+from pulsar_rebalance.core.pulsar.state import StrategyState
 
 PLANNER_NAME = "GlobalPlanner"
 
@@ -245,8 +245,8 @@ class GlobalPlanner:
     def plan(
         self, inp: PlannerInput, config: LoadBalancerConfig, state: StrategyState
     ) -> tuple[Decision, StrategyState]:
-        # imported here: core.shedders registers this planner, so a module-level import would be circular
-        from pulsar_rebalance.core.shedders.base import is_system_namespace, namespace_of
+        # imported here: core.pulsar.shedders registers this planner, so a module-level import would be circular
+        from pulsar_rebalance.core.pulsar.shedders.base import is_system_namespace, namespace_of
 
         st = self.settings
         now = inp.now_ms
@@ -433,7 +433,7 @@ class GlobalPlanner:
             # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
             # share of the source's reported usage, not by this model): split parts are sized within it too
             room = DestinationRoom(inp.brokers, resource_weights(config), GuardLimits.from_config(config))
-            # Pulsar's placement constraints (core.policies): only destinations its own placement could choose
+            # Pulsar's placement constraints (core.pulsar.policies): only destinations its own placement could choose
             allowed = DestinationFilter(
                 inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled
             )

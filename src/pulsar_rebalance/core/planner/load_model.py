@@ -40,8 +40,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pulsar_rebalance.core.config import LoadBalancerConfig
-from pulsar_rebalance.core.load import BundleData, LocalBrokerData, NamespaceBundleStats
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData, NamespaceBundleStats
 
 MIN_R2 = 0.3
 """Below this share of explained variance a fit's shape is not trusted (the last good one, or the proxy, is used)."""

@@ -1,6 +1,7 @@
 """What the GlobalPlanner remembers between cycles (carried in the ``decide`` state as ``globalPlanner``).
 
-JSON (unknown members are errors naming their path, like the rest of the state)::
+JSON (read and validated by ``core/contract/state_json.py``; unknown members are errors naming their path,
+like the rest of the state)::
 
     {"moves": {"<bundle>": {"from": "<broker>", "to": "<broker>", "atMs": ms, "fill": true}},
      "membership": {"brokers": ["<broker>", ...], "atMs": ms, "changedMs": ms | null},
@@ -44,13 +45,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.json_input import check_int, check_number, field_path, reject_unknown_keys, require_object
-from pulsar_rebalance.errors import ScenarioError
-
-_PEAK_KEYS = ("msgRate", "msgThroughputIn", "msgThroughputOut")
-_RESOURCES = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
-_FEATURES = 5
-
 
 @dataclass(slots=True)
 class PlannerMemory:
@@ -84,104 +78,25 @@ class PlannerMemory:
         }
 
     @classmethod
-    def from_json(cls, obj: object, path: str) -> PlannerMemory:
-        root = require_object(obj, path)
-        reject_unknown_keys(
-            root,
-            {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "refused", "highs"},
-            path,
-        )
-        mem = cls()
-        mp = field_path(path, "moves")
-        for bundle, raw in require_object(root.get("moves", {}), mp).items():
-            ep = field_path(mp, bundle)
-            entry = require_object(raw, ep)
-            reject_unknown_keys(entry, {"from", "to", "atMs", "fill"}, ep)
-            for key in ("from", "to"):
-                if not isinstance(entry.get(key), str) or not entry[key]:
-                    raise ScenarioError(field_path(ep, key), "expected a non-empty broker id")
-            mem.moves[bundle] = {
-                "from": entry["from"],
-                "to": entry["to"],
-                "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs")),
-            }
-            if "fill" in entry:
-                if not isinstance(entry["fill"], bool):
-                    raise ScenarioError(field_path(ep, "fill"), "expected true or false")
-                if entry["fill"]:
-                    mem.moves[bundle]["fill"] = True
-        sp = field_path(path, "membership")
-        ms = require_object(root.get("membership", {}), sp)
-        reject_unknown_keys(ms, {"brokers", "atMs", "changedMs"}, sp)
-        brokers = ms.get("brokers", [])
-        if not isinstance(brokers, list) or not all(isinstance(b, str) and b for b in brokers):
-            raise ScenarioError(field_path(sp, "brokers"), "expected an array of non-empty broker ids")
-        mem.members = list(brokers)
-        for key, attr in (("atMs", "members_at"), ("changedMs", "membership_changed")):
-            if ms.get(key) is not None:
-                setattr(mem, attr, check_int(ms[key], field_path(sp, key)))
-        pp = field_path(path, "peaks")
-        for bundle, raw in require_object(root.get("peaks", {}), pp).items():
-            ep = field_path(pp, bundle)
-            entry = require_object(raw, ep)
-            reject_unknown_keys(entry, {*_PEAK_KEYS, "atMs"}, ep)
-            peak = {k: check_number(entry.get(k, 0.0), field_path(ep, k)) for k in _PEAK_KEYS}
-            peak["atMs"] = check_int(entry.get("atMs"), field_path(ep, "atMs"))
-            mem.peaks[bundle] = peak
-        cp = field_path(path, "coefficients")
-        coefs = require_object(root.get("coefficients", {}), cp)
-        reject_unknown_keys(coefs, set(_RESOURCES), cp)
-        for resource, raw in coefs.items():
-            rp = field_path(cp, resource)
-            if not isinstance(raw, list) or len(raw) != _FEATURES:
-                raise ScenarioError(rp, f"expected an array of {_FEATURES} numbers")
-            mem.coefficients[resource] = [check_number(v, field_path(rp, i)) for i, v in enumerate(raw)]
-        bp = field_path(path, "reports")
-        for broker, raw in require_object(root.get("reports", {}), bp).items():
-            ep = field_path(bp, broker)
-            entry = require_object(raw, ep)
-            reject_unknown_keys(entry, {"usage", "features"}, ep)
-            vecs = []
-            for key in ("usage", "features"):
-                vp = field_path(ep, key)
-                v = entry.get(key)
-                if not isinstance(v, list) or len(v) != _FEATURES:
-                    raise ScenarioError(vp, f"expected an array of {_FEATURES} numbers")
-                vecs.append([check_number(x, field_path(vp, i)) for i, x in enumerate(v)])
-            mem.reports[broker] = (vecs[0], vecs[1])
-        above = root.get("above", {})
-        if isinstance(above, list):  # an older state: the brokers above in the last cycle, once each
-            above = dict.fromkeys(above, 1)
-        mem.above = _counts(above, field_path(path, "above"))
-        mem.below = _counts(root.get("below", {}), field_path(path, "below"))
-        rp = field_path(path, "refused")
-        mem.refused = {
-            b: check_int(t, field_path(rp, b)) for b, t in require_object(root.get("refused", {}), rp).items()
-        }
-        hp = field_path(path, "highs")
-        for broker, raw in require_object(root.get("highs", {}), hp).items():
-            ep = field_path(hp, broker)
-            entry = require_object(raw, ep)
-            reject_unknown_keys(entry, {"usage", "atMs"}, ep)
-            mem.highs[broker] = {
-                "usage": check_number(entry.get("usage"), field_path(ep, "usage")),
-                "atMs": check_int(entry.get("atMs"), field_path(ep, "atMs")),
-            }
-        return mem
-
-    @classmethod
     def of(cls, raw: Mapping[str, Any]) -> PlannerMemory:
-        """From the (already validated) ``StrategyState.planner`` mapping."""
-        return cls.from_json(dict(raw), "state.globalPlanner") if raw else cls()
-
-
-def _counts(raw: object, path: str) -> dict[str, int]:
-    """``{"<broker>": n}`` with n a positive integer (consecutive cycles), else an error naming ``path``."""
-    if not isinstance(raw, dict) or not all(
-        isinstance(b, str) and b and isinstance(n, int) and not isinstance(n, bool) and n > 0 for b, n in raw.items()
-    ):
-        raise ScenarioError(path, "expected an object of non-empty broker ids to positive integers")
-    return dict(raw)
+        """From the ``StrategyState.planner`` mapping, read as is: what :meth:`to_json` wrote, or what the
+        state's reader validated (:func:`pulsar_rebalance.core.contract.state_json.planner_memory_from_json`)."""
+        if not raw:
+            return cls()
+        ms = raw.get("membership", {})
+        return cls(
+            moves={b: dict(m) for b, m in raw.get("moves", {}).items()},
+            members=list(ms.get("brokers", [])),
+            members_at=ms.get("atMs"),
+            membership_changed=ms.get("changedMs"),
+            peaks={b: dict(p) for b, p in raw.get("peaks", {}).items()},
+            coefficients={r: list(c) for r, c in raw.get("coefficients", {}).items()},
+            reports={b: (list(e["usage"]), list(e["features"])) for b, e in raw.get("reports", {}).items()},
+            above=dict(raw.get("above", {})),
+            below=dict(raw.get("below", {})),
+            refused=dict(raw.get("refused", {})),
+            highs={b: dict(h) for b, h in raw.get("highs", {}).items()},
+        )
 
 
 __all__ = ["PlannerMemory"]

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulsar_rebalance.core.decision import Placement, Reason, Unload, skip, success
-from pulsar_rebalance.core.shedders.base import (
+from pulsar_rebalance.core.pulsar.shedders.base import (
     MB,
     ModularInput,
     broker_msg_rate,
@@ -53,14 +53,14 @@ from pulsar_rebalance.core.shedders.base import (
     sort_desc_stable,
     weighted_usage,
 )
-from pulsar_rebalance.core.state import AvgShedderBinding
+from pulsar_rebalance.core.pulsar.state import AvgShedderBinding
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from pulsar_rebalance.core.config import LoadBalancerConfig
     from pulsar_rebalance.core.decision import Decision
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 
 @dataclass(frozen=True)

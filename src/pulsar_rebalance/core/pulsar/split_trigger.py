@@ -24,13 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pulsar_rebalance.core.bundles import BundleRange, split_full_name
-from pulsar_rebalance.core.config import MIBI
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, split_full_name
+from pulsar_rebalance.core.pulsar.config import MIBI
 from pulsar_rebalance.errors import ScenarioError
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
-    from pulsar_rebalance.core.load import BundleData, LocalBrokerData, NamespaceBundleStats
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData, NamespaceBundleStats
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,9 @@ Arithmetic fidelity: ``ResourceUsage.percentUsage()`` is computed in 32-bit floa
 emulated exactly here (see :func:`f32`). Weighted maxima multiply a float by a double weight, which
 Java does in double - so do we.
 
-Parsing speed matters (the ``decide`` benchmark parses 1,000 brokers and 100,000 bundle entries):
-``from_json`` is hand-written over plain dataclasses with ``slots=True``; no pydantic per row.
-Validation errors are :class:`~pulsar_rebalance.errors.ScenarioError` with the JSON path of the field.
-Unknown JSON members are ignored (Pulsar's payloads carry more than we model, e.g. ``protocols``).
+The types are plain dataclasses with ``slots=True`` (100,000 bundle entries per ``decide`` run) and
+parse no JSON: :mod:`pulsar_rebalance.core.contract.load_json` reads Pulsar's JSON into them
+(``to_json`` writes it back, with Pulsar's names).
 """
 
 from __future__ import annotations
@@ -28,21 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pulsar_rebalance.core.json_input import (
-    field_path,
-    opt_int,
-    opt_list,
-    opt_number,
-    opt_str,
-    req_int,
-    req_mapping,
-    req_number,
-    require_object,
-)
-from pulsar_rebalance.errors import ScenarioError
-
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 
 NUM_SHORT_SAMPLES = 10
 """``ModularLoadManagerImpl.NUM_SHORT_SAMPLES``: samples in a bundle's short-term average."""
@@ -56,8 +42,6 @@ DEFAULT_RESOURCE_USAGE = 1.0
 """``BrokerLoadData.DEFAULT_RESOURCE_USAGE``: initial maxResourceUsage / weightedMaxEMA (100%)."""
 
 _F32 = struct.Struct("<f")
-_INF = math.inf
-_NUMBER_TYPES = (int, float)  # exact types only: bool is rejected
 
 
 def f32(x: float) -> float:
@@ -92,12 +76,6 @@ class ResourceUsage:
         E.g. 999/1000 -> 99.90000152587890625 (not 99.9).
         """
         return self._percent
-
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> ResourceUsage:
-        """Parse ``{"usage": number, "limit": number}``; both required, finite, non-negative."""
-        o = require_object(obj, path)
-        return cls(req_number(o, "usage", path), req_number(o, "limit", path))
 
     def to_json(self) -> dict[str, float]:
         return {"usage": self.usage, "limit": self.limit}
@@ -207,20 +185,6 @@ class NamespaceBundleStats:
             return _cmp(self.cache_size, other.cache_size)
         return 0
 
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> NamespaceBundleStats:
-        o = require_object(obj, path)
-        return cls(
-            msg_rate_in=req_number(o, "msgRateIn", path),
-            msg_throughput_in=req_number(o, "msgThroughputIn", path),
-            msg_rate_out=req_number(o, "msgRateOut", path),
-            msg_throughput_out=req_number(o, "msgThroughputOut", path),
-            consumer_count=opt_int(o, "consumerCount", path),
-            producer_count=opt_int(o, "producerCount", path),
-            topics=req_int(o, "topics", path),
-            cache_size=opt_int(o, "cacheSize", path),
-        )
-
     def to_json(self) -> dict[str, Any]:
         return {
             "msgRateIn": self.msg_rate_in,
@@ -234,44 +198,10 @@ class NamespaceBundleStats:
         }
 
 
-def _stats_fast(obj: object) -> NamespaceBundleStats | None:
-    """Parse well-formed NamespaceBundleStats without building error paths (None -> validating path)."""
-    if type(obj) is not dict:
-        return None
-    ri = obj.get("msgRateIn")
-    ti = obj.get("msgThroughputIn")
-    ro = obj.get("msgRateOut")
-    to = obj.get("msgThroughputOut")
-    cc = obj.get("consumerCount", 0)
-    pc = obj.get("producerCount", 0)
-    tp = obj.get("topics")
-    cs = obj.get("cacheSize", 0)
-    if (
-        type(ri) in _NUMBER_TYPES
-        and type(ti) in _NUMBER_TYPES
-        and type(ro) in _NUMBER_TYPES
-        and type(to) in _NUMBER_TYPES
-        and 0 <= ri < _INF  # type: ignore[operator]
-        and 0 <= ti < _INF  # type: ignore[operator]
-        and 0 <= ro < _INF  # type: ignore[operator]
-        and 0 <= to < _INF  # type: ignore[operator]
-        and type(cc) is int
-        and type(pc) is int
-        and type(tp) is int
-        and type(cs) is int
-        and cc >= 0
-        and pc >= 0
-        and tp >= 0
-        and cs >= 0
-    ):
-        return NamespaceBundleStats(float(ri), float(ti), float(ro), float(to), cc, pc, tp, cs)  # type: ignore[arg-type]
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # LocalBrokerData (modular load manager's per-broker report)
 # ---------------------------------------------------------------------------------------------
-def _max_f32_percent(*usages: ResourceUsage) -> float:
+def max_f32_percent(*usages: ResourceUsage) -> float:
     """Java ``max(float...)/100``: a float max divided by the int 100 - all in float32."""
     return f32(max(u._percent for u in usages) / 100.0)
 
@@ -280,7 +210,7 @@ def _max_f32_percent(*usages: ResourceUsage) -> float:
 class LocalBrokerData:
     """``LocalBrokerData``: what ``GET /admin/v2/broker-stats/load-report`` returns (modular LM).
 
-    JSON parsing rules (``from_json``):
+    JSON parsing rules (:func:`pulsar_rebalance.core.contract.load_json.local_broker_data_from_json`):
 
     * ``cpu``, ``bandwidthIn``, ``bandwidthOut`` are required; ``memory`` and ``directMemory`` are
       optional and default to ``{"usage": 0, "limit": 0}`` (0%) - Pulsar's defaults weight them 0.
@@ -329,7 +259,7 @@ class LocalBrokerData:
 
         Computed in float32 like Java (float max, divided by int 100), widened to a Python float.
         """
-        return _max_f32_percent(self.cpu, self.memory, self.direct_memory, self.bandwidth_in, self.bandwidth_out)
+        return max_f32_percent(self.cpu, self.memory, self.direct_memory, self.bandwidth_in, self.bandwidth_out)
 
     def max_resource_usage_with_weight(
         self,
@@ -417,92 +347,6 @@ class LocalBrokerData:
         return self.msg_throughput_in + self.msg_throughput_out
 
     # -- JSON ----------------------------------------------------------------------------------
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> LocalBrokerData:
-        o = require_object(obj, path)
-        report_type = o.get("loadReportType")
-        if report_type is not None and report_type != cls.LOAD_REPORT_TYPE:
-            raise ScenarioError(
-                field_path(path, "loadReportType"), f"expected {cls.LOAD_REPORT_TYPE!r}, got {report_type!r}"
-            )
-        stats_key = "lastStats" if "lastStats" in o or "bundleStats" not in o else "bundleStats"
-        raw_stats = req_mapping(o, stats_key, path)
-        stats_path = field_path(path, stats_key)
-        last_stats: dict[str, NamespaceBundleStats] = {}
-        for bundle, raw in raw_stats.items():
-            stats = _stats_fast(raw)
-            last_stats[bundle] = (
-                stats if stats is not None else NamespaceBundleStats.from_json(raw, f"{stats_path}.{bundle}")
-            )
-
-        def _usage(key: str, required: bool) -> ResourceUsage:
-            if key not in o:
-                if required:
-                    raise ScenarioError(field_path(path, key), "required object is missing")
-                return _ZERO_USAGE
-            return ResourceUsage.from_json(o[key], field_path(path, key))
-
-        if "msgRateIn" in o and "msgRateOut" in o and "msgThroughputIn" in o and "msgThroughputOut" in o:
-            rate_in = req_number(o, "msgRateIn", path)
-            rate_out = req_number(o, "msgRateOut", path)
-            thr_in = req_number(o, "msgThroughputIn", path)
-            thr_out = req_number(o, "msgThroughputOut", path)
-        else:
-            # Pulsar's updateBundleData: broker rates are the sums of its bundles' stats (map order).
-            for key in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut"):
-                if key in o:
-                    raise ScenarioError(
-                        field_path(path, key),
-                        "give all four of msgRateIn/msgRateOut/msgThroughputIn/msgThroughputOut or none "
-                        "(none = sums over lastStats, as Pulsar computes them)",
-                    )
-            rate_in = rate_out = thr_in = thr_out = 0.0
-            for s in last_stats.values():
-                thr_in += s.msg_throughput_in
-                thr_out += s.msg_throughput_out
-                rate_in += s.msg_rate_in
-                rate_out += s.msg_rate_out
-
-        raw_bundles = opt_list(o, "bundles", path)
-        if raw_bundles is None:
-            bundles: tuple[str, ...] = tuple(last_stats)
-        else:
-            bundles = _unique_strings(raw_bundles, field_path(path, "bundles"))
-
-        def _count(key: str, derived: int) -> int:
-            return opt_int(o, key, path, derived)
-
-        return cls(
-            cpu=_usage("cpu", True),
-            memory=_usage("memory", False),
-            direct_memory=_usage("directMemory", False),
-            bandwidth_in=_usage("bandwidthIn", True),
-            bandwidth_out=_usage("bandwidthOut", True),
-            msg_throughput_in=thr_in,
-            msg_throughput_out=thr_out,
-            msg_rate_in=rate_in,
-            msg_rate_out=rate_out,
-            last_update=opt_int(o, "lastUpdate", path),
-            last_stats=last_stats,
-            num_topics=_count("numTopics", sum(s.topics for s in last_stats.values())),
-            num_bundles=_count("numBundles", len(last_stats)),
-            num_consumers=_count("numConsumers", sum(s.consumer_count for s in last_stats.values())),
-            num_producers=_count("numProducers", sum(s.producer_count for s in last_stats.values())),
-            bundles=bundles,
-            last_bundle_gains=_unique_strings(
-                opt_list(o, "lastBundleGains", path, []) or [], field_path(path, "lastBundleGains")
-            ),
-            last_bundle_losses=_unique_strings(
-                opt_list(o, "lastBundleLosses", path, []) or [], field_path(path, "lastBundleLosses")
-            ),
-            web_service_url=opt_str(o, "webServiceUrl", path, allow_null=True),
-            web_service_url_tls=opt_str(o, "webServiceUrlTls", path, allow_null=True),
-            pulsar_service_url=opt_str(o, "pulsarServiceUrl", path, allow_null=True),
-            pulsar_service_url_tls=opt_str(o, "pulsarServiceUrlTls", path, allow_null=True),
-            persistent_topics_enabled=_opt_bool(o, "persistentTopicsEnabled", path, True),
-            non_persistent_topics_enabled=_opt_bool(o, "nonPersistentTopicsEnabled", path, True),
-            broker_version_string=opt_str(o, "brokerVersionString", path, allow_null=True),
-        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -533,24 +377,6 @@ class LocalBrokerData:
             "brokerVersionString": self.broker_version_string,
             "loadReportType": self.LOAD_REPORT_TYPE,
         }
-
-
-def _opt_bool(o: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
-    if key not in o:
-        return default
-    value = o[key]
-    if not isinstance(value, bool):
-        raise ScenarioError(field_path(path, key), f"expected a boolean, got {value!r}")
-    return value
-
-
-def _unique_strings(items: Iterable[object], field: str) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise ScenarioError(f"{field}[{i}]", f"expected a string, got {item!r}")
-        seen.setdefault(item, None)
-    return tuple(seen)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,25 +450,6 @@ class TimeAverageMessageData:
             self.msg_rate_out,
         )
 
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> TimeAverageMessageData:
-        """All six members required; ``maxSamples >= 1`` (Pulsar divides by the sample count)."""
-        fast = _tamd_fast(obj)
-        if fast is not None:
-            return fast
-        o = require_object(obj, path)
-        max_samples = req_int(o, "maxSamples", path)
-        if max_samples < 1:
-            raise ScenarioError(field_path(path, "maxSamples"), f"must be >= 1, got {max_samples}")
-        return cls(
-            max_samples=max_samples,
-            num_samples=req_int(o, "numSamples", path),
-            msg_throughput_in=req_number(o, "msgThroughputIn", path),
-            msg_throughput_out=req_number(o, "msgThroughputOut", path),
-            msg_rate_in=req_number(o, "msgRateIn", path),
-            msg_rate_out=req_number(o, "msgRateOut", path),
-        )
-
     def to_json(self) -> dict[str, Any]:
         return {
             "maxSamples": self.max_samples,
@@ -652,38 +459,6 @@ class TimeAverageMessageData:
             "msgRateIn": self.msg_rate_in,
             "msgRateOut": self.msg_rate_out,
         }
-
-
-def _tamd_fast(obj: object) -> TimeAverageMessageData | None:
-    """Parse a well-formed TimeAverageMessageData object without building any error path.
-
-    100,000s of these are parsed per ``decide`` run; anything unusual returns None and the caller
-    takes the validating path, which names the offending field.
-    """
-    if type(obj) is not dict:
-        return None
-    ms = obj.get("maxSamples")
-    ns = obj.get("numSamples")
-    ti = obj.get("msgThroughputIn")
-    to = obj.get("msgThroughputOut")
-    ri = obj.get("msgRateIn")
-    ro = obj.get("msgRateOut")
-    if (
-        type(ms) is int
-        and type(ns) is int
-        and ms >= 1
-        and ns >= 0
-        and type(ti) in _NUMBER_TYPES
-        and type(to) in _NUMBER_TYPES
-        and type(ri) in _NUMBER_TYPES
-        and type(ro) in _NUMBER_TYPES
-        and 0 <= ti < _INF  # type: ignore[operator]
-        and 0 <= to < _INF  # type: ignore[operator]
-        and 0 <= ri < _INF  # type: ignore[operator]
-        and 0 <= ro < _INF  # type: ignore[operator]
-    ):
-        return TimeAverageMessageData(ms, ns, float(ti), float(to), float(ri), float(ro))  # type: ignore[arg-type]
-    return None
 
 
 @dataclass(slots=True)
@@ -718,38 +493,12 @@ class BundleData:
     def copy(self) -> BundleData:
         return BundleData(self.short_term_data.copy(), self.long_term_data.copy(), self.topics)
 
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> BundleData:
-        fast = _bundle_data_fast(obj)
-        if fast is not None:
-            return fast
-        o = require_object(obj, path)
-        return cls(
-            TimeAverageMessageData.from_json(req_mapping(o, "shortTermData", path), field_path(path, "shortTermData")),
-            TimeAverageMessageData.from_json(req_mapping(o, "longTermData", path), field_path(path, "longTermData")),
-            opt_int(o, "topics", path),
-        )
-
     def to_json(self) -> dict[str, Any]:
         return {
             "shortTermData": self.short_term_data.to_json(),
             "longTermData": self.long_term_data.to_json(),
             "topics": self.topics,
         }
-
-
-def _bundle_data_fast(obj: object) -> BundleData | None:
-    """Parse a well-formed BundleData without building error paths (None -> use the validating path)."""
-    if type(obj) is not dict:
-        return None
-    topics = obj.get("topics", 0)
-    if type(topics) is not int or topics < 0:
-        return None
-    st = _tamd_fast(obj.get("shortTermData"))
-    lt = _tamd_fast(obj.get("longTermData"))
-    if st is None or lt is None:
-        return None
-    return BundleData(st, lt, topics)
 
 
 @dataclass(slots=True)
@@ -828,12 +577,6 @@ class TimeAverageBrokerData:
         ("longTermMsgRateOut", "long_term_msg_rate_out"),
     )
 
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> TimeAverageBrokerData:
-        """All eight members required."""
-        o = require_object(obj, path)
-        return cls(**{attr: req_number(o, key, path) for key, attr in cls._JSON})
-
     def to_json(self) -> dict[str, float]:
         return {key: getattr(self, attr) for key, attr in self._JSON}
 
@@ -904,7 +647,7 @@ class BrokerLoadData:
         self.msg_rate_out = msg_rate_out
         self.bundle_count = bundle_count
         self.topics = topics
-        self.max_resource_usage = _max_f32_percent(self.cpu, self.direct_memory, self.bandwidth_in, self.bandwidth_out)
+        self.max_resource_usage = max_f32_percent(self.cpu, self.direct_memory, self.bandwidth_in, self.bandwidth_out)
         h = config.load_balancer_history_resource_percentage
         weighted_max = self.weighted_max(config)
         throughput = msg_throughput_in + msg_throughput_out
@@ -959,47 +702,6 @@ class BrokerLoadData:
             self.reported_at,
         )
 
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> BrokerLoadData:
-        o = require_object(obj, path)
-
-        def _usage(key: str, required: bool) -> ResourceUsage:
-            if key not in o:
-                if required:
-                    raise ScenarioError(field_path(path, key), "required object is missing")
-                return _ZERO_USAGE
-            return ResourceUsage.from_json(o[key], field_path(path, key))
-
-        cpu = _usage("cpu", True)
-        direct = _usage("directMemory", False)
-        bw_in = _usage("bandwidthIn", True)
-        bw_out = _usage("bandwidthOut", True)
-        thr_in = req_number(o, "msgThroughputIn", path)
-        thr_out = req_number(o, "msgThroughputOut", path)
-        max_usage = (
-            req_number(o, "maxResourceUsage", path)
-            if "maxResourceUsage" in o
-            else _max_f32_percent(cpu, direct, bw_in, bw_out)
-        )
-        return cls(
-            cpu=cpu,
-            memory=_usage("memory", False),
-            direct_memory=direct,
-            bandwidth_in=bw_in,
-            bandwidth_out=bw_out,
-            msg_throughput_in=thr_in,
-            msg_throughput_out=thr_out,
-            msg_rate_in=req_number(o, "msgRateIn", path),
-            msg_rate_out=req_number(o, "msgRateOut", path),
-            bundle_count=req_int(o, "bundleCount", path),
-            topics=opt_int(o, "topics", path),
-            max_resource_usage=max_usage,
-            weighted_max_ema=req_number(o, "weightedMaxEMA", path),
-            msg_throughput_ema=opt_number(o, "msgThroughputEMA", path, thr_in + thr_out),
-            updated_at=req_int(o, "updatedAt", path),
-            reported_at=opt_int(o, "reportedAt", path),
-        )
-
     def to_json(self) -> dict[str, Any]:
         return {
             "cpu": self.cpu.to_json(),
@@ -1021,22 +723,6 @@ class BrokerLoadData:
         }
 
 
-def parse_bundle_data_map(obj: object, path: str) -> dict[str, BundleData]:
-    """Parse ``{"tenant/ns/0x.._0x..": BundleData, ...}`` (a convenience for contracts)."""
-    o = require_object(obj, path)
-    out: dict[str, BundleData] = {}
-    for bundle, raw in o.items():
-        data = _bundle_data_fast(raw)
-        out[bundle] = data if data is not None else BundleData.from_json(raw, field_path(path, bundle))
-    return out
-
-
-def parse_local_broker_data_map(obj: object, path: str) -> dict[str, LocalBrokerData]:
-    """Parse ``{"broker-id": LocalBrokerData, ...}`` (a convenience for contracts)."""
-    o = require_object(obj, path)
-    return {broker: LocalBrokerData.from_json(raw, f"{path}.{broker}" if path else broker) for broker, raw in o.items()}
-
-
 __all__ = [
     "DEFAULT_MESSAGE_RATE",
     "DEFAULT_MESSAGE_THROUGHPUT",
@@ -1052,6 +738,5 @@ __all__ = [
     "TimeAverageBrokerData",
     "TimeAverageMessageData",
     "f32",
-    "parse_bundle_data_map",
-    "parse_local_broker_data_map",
+    "max_f32_percent",
 ]

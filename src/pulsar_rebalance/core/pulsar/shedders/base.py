@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
-    from pulsar_rebalance.core.load import BundleData, LocalBrokerData
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData
 
 MB = 1024.0 * 1024.0
 """``ThresholdShedder.MB`` / ``AvgShedder.MB``: bytes per MiB, as a double."""

@@ -8,7 +8,7 @@ state (EMA history, hit counts, recently unloaded bundles/brokers) from one cycl
 Input (see docs/core-decide.md for the full description and an example)::
 
     {"shedding": "ThresholdShedder" | "OverloadShedder" | "UniformLoadShedder" | "AvgShedder"
-                 | "TransferShedder" (+ opt-in variants, see core.shedders.SHEDDERS),
+                 | "TransferShedder" (+ opt-in variants, see core.pulsar.shedders.SHEDDERS),
      "placement": "LeastLongTermMessageRate" | "LeastResourceUsageWithWeight" | "AvgShedder",  (optional)
      "config": {"<broker.conf key>": value},   (optional)
      "seed": 7,                                (optional, default 0: seeds every random tie-break)
@@ -24,7 +24,7 @@ Input (see docs/core-decide.md for the full description and an example)::
              "availableBrokers": [id],
              "namespaceIsolationPolicies": {...}, "failureDomains": {...}, "antiAffinityGroups": {...}}
 
-    The three placement-constraint fields (core.policies; the admin endpoints' JSON) may also be given
+    The three placement-constraint fields (core.pulsar.policies; the admin endpoints' JSON) may also be given
     at the top level: the default of every cycle that does not give the field itself.
 
 Output: ``{"cycles": [{"label", "reason", "detail", "unloads", "executed", "splits", "placements", "stats"}],
@@ -44,29 +44,42 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_rebalance.core.bundles import BundleRange, split_full_name
-from pulsar_rebalance.core.config import PLACEMENT_STRATEGY_CLASSES, SHEDDING_STRATEGY_CLASSES, LoadBalancerConfig
-from pulsar_rebalance.core.cycle import CycleInput, CycleSettings, run_cycle, seeded_random, with_random_position
-from pulsar_rebalance.core.json_input import (
+from pulsar_rebalance.core.contract.json_input import (
     check_int,
     field_path,
     json_type_name,
     require_object,
 )
-from pulsar_rebalance.core.load import (
+from pulsar_rebalance.core.contract.load_json import (
+    broker_load_data_from_json,
+    local_broker_data_from_json,
+    namespace_bundle_stats_from_json,
+    parse_bundle_data_map,
+    time_average_broker_data_from_json,
+    topic_rates_map,
+)
+from pulsar_rebalance.core.contract.policies_json import POLICY_KEYS, parse_policies
+from pulsar_rebalance.core.contract.state_json import strategy_state_from_json
+from pulsar_rebalance.core.cycle import CycleInput, CycleSettings, run_cycle, seeded_random, with_random_position
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, split_full_name
+from pulsar_rebalance.core.pulsar.config import (
+    PLACEMENT_STRATEGY_CLASSES,
+    SHEDDING_STRATEGY_CLASSES,
+    LoadBalancerConfig,
+)
+from pulsar_rebalance.core.pulsar.load import (
     BrokerLoadData,
     BundleData,
     LocalBrokerData,
     NamespaceBundleStats,
     TimeAverageBrokerData,
-    parse_bundle_data_map,
 )
-from pulsar_rebalance.core.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
-from pulsar_rebalance.core.policies import NO_POLICIES, POLICY_KEYS, PlacementPolicies, parse_policies
-from pulsar_rebalance.core.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
+from pulsar_rebalance.core.pulsar.placement import EXTENSIBLE_PLACEMENTS, PLACEMENTS
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, PlacementPolicies
+from pulsar_rebalance.core.pulsar.shedders import BASE_NAME, EXTENSIBLE_SHEDDERS, SHEDDERS
+from pulsar_rebalance.core.pulsar.split_algorithms import TopicRates
+from pulsar_rebalance.core.pulsar.state import StrategyState
 from pulsar_rebalance.core.snapshot import check_load_report, check_no_overlap
-from pulsar_rebalance.core.split_algorithms import TopicRates, topic_rates_map
-from pulsar_rebalance.core.state import StrategyState
 from pulsar_rebalance.core.strategies import specs as strategy_specs
 from pulsar_rebalance.errors import ConfigError, ScenarioError, SnapshotError
 
@@ -177,7 +190,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
             p = field_path(bp, broker)
             if not broker:
                 raise ScenarioError(p, "broker id must not be empty")
-            data = LocalBrokerData.from_json(value, p)
+            data = local_broker_data_from_json(value, p)
             for i, bundle in enumerate(data.bundles):
                 names.check(bundle, f"{p}.bundles[{i}]")
             for bundle in data.last_stats:
@@ -198,13 +211,13 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
     if "timeAverageBrokerData" in obj:
         tp = field_path(path, "timeAverageBrokerData")
         raw_ta = require_object(obj["timeAverageBrokerData"], tp)
-        time_average = {b: TimeAverageBrokerData.from_json(v, field_path(tp, b)) for b, v in raw_ta.items()}
+        time_average = {b: time_average_broker_data_from_json(v, field_path(tp, b)) for b, v in raw_ta.items()}
 
     broker_load_data: dict[str, BrokerLoadData] | None = None
     if "brokerLoadData" in obj:
         lp = field_path(path, "brokerLoadData")
         raw_ld = require_object(obj["brokerLoadData"], lp)
-        broker_load_data = {b: BrokerLoadData.from_json(v, field_path(lp, b)) for b, v in raw_ld.items()}
+        broker_load_data = {b: broker_load_data_from_json(v, field_path(lp, b)) for b, v in raw_ld.items()}
 
     top_bundles: dict[str, list[tuple[str, NamespaceBundleStats]]] | None = None
     if "topBundlesLoadData" in obj:
@@ -225,7 +238,7 @@ def _parse_cycle(raw: object, path: str, scenario: Scenario, names: _BundleNames
                 bundle = names.check(entry["bundleName"], field_path(ep, "bundleName"))
                 if "stats" not in entry:
                     raise ScenarioError(field_path(ep, "stats"), "required object is missing")
-                entries.append((bundle, NamespaceBundleStats.from_json(entry["stats"], field_path(ep, "stats"))))
+                entries.append((bundle, namespace_bundle_stats_from_json(entry["stats"], field_path(ep, "stats"))))
             top_bundles[broker] = entries
 
     now_ms: int | None = None
@@ -465,7 +478,7 @@ def parse_scenario(doc: object) -> Scenario:
                 "assignDestinations", f"expected a boolean, got {json_type_name(root['assignDestinations'])}"
             )
         assign = root["assignDestinations"]
-    state = StrategyState.from_json(root["state"], "state") if "state" in root else StrategyState()
+    state = strategy_state_from_json(root["state"], "state") if "state" in root else StrategyState()
 
     if "cycles" not in root:
         raise ScenarioError("cycles", "required array is missing")

@@ -28,7 +28,7 @@ in step 1 (Java's ``Math.sqrt``), which disables the std trigger.
 group is not transferable unless ``loadBalancerSheddingBundlesWithPoliciesEnabled``
 (``isLoadBalancerSheddingBundlesWithPoliciesEnabled``); the candidates are the available brokers
 through the policy filters of the pipeline (``AntiAffinityGroupPolicyFilter``, then
-``BrokerIsolationPoliciesFilter``: :func:`core.policies.extensible_filter`); a given destination must
+``BrokerIsolationPoliciesFilter``: :func:`core.pulsar.policies.extensible_filter`); a given destination must
 survive them; then, the owner removed, a transfer needs the destination among them and an unload any
 broker. Not modelled: the pipeline's other filters (``BrokerMaxTopicCountFilter``,
 ``BrokerVersionFilter``, ``BrokerLoadManagerClassFilter``). The ownership check (and the
@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pulsar_rebalance.core.decision import Reason, Unload, skip, success
-from pulsar_rebalance.core.policies import NO_POLICIES, PlacementPolicies, extensible_filter
-from pulsar_rebalance.core.shedders.base import is_system_namespace, java_div, java_sqrt, namespace_of
+from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, PlacementPolicies, extensible_filter
+from pulsar_rebalance.core.pulsar.shedders.base import is_system_namespace, java_div, java_sqrt, namespace_of
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
     from pulsar_rebalance.core.decision import Decision
-    from pulsar_rebalance.core.load import BrokerLoadData, NamespaceBundleStats
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.load import BrokerLoadData, NamespaceBundleStats
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 TopBundles = Sequence[tuple[str, "NamespaceBundleStats"]]
 

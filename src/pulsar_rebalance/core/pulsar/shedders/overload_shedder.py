@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulsar_rebalance.core.decision import Reason, Unload, skip, success
-from pulsar_rebalance.core.shedders.base import (
+from pulsar_rebalance.core.pulsar.shedders.base import (
     ADDITIONAL_THRESHOLD_PERCENT_MARGIN,
     ModularInput,
     broker_throughput,
@@ -31,9 +31,9 @@ from pulsar_rebalance.core.shedders.base import (
 )
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
     from pulsar_rebalance.core.decision import Decision
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 
 @dataclass(frozen=True)

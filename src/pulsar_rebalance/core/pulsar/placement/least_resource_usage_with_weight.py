@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pulsar_rebalance.core.decision import Placement
-from pulsar_rebalance.core.shedders.base import weighted_usage
+from pulsar_rebalance.core.pulsar.shedders.base import weighted_usage
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
-    from pulsar_rebalance.core.load import BrokerLoadData, LocalBrokerData
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.load import BrokerLoadData, LocalBrokerData
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 MAX_RESOURCE_USAGE = 1.0
 """Default history of a candidate never seen (``getOrDefault(broker, MAX_RESOURCE_USAGE)``)."""

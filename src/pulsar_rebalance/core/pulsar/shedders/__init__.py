@@ -1,9 +1,9 @@
 """Shedding strategies, one module per Pulsar class; the name -> implementation maps derive from
 the one strategy registry, ``core.strategies.STRATEGIES``.
 
-Modular load manager shedders (input :class:`~pulsar_rebalance.core.shedders.base.ModularInput`):
+Modular load manager shedders (input :class:`~pulsar_rebalance.core.pulsar.shedders.base.ModularInput`):
 ``ThresholdShedder`` (Pulsar's default in 2.10-4.x), ``OverloadShedder``, ``UniformLoadShedder``, ``AvgShedder``.
-Extensible load manager shedder (input :class:`~pulsar_rebalance.core.shedders.transfer_shedder.ExtensibleInput`):
+Extensible load manager shedder (input :class:`~pulsar_rebalance.core.pulsar.shedders.transfer_shedder.ExtensibleInput`):
 ``TransferShedder``.
 
 Opt-in variants (never defaults; see each module): ``ThresholdShedderSingleEma`` (lower-boundary
@@ -23,11 +23,11 @@ from types import MappingProxyType
 from typing import Any
 
 from pulsar_rebalance.core import strategies as _registry
-from pulsar_rebalance.core.shedders.avg_shedder import AvgShedder
-from pulsar_rebalance.core.shedders.overload_shedder import OverloadShedder
-from pulsar_rebalance.core.shedders.threshold_shedder import ThresholdShedder
-from pulsar_rebalance.core.shedders.transfer_shedder import TransferShedder
-from pulsar_rebalance.core.shedders.uniform_load_shedder import UniformLoadShedder
+from pulsar_rebalance.core.pulsar.shedders.avg_shedder import AvgShedder
+from pulsar_rebalance.core.pulsar.shedders.overload_shedder import OverloadShedder
+from pulsar_rebalance.core.pulsar.shedders.threshold_shedder import ThresholdShedder
+from pulsar_rebalance.core.pulsar.shedders.transfer_shedder import TransferShedder
+from pulsar_rebalance.core.pulsar.shedders.uniform_load_shedder import UniformLoadShedder
 
 SHEDDERS: Mapping[str, Any] = _registry.implementations("shedding")
 """Name -> shedder (derived from ``core.strategies.STRATEGIES``). Pulsar's own classes, clearly named

@@ -5,7 +5,7 @@ For a bundle to place (steps numbered as in ``pulsar-load-balancing.md`` §4):
 1. Already preallocated this cycle -> that broker.
 2. Its BundleData, or Pulsar's default (50 msg/s and 50000 B/s each way, 0 samples).
 3. Candidates = ``LoadManagerShared.applyNamespacePolicies`` over the given brokers
-   (:func:`core.policies.apply_namespace_policies`: the namespace isolation policy's primaries, plus its
+   (:func:`core.pulsar.policies.apply_namespace_policies`: the namespace isolation policy's primaries, plus its
    secondaries when fewer than ``min_limit`` primaries; without a policy the shared brokers that enable
    persistent topics). None left -> no broker.
 4. ``filterBrokersWithLargeTopicCount``: drop brokers whose topics (reported + preallocated) exceed
@@ -39,26 +39,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pulsar_rebalance.core.decision import Placement
-from pulsar_rebalance.core.load import BundleData, NamespaceBundleStats, TimeAverageBrokerData
-from pulsar_rebalance.core.placement.least_long_term_message_rate import LeastLongTermMessageRate
-from pulsar_rebalance.core.placement.least_resource_usage_with_weight import LeastResourceUsageWithWeight
-from pulsar_rebalance.core.policies import (
+from pulsar_rebalance.core.pulsar.load import BundleData, NamespaceBundleStats, TimeAverageBrokerData
+from pulsar_rebalance.core.pulsar.placement.least_long_term_message_rate import LeastLongTermMessageRate
+from pulsar_rebalance.core.pulsar.placement.least_resource_usage_with_weight import LeastResourceUsageWithWeight
+from pulsar_rebalance.core.pulsar.policies import (
     NO_POLICIES,
     PlacementPolicies,
     anti_affinity_namespace_counts,
     apply_namespace_policies,
     filter_anti_affinity_group_owned_brokers,
 )
-from pulsar_rebalance.core.shedders import avg_shedder
-from pulsar_rebalance.core.shedders.base import namespace_of, unweighted_usage, weighted_usage
+from pulsar_rebalance.core.pulsar.shedders import avg_shedder
+from pulsar_rebalance.core.pulsar.shedders.base import namespace_of, unweighted_usage, weighted_usage
 
 SYSTEM_NAMESPACE = "pulsar/system"
 """``NamespaceName.SYSTEM_NAMESPACE``: its bundles are always spread evenly."""
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
-    from pulsar_rebalance.core.load import LocalBrokerData
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.load import LocalBrokerData
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 
 @dataclass(slots=True)
@@ -74,7 +74,7 @@ class ModularPlacementContext:
     """broker -> sum of its preallocated bundles' long-term msgRateIn + msgRateOut (in preallocation order)."""
     preallocated_topics: dict[str, int] = field(default_factory=dict)
     policies: PlacementPolicies = NO_POLICIES
-    """Namespace isolation policies, anti-affinity groups and failure domains (core.policies)."""
+    """Namespace isolation policies, anti-affinity groups and failure domains (core.pulsar.policies)."""
     _ns_ranges: dict[str, dict[str, set[str]]] | None = None
     """namespace -> broker -> bundles of that namespace owned by or preallocated to the broker."""
     _usage: dict[tuple[bool, bool], dict[str, float]] = field(default_factory=dict)

@@ -20,7 +20,7 @@ import json
 import math
 from typing import Any
 
-from pulsar_rebalance.core.json_input import field_path
+from pulsar_rebalance.core.contract.json_input import field_path
 from pulsar_rebalance.errors import ScenarioError
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pulsar_rebalance.core.decision import Reason, Unload, skip, success
-from pulsar_rebalance.core.shedders.base import (
+from pulsar_rebalance.core.pulsar.shedders.base import (
     ModularInput,
     broker_msg_rate,
     broker_throughput,
@@ -37,9 +37,9 @@ from pulsar_rebalance.core.shedders.base import (
 )
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
     from pulsar_rebalance.core.decision import Decision
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 EPS = 1e-6
 _INTEGER_MAX_VALUE = float(2**31 - 1)

@@ -4,7 +4,7 @@ Sources (apache/pulsar ``pulsar-broker/src/main/java/org/apache/pulsar/common/na
 ``RangeEquallyDivideBundleSplitAlgorithm``, ``TopicCountEquallyDivideBundleSplitAlgorithm``,
 ``SpecifiedPositionsBundleSplitAlgorithm``, ``FlowOrQpsEquallyDivideBundleSplitAlgorithm`` and their
 tests. Each computes the *split boundaries* of one bundle; the children are then made by
-:func:`pulsar_rebalance.core.bundles.split_range` (``NamespaceBundleFactory.splitBundles``).
+:func:`pulsar_rebalance.core.pulsar.bundles.split_range` (``NamespaceBundleFactory.splitBundles``).
 
 Common signature::
 
@@ -27,15 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pulsar_rebalance.core.bundles import BundleRange, format_boundary, topic_hash
-from pulsar_rebalance.core.config import MIBI, SPLIT_ALGORITHM_NAMES
-from pulsar_rebalance.core.json_input import req_number, require_object
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, format_boundary, topic_hash
+from pulsar_rebalance.core.pulsar.config import MIBI, SPLIT_ALGORITHM_NAMES
 from pulsar_rebalance.errors import ScenarioError
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +55,6 @@ class TopicRates:
     def throughput(self) -> float:
         """``msgThroughputIn + msgThroughputOut`` (bytes/s)."""
         return self.msg_throughput_in + self.msg_throughput_out
-
-    @classmethod
-    def from_json(cls, obj: object, path: str) -> TopicRates:
-        """``{"msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut"}``: all required,
-        finite, non-negative (errors name e.g. ``topics.persistent://t/n/x.msgRateIn``)."""
-        o = require_object(obj, path)
-        return cls(
-            msg_rate_in=req_number(o, "msgRateIn", path),
-            msg_rate_out=req_number(o, "msgRateOut", path),
-            msg_throughput_in=req_number(o, "msgThroughputIn", path),
-            msg_throughput_out=req_number(o, "msgThroughputOut", path),
-        )
 
     def to_json(self) -> dict[str, float]:
         return {
@@ -349,8 +336,3 @@ def get_split_boundaries(
 ) -> list[int] | None:
     """Boundaries from the named algorithm (``None`` = no split)."""
     return explain_split(algorithm, bundle, topics=topics, positions=positions, config=config).boundaries
-
-
-def topic_rates_map(raw: Mapping[str, Any], path: str) -> dict[str, TopicRates]:
-    """Parse ``{"<full topic>": {msgRateIn, msgRateOut, msgThroughputIn, msgThroughputOut}}``."""
-    return {topic: TopicRates.from_json(value, f"{path}.{topic}") for topic, value in raw.items()}

@@ -38,7 +38,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulsar_rebalance.core.bundles import (
+from pulsar_rebalance.core.contract.json_input import field_path, reject_unknown_keys, require_object
+from pulsar_rebalance.core.contract.load_json import topic_rates_from_json
+from pulsar_rebalance.core.pulsar.bundles import (
     BundleRange,
     NamespaceBundles,
     default_boundaries,
@@ -49,9 +51,8 @@ from pulsar_rebalance.core.bundles import (
     topic_hash,
     topic_namespace,
 )
-from pulsar_rebalance.core.config import SPLIT_ALGORITHM_NAMES, LoadBalancerConfig
-from pulsar_rebalance.core.json_input import field_path, reject_unknown_keys, require_object
-from pulsar_rebalance.core.split_algorithms import TopicRates, explain_split
+from pulsar_rebalance.core.pulsar.config import SPLIT_ALGORITHM_NAMES, LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.split_algorithms import TopicRates, explain_split
 from pulsar_rebalance.errors import ConfigError, ScenarioError
 
 SPLIT_KEYS = frozenset({"algorithm", "bundle", "topics", "positions", "config"})
@@ -104,7 +105,7 @@ def _parse_split_topics(
             field = f"topics.{topic}"
             _check_topic_name(topic, field, namespace)
             _in_bundle(topic, field)
-            rates[topic] = TopicRates.from_json(value, field)
+            rates[topic] = topic_rates_from_json(value, field)
         return rates
     if isinstance(raw, (list, tuple)):
         names: list[str] = []

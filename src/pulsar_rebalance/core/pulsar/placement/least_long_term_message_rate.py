@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pulsar_rebalance.core.decision import Placement
-from pulsar_rebalance.core.shedders.base import unweighted_usage, weighted_usage
+from pulsar_rebalance.core.pulsar.shedders.base import unweighted_usage, weighted_usage
 
 if TYPE_CHECKING:
-    from pulsar_rebalance.core.config import LoadBalancerConfig
-    from pulsar_rebalance.core.load import BundleData, LocalBrokerData, TimeAverageBrokerData
-    from pulsar_rebalance.core.state import StrategyState
+    from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+    from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData, TimeAverageBrokerData
+    from pulsar_rebalance.core.pulsar.state import StrategyState
 
 
 @dataclass(frozen=True)
