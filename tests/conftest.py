@@ -11,6 +11,7 @@ state store is the real Postgres below); the quick start puts both in one Postgr
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -116,6 +117,17 @@ def _embedded_server():
         import shutil
 
         shutil.rmtree(pgdata, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _product_log_level():
+    """Every test starts with the product logger's level as the session found it: a benchmark run in-process
+    (``bench.main``) quiets ``pulsar_rebalance`` to ERROR, which hid the warnings a later test asserts on
+    (the OAuth2 token refresh) whenever the simulator's tests ran first."""
+    logger = logging.getLogger("pulsar_rebalance")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture(scope="session")
