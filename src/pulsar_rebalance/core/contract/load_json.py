@@ -51,6 +51,7 @@ def resource_usage_from_json(obj: object, path: str) -> ResourceUsage:
 
 
 def namespace_bundle_stats_from_json(obj: object, path: str) -> NamespaceBundleStats:
+    """The four rates and ``topics`` required; the counts default to 0 (see :class:`NamespaceBundleStats`)."""
     o = require_object(obj, path)
     return NamespaceBundleStats(
         msg_rate_in=req_number(o, "msgRateIn", path),
@@ -99,6 +100,8 @@ def _stats_fast(obj: object) -> NamespaceBundleStats | None:
 
 
 def local_broker_data_from_json(obj: object, path: str) -> LocalBrokerData:
+    """A modular load manager's load report; the rules (what is required, what is derived as Pulsar
+    derives it) are in :class:`LocalBrokerData`'s docstring."""
     o = require_object(obj, path)
     report_type = o.get("loadReportType")
     if report_type is not None and report_type != LocalBrokerData.LOAD_REPORT_TYPE:
@@ -255,6 +258,7 @@ def _tamd_fast(obj: object) -> TimeAverageMessageData | None:
 
 
 def bundle_data_from_json(obj: object, path: str) -> BundleData:
+    """``{"shortTermData", "longTermData"}`` required, ``topics`` optional (0)."""
     fast = _bundle_data_fast(obj)
     if fast is not None:
         return fast
@@ -283,10 +287,11 @@ def _bundle_data_fast(obj: object) -> BundleData | None:
 def time_average_broker_data_from_json(obj: object, path: str) -> TimeAverageBrokerData:
     """All eight members required."""
     o = require_object(obj, path)
-    return TimeAverageBrokerData(**{attr: req_number(o, key, path) for key, attr in TimeAverageBrokerData._JSON})
+    return TimeAverageBrokerData(**{attr: req_number(o, key, path) for key, attr in TimeAverageBrokerData.JSON_FIELDS})
 
 
 def broker_load_data_from_json(obj: object, path: str) -> BrokerLoadData:
+    """The extensible load manager's ``BrokerLoadData`` (see the type for the fields and defaults)."""
     o = require_object(obj, path)
 
     def _usage(key: str, required: bool) -> ResourceUsage:

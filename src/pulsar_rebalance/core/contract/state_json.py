@@ -28,7 +28,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def strategy_state_from_json(obj: object, path: str = "state") -> StrategyState:
-    """Parse (and fully validate) a state produced by :meth:`to_json`; errors name the JSON path."""
+    """Parse (and fully validate) a state produced by :meth:`StrategyState.to_json`; errors name the JSON path."""
     root = require_object(obj, path)
     reject_unknown_keys(
         root,
@@ -186,6 +186,8 @@ _FEATURES = 5
 
 
 def planner_memory_from_json(obj: object, path: str) -> PlannerMemory:
+    """Parse (and fully validate) the GlobalPlanner's memory as :meth:`PlannerMemory.to_json` writes it (an older
+    state's ``above`` list counts one each); errors name the JSON path."""
     root = require_object(obj, path)
     reject_unknown_keys(
         root,

@@ -566,7 +566,7 @@ class TimeAverageBrokerData:
         self.long_term_msg_rate_in = lri
         self.long_term_msg_rate_out = lro
 
-    _JSON = (
+    JSON_FIELDS = (
         ("shortTermMsgThroughputIn", "short_term_msg_throughput_in"),
         ("shortTermMsgThroughputOut", "short_term_msg_throughput_out"),
         ("shortTermMsgRateIn", "short_term_msg_rate_in"),
@@ -578,7 +578,7 @@ class TimeAverageBrokerData:
     )
 
     def to_json(self) -> dict[str, float]:
-        return {key: getattr(self, attr) for key, attr in self._JSON}
+        return {key: getattr(self, attr) for key, attr in self.JSON_FIELDS}
 
 
 # ---------------------------------------------------------------------------------------------
