@@ -1,0 +1,523 @@
+"""The planner's goals, in priority order, on its what-if model (Cruise Control's shape).
+
+One cycle's search (:func:`descend`) works on the :class:`~.load_model.ClusterView` and never on the
+cluster: goals move and split bundles on the model and record why (:class:`~.proposals.Rationale`); the
+unloads are the diff of the model's assignment before and after (:mod:`.proposals`).
+
+- **Settle** (in :mod:`.global_planner`, before any goal runs): hysteresis, confirmation by consecutive
+  reports, membership settle, cool-down and history; it decides *whether* the goals run and which
+  bundles they may touch (:attr:`Descent.frozen`).
+- **Capacity** (:class:`Capacity`, a hard goal every move is checked against): a destination within the
+  band's cap and Pulsar's overload threshold, that the do-no-harm guard's prediction accepts, that the
+  placement constraints allow, not the broker the bundle left within the history window, and ending
+  below its source by at least the minimum gain.
+- **Band** (soft goals, tried in this order on the busiest source until one acts):
+  :class:`CloseTheGap` (the smallest bundle that alone brings the source to the target),
+  :class:`SplitToFit` (split when no move can: the biggest bundle fits nowhere and the others are too
+  small), :class:`MostGapPerMove` (the largest bundle that fits), :class:`LowerThePair` (the move that
+  lowers max(source, destination) the most).
+- **Isolate** (:class:`Isolate`): a source no band goal can lower, pinned above the target by a bundle
+  nothing can split or move, gives that bundle the broker to itself.
+- **Fill** (:class:`FillMove`, the band's lower edge): brokers far below the ideal are filled from the
+  busiest, after the band goals, and only when that closes a good part of the busiest broker's excess.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pulsar_rebalance.core.decision import SplitDecision
+from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_weights
+from pulsar_rebalance.core.planner.load_model import ClusterView
+from pulsar_rebalance.core.planner.proposals import PlannedUnload, Proposals, Rationale, rounded
+from pulsar_rebalance.core.planner.split_to_fit import TopicLoad, split_bundle
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.policies import DestinationFilter
+
+if TYPE_CHECKING:  # global_planner imports this module
+    from pulsar_rebalance.core.planner.global_planner import PlannerInput, PlannerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Levels:
+    """The band one cycle plans in (usage fractions; see :mod:`.global_planner`, step 2)."""
+
+    ideal: float
+    target: float
+    trigger: float
+    noise: float
+    min_gain: float
+    overload: float
+    clear: float
+    """Above this a broker is acted on from one report (no confirmation)."""
+    hit_level: float
+    """A load report counts as above the trigger only above this."""
+    low_level: float
+    """A broker below this (confirmed) is filled."""
+    fill_to: float
+    """A filled broker is filled up to this (the mirror of the target)."""
+
+    @classmethod
+    def of(cls, st: PlannerSettings, ideal: float, noise: float, config: LoadBalancerConfig) -> Levels:
+        # the reports' noise widens the band: act only where a move gains more than the reports can tell apart
+        target = ideal + max(st.target_abs, st.target_rel * ideal, noise)
+        trigger = ideal + max(st.trigger_abs, st.trigger_rel * ideal, st.noise_trigger * noise)
+        overload = config.load_balancer_broker_overloaded_threshold_percentage / 100.0
+        return cls(
+            ideal=ideal,
+            target=target,
+            trigger=trigger,
+            noise=noise,
+            min_gain=max(st.min_gain, noise),
+            overload=overload,
+            clear=min(ideal + st.confirm_margin * (trigger - ideal), overload),
+            hit_level=trigger + noise,
+            low_level=min(ideal - (trigger - ideal), st.fill_below * ideal) - noise,
+            fill_to=ideal - (target - ideal),
+        )
+
+
+@dataclass(slots=True)
+class Source:
+    """The busiest source of one step of the search, and what could move off it."""
+
+    broker: str
+    usage: float
+    dests: list[str]
+    excess: float
+    cands: list[tuple[float, str, float]]
+    """(size, bundle, source usage after), smallest first: the movable bundles worth a move."""
+    biggest: tuple[float, str] | None
+    """(size, bundle): the biggest movable bundle, worth a move or not."""
+    into: set[str] | None
+    """A fill: only into these brokers."""
+    cap: float
+    """No destination ends above this."""
+
+
+class Descent:
+    """The working state of one search: the model, the constraints, and the proposals so far."""
+
+    def __init__(
+        self,
+        settings: PlannerSettings,
+        view: ClusterView,
+        inp: PlannerInput,
+        config: LoadBalancerConfig,
+        levels: Levels,
+        eligible: Sequence[str],
+        before: Mapping[str, float],
+        history: Mapping[str, Mapping[str, Any]],
+        frozen: set[str],
+        counts: Mapping[str, int],
+        unmet: Sequence[str],
+    ) -> None:
+        self.settings = settings
+        self.view = view
+        self.inp = inp
+        self.config = config
+        self.levels = levels
+        self.eligible = eligible
+        self.before = before
+        self.history = history
+        self.frozen = frozen
+        self.counts = dict(counts)
+        # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
+        # share of the source's reported usage, not by this model): split parts are sized within it too
+        self.room = DestinationRoom(inp.brokers, resource_weights(config), GuardLimits.from_config(config))
+        # Pulsar's placement constraints (core.pulsar.policies): only destinations its own placement could choose
+        self.allowed = DestinationFilter(
+            inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled
+        )
+        self.proposals = Proposals({name: bl.broker for name, bl in view.bundles.items()})
+        self.splits: list[SplitDecision] = []
+        self.warnings: list[str] = list(unmet)
+        self.stuck: set[str] = set()
+        self.stuck_max = 0.0
+        self.unsplittable: set[str] = set()
+        self.moved_in_plan: set[str] = set()
+        self.topic_cache: dict[str, list[TopicLoad]] = {}
+        """Topic hashes and load vectors of bundles split in this plan (their children inherit them)."""
+        self.child_features: dict[str, tuple[float, float, float]] = {}
+        self.actions = 0
+        self.filling = False
+        """What :meth:`record` says a move is for: relief of its source, or the fill of its destination."""
+        self.fill_dropped: list[str] = []
+        """Why the fill was not worth it (empty: it was, or there was none)."""
+        # lazy heaps of (usage, broker): the busiest first, the least used first
+        self.busiest = [(-view.usage(b), b) for b in eligible]
+        # a broker clipped to its reports is no destination: the model and its reports disagree on its room
+        self.idlest = [(view.usage(b), b) for b in eligible if not view.clipped(b)]
+        heapq.heapify(self.busiest)
+        heapq.heapify(self.idlest)
+
+    def changed_usage(self, *brokers: str) -> None:
+        for b in brokers:
+            heapq.heappush(self.busiest, (-self.view.usage(b), b))
+            if not self.view.clipped(b):
+                heapq.heappush(self.idlest, (self.view.usage(b), b))
+
+    def dest_candidates(self, exclude: str) -> list[str]:
+        out: list[tuple[float, str]] = []
+        n = self.settings.candidate_destinations
+        while self.idlest and len(out) < n + 1:
+            u, b = heapq.heappop(self.idlest)
+            if u != self.view.usage(b) or any(b == o for _, o in out):
+                continue
+            out.append((u, b))
+        for entry in out:
+            heapq.heappush(self.idlest, entry)
+        return [b for _, b in out if b != exclude][:n]
+
+    def movable(self, name: str) -> bool:
+        return name not in self.moved_in_plan and name not in self.frozen
+
+    def record(self, s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
+        """Move ``name`` from ``s`` to ``d`` on the model, with its rationale (``why`` is appended to the cause)."""
+        view, lv = self.view, self.levels
+        ud = view.usage(d)
+        bl = view.bundles[name]
+        view.move(name, d)
+        self.allowed.moved(name, s, d)
+        self.room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
+        self.changed_usage(s, d)
+        self.moved_in_plan.add(name)
+        cause = (
+            f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {lv.target:.4f} (ideal {lv.ideal:.4f})"
+            if not self.filling
+            else f"Underloaded: GlobalPlanner: {d} predicted usage {self.before[d]:.4f} < {lv.low_level:.4f} (ideal {lv.ideal:.4f}: "
+            f"nearly empty) in {self.settings.confirm_reports}+ consecutive load reports; {s} predicted "
+            f"usage {us:.4f} > {lv.target:.4f}"
+        )
+        self.proposals.moved(
+            name,
+            Rationale(
+                s,
+                d,
+                f"{cause}{why}; "
+                f"moving {name} ({bl.msg_rate:.1f} msg/s, {bl.throughput / 1048576:.2f} MiB/s) takes {s} to {a:.4f} "
+                f"and {d} from {ud:.4f} to {bd:.4f}",
+                f"least predicted usage after the move among the "
+                f"{min(self.settings.candidate_destinations, len(view.brokers) - 1)} least-used brokers",
+                {
+                    "sourceBefore": rounded(us),
+                    "sourceAfter": rounded(a),
+                    "destinationBefore": rounded(ud),
+                    "destinationAfter": rounded(bd),
+                },
+                self.filling,
+            ),
+        )
+        self.actions += 1
+
+    def unloads(self) -> list[PlannedUnload]:
+        """The plan's unloads: the model's assignment now, against the one the search started from."""
+        return self.proposals.diff({name: bl.broker for name, bl in self.view.bundles.items()})
+
+    def source(self, s: str, into: set[str] | None, cap: float) -> Source:
+        view = self.view
+        us = view.usage(s)
+        cands: list[tuple[float, str, float]] = []
+        biggest: tuple[float, str] | None = None
+        for name in view.owned[s]:
+            if not self.movable(name):
+                continue
+            a = view.usage_after(s, view.bundles[name].vec, -1.0)
+            size = us - a
+            if biggest is None or size > biggest[0]:
+                biggest = (size, name)
+            if size >= self.levels.min_gain:
+                cands.append((size, name, a))
+        cands.sort()
+        return Source(s, us, self.dest_candidates(s), us - self.levels.target, cands, biggest, into, cap)
+
+
+class Capacity:
+    """The hard goal every move is checked against: where a bundle may go."""
+
+    @staticmethod
+    def best_destination(dx: Descent, src: Source, name: str) -> tuple[float, str] | None:
+        """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
+        destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
+        fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
+        may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
+        accepts: else the guard puts the bundle on another broker itself, the least used by this one
+        report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
+        view, lv, s = dx.view, dx.levels, src.broker
+        bl = view.bundles[name]
+        back = dx.history.get(name, {}).get("from")
+        best: tuple[float, str] | None = None
+        tight: tuple[float, str] | None = None
+        traffic = (bl.msg_rate, bl.feat_in, bl.feat_out)
+        guarded = dx.room.load.usage(s) <= lv.overload
+        for d in src.dests:
+            if d == back or view.usage(d) >= lv.overload or not dx.allowed.permits(name, s, d):
+                continue
+            if src.into is not None and (d not in src.into or view.usage(d) >= lv.fill_to):
+                continue
+            if guarded and not dx.room.fits(s, d, traffic):
+                continue
+            bd = view.usage_after(d, view.arrival(bl.vec, s, d), 1.0)
+            if bd >= src.usage - lv.min_gain or bd > max(lv.overload, src.cap):
+                continue
+            if best is None or bd < best[0]:
+                best = (bd, d)
+            if bd <= src.cap and (tight is None or bd > tight[0]):
+                tight = (bd, d)
+        return tight if tight is not None else best
+
+
+class Goal(Protocol):
+    """A soft goal: one action on the busiest source, if it has one. True: it acted (the search looks at
+    the busiest source again); False: the next goal is tried."""
+
+    def act(self, dx: Descent, src: Source) -> bool: ...
+
+
+def _move_first_fitting(dx: Descent, src: Source, cands: Sequence[tuple[float, str, float]]) -> bool:
+    for _size, name, a in cands:
+        found = Capacity.best_destination(dx, src, name)
+        if found is not None and found[0] <= src.cap:
+            dx.record(src.broker, name, found[1], src.usage, a, found[0], "")
+            return True
+    return False
+
+
+class FillMove:
+    """A fill: the largest bundle that leaves its source no lower than the lower target and its destination
+    within the target (the fewest moves; no source becomes a broker to fill)."""
+
+    def act(self, dx: Descent, src: Source) -> bool:
+        for _size, name, a in reversed(src.cands):
+            found = Capacity.best_destination(dx, src, name) if a >= dx.levels.fill_to else None
+            if found is not None and found[0] <= src.cap:
+                dx.record(src.broker, name, found[1], src.usage, a, found[0], "")
+                return True
+        return False
+
+
+class CloseTheGap:
+    """1. The smallest bundle that alone brings the source to the target, its destination staying within it."""
+
+    def act(self, dx: Descent, src: Source) -> bool:
+        return _move_first_fitting(dx, src, src.cands[bisect.bisect_left(src.cands, (src.excess,)) :])
+
+
+class SplitToFit:
+    """2. Split, only when moves cannot do it: the biggest bundle fits on no broker below the target, and the
+    other movable bundles together are smaller than the excess. The parts sized for a destination's room
+    move there in the same plan."""
+
+    def act(self, dx: Descent, src: Source) -> bool:
+        biggest = src.biggest
+        if biggest is None or biggest[1] in dx.unsplittable:
+            return False
+        view, lv, s = dx.view, dx.levels, src.broker
+        bl = view.bundles[biggest[1]]
+        fits = any(view.usage_after(d, view.arrival(bl.vec, s, d), 1.0) <= lv.target for d in src.dests)
+        others = sum(size for size, name, _ in src.cands if name != biggest[1])
+        if fits or biggest[0] <= src.excess or others >= src.excess:
+            return False
+        placed: dict[str, str] = {}
+        split = split_bundle(
+            dx.settings,
+            view,
+            biggest[1],
+            dx.inp,
+            dx.config,
+            dx.counts,
+            lv.target,
+            dx.warnings,
+            dx.topic_cache,
+            dx.child_features,
+            [d for d in src.dests if dx.allowed.permits(biggest[1], s, d)],
+            src.excess - lv.min_gain,
+            placed,
+            dx.room,
+        )
+        if split is None:
+            dx.unsplittable.add(biggest[1])
+            return True
+        dx.splits.append(split)
+        dx.proposals.split(biggest[1], s, list(split.children or ()))
+        dx.actions += 1
+        dx.changed_usage(s)
+        for child, d in placed.items():  # the parts sized for a destination's room go there
+            us_c = view.usage(s)
+            a = view.usage_after(s, view.bundles[child].vec, -1.0)
+            bd = view.usage_after(d, view.arrival(view.bundles[child].vec, s, d), 1.0)
+            if a < us_c and bd <= lv.target:
+                dx.record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
+        return True
+
+
+class MostGapPerMove:
+    """3. The largest bundle whose destination stays within the target (the most gap closed per move)."""
+
+    def act(self, dx: Descent, src: Source) -> bool:
+        return _move_first_fitting(dx, src, src.cands[::-1])
+
+
+class LowerThePair:
+    """4. The move that lowers max(source, destination) the most."""
+
+    def act(self, dx: Descent, src: Source) -> bool:
+        best_pair: tuple[float, str, str, float, float] | None = None
+        for _size, name, a in src.cands:
+            found = Capacity.best_destination(dx, src, name)
+            if found is not None:
+                pair = max(a, found[0])
+                if pair < src.usage - dx.levels.min_gain and (best_pair is None or pair < best_pair[0]):
+                    best_pair = (pair, name, found[1], a, found[0])
+        if best_pair is None:
+            return False
+        _, name, d, a, bd = best_pair
+        dx.record(src.broker, name, d, src.usage, a, bd, "")
+        return True
+
+
+class Isolate:
+    """6. The source is the worst broker and is held above the target by bundles that can be neither split
+    nor moved (``pinned``): move its other bundles off, biggest first, each to a broker that ends no higher
+    than the target or than the source with only its pinned bundles, whichever is higher, so that the hot
+    bundle gets the broker to itself. Unlike the other moves, one that lowers the source by less than
+    ``min_gain`` is made too: it is the cluster's worst broker, and what the model puts at a fraction of a
+    point may carry more (under a per-topic CPU cost, leaving such bundles kept the broker 3 to 8 points
+    higher)."""
+
+    @staticmethod
+    def act(dx: Descent, s: str) -> None:
+        view, lv = dx.view, dx.levels
+        us0 = view.usage(s)
+        pinned = [n for n in view.owned[s] if n in dx.unsplittable]
+        if not pinned or any(us0 < view.usage(b) for b in dx.eligible if b != s):
+            return
+        others = [n for n in view.owned[s] if n not in pinned and dx.movable(n)]
+        gain = {n: us0 - view.usage_after(s, view.bundles[n].vec, -1.0) for n in others}
+        # what s would carry with only what pins it: no destination may end above that (nor above the target
+        # if that is lower), so every move lowers the cluster's worst broker and none makes a new one
+        rest = [sum(view.bundles[n].vec[i] for n in others) for i in range(5)]
+        level = max(lv.target, view.usage_after(s, rest, -1.0))
+        for name in sorted(gain, key=lambda n: (-gain[n], n)):
+            us = view.usage(s)
+            a = view.usage_after(s, view.bundles[name].vec, -1.0)
+            if a >= us:
+                continue
+            back = dx.history.get(name, {}).get("from")
+            best: tuple[float, str] | None = None
+            for d in dx.dest_candidates(s):
+                if d == back or view.usage(d) >= lv.overload or not dx.allowed.permits(name, s, d):
+                    continue
+                bd = view.usage_after(d, view.arrival(view.bundles[name].vec, s, d), 1.0)
+                if bd <= level and bd < a and (best is None or bd < best[0]):
+                    best = (bd, d)
+            if best is not None:
+                dx.record(
+                    s,
+                    name,
+                    best[1],
+                    us,
+                    a,
+                    best[0],
+                    f", held there by {', '.join(pinned)} (one hot topic: no split or move lowers it): giving it the broker to itself",
+                )
+
+
+BAND_GOALS: tuple[Goal, ...] = (CloseTheGap(), SplitToFit(), MostGapPerMove(), LowerThePair())
+"""The band's goals, in priority order."""
+FILL_GOALS: tuple[Goal, ...] = (FillMove(),)
+
+
+def optimize(dx: Descent, srcs: set[str], into: set[str] | None) -> None:
+    """Lower the busiest of ``srcs`` toward the target while it can be lowered, each destination within the
+    target; ``into``: only into these brokers (a fill, step 8: moves only)."""
+    view, lv = dx.view, dx.levels
+    target = lv.target
+    dx.filling = into is not None
+    goals = FILL_GOALS if into is not None else BAND_GOALS
+    busiest = dx.busiest
+    busiest[:] = [(-view.usage(b), b) for b in srcs if b in view.owned]  # the last phase drained it
+    heapq.heapify(busiest)
+    # Sources above the target are planned down to it while the busiest one can still be lowered;
+    # once the busiest broker is stuck (its load cannot move) it sets the cluster's worst usage: only
+    # brokers above the trigger and above that level (or above the overload threshold) are still worth
+    # disrupting clients for. A broker counts as above a level only by more than min_gain.
+    floor_at = target
+    while dx.actions < dx.settings.max_actions:
+        while busiest and (
+            busiest[0][1] in dx.stuck or busiest[0][1] not in srcs or -busiest[0][0] != view.usage(busiest[0][1])
+        ):
+            heapq.heappop(busiest)
+        if not busiest:
+            break
+        s = busiest[0][1]
+        us = view.usage(s)
+        if dx.stuck_max >= us and floor_at == target:
+            floor_at = max(lv.trigger, min(dx.stuck_max, lv.overload))
+        if us <= floor_at + lv.min_gain:
+            break
+        if into is not None and not any(view.usage(b) < lv.fill_to for b in into):
+            break  # every broker filled to the lower target
+        src = dx.source(s, into, target)
+        if any(goal.act(dx, src) for goal in goals):
+            continue
+        dx.stuck.add(s)
+        dx.stuck_max = max(dx.stuck_max, us)
+        if us > target and into is None:
+            Isolate.act(dx, s)
+            dx.warnings.append(
+                f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
+                "overloading its destination (or all are in cool-down)"
+            )
+
+
+def descend(dx: Descent, srcs: set[str], under: set[str]) -> None:
+    """One greedy descent of the maximum from ``srcs`` (steps 4-6 of docs/planner.md), then the fill of the
+    brokers in ``under`` still far below the ideal (step 8), on the model."""
+    view, lv, st = dx.view, dx.levels, dx.settings
+    optimize(dx, srcs, None)
+    # 8. a broker confirmed far below the ideal (`under`) and still there once the plan is made: the brokers
+    # above the target are lowered into it, busiest first, down to the target, while that lowers the busiest
+    # (a broker that joined or came back from a restart does not stay empty inside the band)
+    still = {b for b in under if view.usage(b) < lv.low_level}
+    if not still:
+        return
+    # (a broker still above the trigger that nothing can lower leaves no gain: dropped below)
+    top = max((view.usage(b) for b in dx.eligible), default=0.0)
+    snap, kept = view.snapshot(), dx.proposals.checkpoint()
+    optimize(dx, {b for b in dx.eligible if b not in still}, still)
+    low = max((view.usage(b) for b in dx.eligible), default=0.0)
+    # worth it only when it closes a good part of the busiest broker's excess over the target: a
+    # fill that shaves a point off one broker costs moves for nothing
+    moves = dx.proposals.count() - kept
+    if moves > 0 and top - low < st.fill_share * (top - lv.target):
+        view.restore(snap)
+        dx.proposals.rollback(kept)
+        dx.fill_dropped.append(
+            f"filling {', '.join(sorted(still))} would take the busiest broker only from {top:.4f} to "
+            f"{low:.4f} with {moves} move(s), less than {st.fill_share:.0%} of its excess over "
+            f"the target {lv.target:.4f}"
+        )
+
+
+__all__ = [
+    "BAND_GOALS",
+    "FILL_GOALS",
+    "Capacity",
+    "CloseTheGap",
+    "Descent",
+    "FillMove",
+    "Goal",
+    "Isolate",
+    "Levels",
+    "LowerThePair",
+    "MostGapPerMove",
+    "Source",
+    "SplitToFit",
+    "descend",
+    "optimize",
+]
