@@ -7,7 +7,9 @@ as the shedders (``decide``'s ``shedding: "GlobalPlanner"``): unloads with their
 predicted before/after; splits with their boundaries (applied before the unloads, so an unload may
 name a child of a split of the same cycle); warnings for what no move can fix.
 
-One cycle:
+One cycle, in Cruise Control's shape (:meth:`GlobalPlanner.plan`: model -> settle -> search -> decision):
+the goals of :mod:`.goals` change a what-if model in priority order, and the unloads are the diff of its
+assignment before and after (:mod:`.proposals`). The steps:
 
 1. **Model** (:mod:`.load_model`): per broker the absolute usage and limit of Pulsar's five resources,
    per bundle its contribution (fitted from the reports), planned at the recent peak (max of the last
@@ -209,9 +211,10 @@ class _Cycle:
 
 
 class GlobalPlanner:
+    """Splits come from the plan itself (with boundaries): the registry (``core.strategies``) declares it
+    (``plans_splits``), and Pulsar's split trigger is not run."""
+
     name = PLANNER_NAME
-    plans_splits = True
-    """Splits come from the plan itself (with boundaries); Pulsar's split trigger is not run."""
 
     def __init__(self, settings: PlannerSettings | None = None) -> None:
         self.settings = settings or PlannerSettings()

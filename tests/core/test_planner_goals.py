@@ -1,0 +1,173 @@
+"""The planner's structure (Cruise Control's shape): goals in priority order on the what-if model, and the
+plan's unloads as the diff of the model's assignment before and after the search."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from pulsar_rebalance.core.contract.load_json import (
+    bundle_data_from_json,
+    local_broker_data_from_json,
+    namespace_bundle_stats_from_json,
+)
+from pulsar_rebalance.core.planner import PlannerInput, PlannerSettings
+from pulsar_rebalance.core.planner.goals import (
+    BAND_GOALS,
+    Capacity,
+    CloseTheGap,
+    Descent,
+    Levels,
+    LowerThePair,
+    MostGapPerMove,
+    SplitToFit,
+    optimize,
+)
+from pulsar_rebalance.core.planner.load_model import ClusterView
+from pulsar_rebalance.core.planner.proposals import Proposals, Rationale
+from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import BundleData
+from pulsar_rebalance.simulator.scenarios import build
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _why(src: str, dst: str, *, fill: bool = False) -> Rationale:
+    return Rationale(src, dst, f"Overloaded: {src} -> {dst}", "least used", {"sourceBefore": 0.9}, fill)
+
+
+def test_the_unloads_are_the_diff_of_the_assignments_in_the_order_the_goals_moved_them() -> None:
+    p = Proposals({"ns/0x0_0x8": "b1", "ns/0x8_0xf": "b1", "ns2/all": "b2"})
+    p.moved("ns/0x8_0xf", _why("b1", "b3"))
+    p.split("ns/0x0_0x8", "b1", ["ns/0x0_0x4", "ns/0x4_0x8"])
+    p.moved("ns/0x4_0x8", _why("b1", "b2", fill=True))
+    final = {"ns/0x0_0x4": "b1", "ns/0x4_0x8": "b2", "ns/0x8_0xf": "b3", "ns2/all": "b2"}
+    unloads = p.diff(final)
+    assert [(u.bundle, u.broker, u.destination) for u in unloads] == [
+        ("ns/0x8_0xf", "b1", "b3"),
+        ("ns/0x4_0x8", "b1", "b2"),  # a split's child starts on its parent's broker
+    ]
+    assert unloads[0].predicted == {"sourceBefore": 0.9} and unloads[0].destination_reason == "least used"
+    assert p.fills() == ["ns/0x4_0x8"]
+
+
+def test_a_move_and_its_rationale_must_agree_or_the_plan_is_refused() -> None:
+    p = Proposals({"a": "b1", "b": "b1"})
+    with pytest.raises(ValueError, match="no rationale"):
+        p.diff({"a": "b2", "b": "b1"})  # the model moved a bundle no goal explained
+    p.moved("a", _why("b1", "b2"))
+    with pytest.raises(ValueError, match="does not show"):
+        p.diff({"a": "b1", "b": "b1"})  # a rationale for a move the model does not show
+    with pytest.raises(ValueError, match="rationale says b1 -> b2"):
+        p.diff({"a": "b3", "b": "b1"})
+    with pytest.raises(ValueError, match="moved twice"):
+        p.moved("a", _why("b2", "b3"))
+
+
+def test_a_rollback_forgets_the_moves_made_after_its_checkpoint() -> None:
+    p = Proposals({"a": "b1", "b": "b1"})
+    p.moved("a", _why("b1", "b2"))
+    point = p.checkpoint()
+    p.moved("b", _why("b1", "b3", fill=True))
+    p.rollback(point)
+    assert p.count() == 1 and p.fills() == []
+    assert [u.bundle for u in p.diff({"a": "b2", "b": "b1"})] == ["a"]
+
+
+def _descent(name: str, **levels: float) -> Descent:
+    """A search on a scenario's cluster as one load report shows it (``levels``: band levels overridden)."""
+    model = build(name, 1).model
+    stats = model.bundle_stats()
+    reports = model.load_reports(stats)
+    brokers = {b: local_broker_data_from_json(r, b) for b, r in reports.items()}
+    bundle_data = {}
+    for b, s in stats.items():
+        bd = BundleData.new_default()
+        bd.update(namespace_bundle_stats_from_json(s, b))
+        bundle_data[b] = bundle_data_from_json(bd.to_json(), b)
+    config = LoadBalancerConfig()
+    st = PlannerSettings()
+    view = ClusterView(brokers, bundle_data, config)
+    eligible = sorted(view.brokers)
+    band = dataclasses.replace(Levels.of(st, view.ideal(eligible), view.noise, config), **levels)
+    before = {b: view.usage(b) for b in eligible}
+    inp = PlannerInput(brokers, bundle_data, {}, model.now_ms)
+    return Descent(st, view, inp, config, band, eligible, before, {}, set(), {}, [])
+
+
+def _busiest(dx: Descent) -> Any:
+    s = max(dx.eligible, key=lambda b: (dx.view.usage(b), b))
+    return dx.source(s, None, dx.levels.target)
+
+
+def _near_target() -> dict[str, float]:
+    """A target just below the busiest broker: several of its bundles alone close the gap, smaller ones do not."""
+    probe = _descent("one-hot-broker")
+    return {"target": _busiest(probe).usage - 0.02}
+
+
+def _first_move(goal: Any, **levels: float) -> tuple[str, str] | None:
+    d = _descent("one-hot-broker", **levels)
+    if not goal.act(d, _busiest(d)):
+        return None
+    (u,) = d.unloads()
+    return u.bundle, u.destination
+
+
+def test_each_band_goal_makes_the_move_it_is_named_for() -> None:
+    near = _near_target()
+    dx = _descent("one-hot-broker", **near)
+    src = _busiest(dx)
+    # what Capacity accepts for each candidate bundle: the goals only choose among these
+    fits = {name: Capacity.best_destination(dx, src, name) for _, name, _ in src.cands}
+    within = [(size, name) for size, name, _ in src.cands if fits[name] is not None and fits[name][0] <= src.cap]
+    closing = [(size, name) for size, name in within if size >= src.excess]
+    assert closing and len(within) > len(closing)  # the scenario tells the goals apart
+    # CloseTheGap: the smallest bundle that alone brings the source to the target
+    smallest = min(closing)[1]
+    assert _first_move(CloseTheGap(), **near) == (smallest, fits[smallest][1])
+    # MostGapPerMove: the largest bundle that fits
+    assert _first_move(MostGapPerMove(), **near)[0] == max(within)[1]
+    assert max(within)[1] != smallest
+    # LowerThePair: the move that lowers max(source, destination) the most
+    pair = min((max(a, fits[n][0]), n) for _, n, a in src.cands if fits[n] is not None)
+    assert _first_move(LowerThePair(), **near)[0] == pair[1]
+    # with the real target no bundle alone closes the gap: CloseTheGap declines, and SplitToFit splits
+    # nothing while the biggest bundle fits somewhere
+    assert _first_move(CloseTheGap()) is None
+    d = _descent("one-hot-broker")
+    assert not SplitToFit().act(d, _busiest(d)) and d.splits == []
+
+
+def test_the_search_tries_the_goals_in_priority_order() -> None:
+    assert [type(g) for g in BAND_GOALS] == [CloseTheGap, SplitToFit, MostGapPerMove, LowerThePair]
+    for levels, first in (
+        (_near_target(), CloseTheGap()),  # a bundle closes the gap: the first goal acts
+        ({}, MostGapPerMove()),  # none does: the first two decline, the third acts
+    ):
+        dx = _descent("one-hot-broker", **levels)
+        src = _busiest(dx)
+        optimize(dx, {src.broker}, None)
+        unloads = dx.unloads()
+        assert unloads and (unloads[0].bundle, unloads[0].destination) == _first_move(first, **levels)
+        # the search leaves the source within the target and no destination above it
+        assert dx.view.usage(src.broker) <= dx.levels.target + dx.levels.min_gain
+        assert all(dx.view.usage(u.destination) <= dx.levels.target for u in unloads if u.destination)
+
+
+def test_a_hard_goal_refusal_leaves_the_source_stuck_with_a_warning_not_a_bad_move() -> None:
+    probe = _descent("one-hot-broker")
+    src = _busiest(probe)
+    quietest = min(probe.view.usage(b) for b in probe.eligible if b != src.broker)
+    # Pulsar's overload threshold at the least-used destination's usage: Capacity accepts no destination
+    dx = _descent("one-hot-broker", overload=quietest)
+    assert Capacity.best_destination(dx, _busiest(dx), src.cands[-1][1]) is None
+    optimize(dx, {src.broker}, None)
+    assert dx.unloads() == [] and dx.splits == [] and src.broker in dx.stuck
+    assert any(w.startswith(f"{src.broker}: predicted usage") for w in dx.warnings)
+    # the same search with the real threshold moves load off it
+    ok = _descent("one-hot-broker")
+    optimize(ok, {src.broker}, None)
+    assert ok.unloads()
