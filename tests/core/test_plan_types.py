@@ -8,6 +8,7 @@ import itertools
 
 import pytest
 
+from pulsar_rebalance.core.contract.plan_json import action_from_mapping, prediction_from_json
 from pulsar_rebalance.core.plan import (
     ACTION_STATES,
     ALLOWED_TRANSITIONS,
@@ -18,7 +19,6 @@ from pulsar_rebalance.core.plan import (
     SplitAction,
     UnloadAction,
     UsageChange,
-    action_from_mapping,
     check_transition,
     content_hash,
 )
@@ -331,7 +331,7 @@ def test_every_type_is_frozen_down_to_its_json():
 
 def test_the_json_a_type_was_built_from_can_change_without_changing_it():
     doc = {"tied": ["b2:8080"], "bundleLoad": {"topics": 4}}
-    prediction = Prediction.from_json(doc)
+    prediction = prediction_from_json(doc)
     doc["tied"].append("b9:8080")
     doc["bundleLoad"]["topics"] = 99
     assert prediction.to_json() == {"tied": ["b2:8080"], "bundleLoad": {"topics": 4}}

@@ -76,7 +76,7 @@ ACTION_ROW_FIELDS = (
 """An action's row form (``plan_actions`` columns): what :meth:`SplitAction.to_row` returns and
 :func:`action_from_mapping` reads."""
 
-_RANGE_NAME = re.compile(r"0x[0-9a-f]{8}_0x[0-9a-f]{8}")
+RANGE_NAME = re.compile(r"0x[0-9a-f]{8}_0x[0-9a-f]{8}")
 
 
 class InvalidPlanError(PlanError, ValueError):
@@ -137,12 +137,6 @@ class UsageChange:
     def to_json(self) -> dict[str, Any]:
         return {"broker": self.broker, "before": self.before, "after": self.after}
 
-    @classmethod
-    def from_json(cls, doc: Any) -> UsageChange:
-        if not isinstance(doc, Mapping):
-            raise InvalidPlanError("", doc, "must be an object {broker, before, after}")
-        return cls(broker=_member(doc, "broker"), before=_member(doc, "before"), after=_member(doc, "after"))
-
 
 @dataclass(frozen=True, kw_only=True)
 class Prediction:
@@ -187,7 +181,7 @@ class Prediction:
             raise InvalidPlanError(
                 f"details.{overlap[0]}", self.details[overlap[0]], "is a typed field of the prediction"
             )
-        object.__setattr__(self, "details", _frozen_json("details", self.details))
+        object.__setattr__(self, "details", frozen_json("details", self.details))
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``plan_actions.predicted``)."""
@@ -199,30 +193,6 @@ class Prediction:
         if self.destination is not None:
             doc["destination"] = self.destination.to_json()
         return doc
-
-    @classmethod
-    def from_json(cls, doc: Any) -> Prediction:
-        """Read the JSON form. Errors name the field below the prediction (``source.before``)."""
-        if not isinstance(doc, Mapping):
-            raise InvalidPlanError("", doc, "must be a JSON object")
-        try:  # the whole document is JSON (finite numbers, string keys) before its parts are read
-            _frozen_json("", doc)
-        except InvalidPlanError as exc:
-            where = f" at {exc.field}" if exc.field else ""
-            problem = exc.problem.replace("is not JSON", f"is not JSON{where}", 1)
-            raise InvalidPlanError("", exc.value, problem) from None
-        typed = {}
-        for key in ("source", "destination"):
-            if doc.get(key) is not None:
-                try:
-                    typed[key] = UsageChange.from_json(doc[key])
-                except InvalidPlanError as exc:
-                    raise exc.within(key) from None
-        return cls(
-            bundle_load=doc.get("bundleLoad"),
-            **typed,
-            details={k: v for k, v in doc.items() if k not in ("bundleLoad", "source", "destination")},
-        )
 
 
 # ------------------------------------------------------------------------------------------ actions
@@ -246,7 +216,7 @@ class _Action:
         _text("namespace", self.namespace)
         if (
             not isinstance(self.bundle_range, str)
-            or not _RANGE_NAME.fullmatch(self.bundle_range)
+            or not RANGE_NAME.fullmatch(self.bundle_range)
             or self.lower >= self.upper
         ):
             raise InvalidPlanError(
@@ -367,60 +337,6 @@ Action = SplitAction | UnloadAction
 """A plan's action."""
 
 
-def action_from_mapping(doc: Mapping[str, Any], *, default_seq: int | None = None) -> Action:
-    """An action from its row form: ``kind``, ``namespace`` + ``bundle_range`` (or ``bundle``),
-    ``source_broker``, ``reason``; unload: ``destination_broker``; split: ``boundaries`` and
-    ``split_algorithm``; optional ``predicted`` (JSON) and ``seq`` (default ``default_seq``).
-
-    Keys of the other kind may be present as None (a stored row has every column). Errors name the
-    key (``boundaries[0]``, ``predicted.source.after``).
-    """
-    if not isinstance(doc, Mapping):
-        raise InvalidPlanError("", doc, "an action must be a mapping")
-    unknown = sorted(set(doc) - {*ACTION_ROW_FIELDS, "bundle"})
-    if unknown:
-        known = ", ".join(sorted({*ACTION_ROW_FIELDS, "bundle"}))
-        raise InvalidPlanError(unknown[0], doc[unknown[0]], f"unknown key (known: {known})")
-    kind = doc.get("kind")
-    if kind not in ACTION_KINDS:
-        raise InvalidPlanError("kind", kind, f"must be one of {', '.join(ACTION_KINDS)}")
-    namespace, bundle_range = doc.get("namespace"), doc.get("bundle_range")
-    if doc.get("bundle") is not None:
-        bundle = doc["bundle"]
-        ns, sep, rng = bundle.rpartition("/") if isinstance(bundle, str) else ("", "", "")
-        if not sep or not ns or not _RANGE_NAME.fullmatch(rng):
-            raise InvalidPlanError(
-                "bundle", bundle, "must be a bundle name like tenant/namespace/0x00000000_0xffffffff"
-            )
-        if (namespace, bundle_range) not in ((None, None), (ns, rng)):
-            raise InvalidPlanError(
-                "bundle", bundle, f"does not match namespace {namespace!r} / bundle_range {bundle_range!r}"
-            )
-        namespace, bundle_range = ns, rng
-    predicted = doc.get("predicted")
-    if predicted is not None:
-        try:
-            predicted = Prediction.from_json(predicted)
-        except InvalidPlanError as exc:
-            raise exc.within("predicted") from None
-    common = {
-        "seq": doc.get("seq", default_seq),
-        "namespace": namespace,
-        "bundle_range": bundle_range,
-        "source_broker": doc.get("source_broker"),
-        "reason": doc.get("reason"),
-        "predicted": predicted,
-    }
-    if kind == "unload":
-        for key in ("boundaries", "split_algorithm"):
-            if doc.get(key) is not None:
-                raise InvalidPlanError(key, doc[key], "only a split action has it")
-        return UnloadAction(**common, destination_broker=doc.get("destination_broker"))
-    if doc.get("destination_broker") is not None:
-        raise InvalidPlanError("destination_broker", doc["destination_broker"], "a split action has no destination")
-    return SplitAction(**common, boundaries=_member(doc, "boundaries"), split_algorithm=doc.get("split_algorithm"))
-
-
 # --------------------------------------------------------------------------------------------- plan
 
 
@@ -475,7 +391,7 @@ class Plan:
                     a.bundle_range,
                     f"{a.bundle} is split in this plan: unload one of its children instead",
                 )
-        summary = _frozen_json("summary", {} if self.summary is None else self.summary)
+        summary = frozen_json("summary", {} if self.summary is None else self.summary)
         if not isinstance(summary, Mapping):
             raise InvalidPlanError("summary", self.summary, "must be a JSON object")
         object.__setattr__(self, "summary", summary)
@@ -529,11 +445,6 @@ def content_hash(*, run_id: str, dry_run: bool, actions: Iterable[Any]) -> str:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _member(doc: Mapping[str, Any], key: str) -> Any:
-    """``doc[key]`` (None when absent), unchecked: the dataclass it is passed to validates it in ``__post_init__``."""
-    return doc.get(key)
-
-
 def _text(name: str, value: Any) -> None:
     if not isinstance(value, str) or not value.strip():
         raise InvalidPlanError(name, value, "must be a non-empty string")
@@ -542,7 +453,9 @@ def _text(name: str, value: Any) -> None:
 def _check_prediction(predicted: Any) -> None:
     if predicted is not None and not isinstance(predicted, Prediction):
         raise InvalidPlanError(
-            "predicted", predicted, "must be a Prediction (Prediction.from_json reads the JSON form)"
+            "predicted",
+            predicted,
+            "must be a Prediction (core.contract.plan_json.prediction_from_json reads the JSON form)",
         )
 
 
@@ -582,16 +495,16 @@ def _predicted_usage(summary: Mapping[str, Any]) -> dict[str, UsageChange]:
     return out
 
 
-def _frozen_json(name: str, value: Any) -> Any:
+def frozen_json(name: str, value: Any) -> Any:
     """``value`` as immutable JSON (objects -> read-only mappings, arrays -> tuples), after checking it
     is JSON: string keys, finite numbers, nothing but JSON types."""
     if isinstance(value, Mapping):
         for key in value:
             if not isinstance(key, str):
                 raise InvalidPlanError(name, key, "is not JSON: object keys must be strings")
-        return MappingProxyType({k: _frozen_json(f"{name}.{k}" if name else k, v) for k, v in value.items()})
+        return MappingProxyType({k: frozen_json(f"{name}.{k}" if name else k, v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return tuple(_frozen_json(f"{name}[{i}]", v) for i, v in enumerate(value))
+        return tuple(frozen_json(f"{name}[{i}]", v) for i, v in enumerate(value))
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidPlanError(name, value, "is not JSON: numbers must be finite")
     if value is None or isinstance(value, (str, int, float)):

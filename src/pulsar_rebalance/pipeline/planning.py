@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulsar_rebalance.core.contract.load_json import local_broker_data_from_json
+from pulsar_rebalance.core.contract.plan_json import action_from_mapping
 from pulsar_rebalance.core.contract.policies_json import parse_policies
 from pulsar_rebalance.core.guard import GuardAction, GuardLimits, GuardResult, GuardSplit, guard_plan
-from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction, action_from_mapping
+from pulsar_rebalance.core.plan import Action, Prediction, UnloadAction
 from pulsar_rebalance.core.prediction import Move, predict
 from pulsar_rebalance.core.pulsar.bundles import BundleRange, parse_boundary, split_full_name, topic_hash
 from pulsar_rebalance.core.pulsar.load import NamespaceBundleStats

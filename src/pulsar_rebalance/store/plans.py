@@ -16,12 +16,12 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, selectinload
 
 from pulsar_rebalance.core import lifecycle
+from pulsar_rebalance.core.contract.plan_json import action_from_mapping
 from pulsar_rebalance.core.plan import (
     Action,
     InvalidPlanError,
     SplitAction,
     UnloadAction,
-    action_from_mapping,
     content_hash,
 )
 from pulsar_rebalance.core.plan import Plan as CorePlan
@@ -78,7 +78,7 @@ def create_plan(
         decision: the raw output of the decision core (JSON).
         actions: the plan's :class:`~pulsar_rebalance.core.plan.SplitAction` /
             :class:`~pulsar_rebalance.core.plan.UnloadAction`, or their row form as dicts
-            (:func:`~pulsar_rebalance.core.plan.action_from_mapping`: ``kind``, ``namespace`` +
+            (:func:`~pulsar_rebalance.core.contract.plan_json.action_from_mapping`: ``kind``, ``namespace`` +
             ``bundle_range`` or ``bundle``, ``source_broker``, ``reason``; unload:
             ``destination_broker``; split: ``boundaries`` and ``split_algorithm``; optional
             ``predicted`` and ``seq``, which defaults to the list index).

@@ -6,8 +6,9 @@ from dataclasses import Field, asdict, dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from pulsar_rebalance.core.contract.plan_json import action_from_mapping
 from pulsar_rebalance.core.lifecycle import PlanKind, plan_kind
-from pulsar_rebalance.core.plan import ACTION_ROW_FIELDS, Action, InvalidPlanError, action_from_mapping
+from pulsar_rebalance.core.plan import ACTION_ROW_FIELDS, Action, InvalidPlanError
 from pulsar_rebalance.core.plan import Plan as CorePlan
 from pulsar_rebalance.store.tables import BundleRange, PlacementPolicy, Plan, PlanAction, Run
 
