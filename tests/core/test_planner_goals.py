@@ -44,7 +44,7 @@ def test_the_unloads_are_the_diff_of_the_assignments_in_the_order_the_goals_move
     p.split("ns/0x0_0x8", "b1", ["ns/0x0_0x4", "ns/0x4_0x8"])
     p.moved("ns/0x4_0x8", _why("b1", "b2", fill=True))
     final = {"ns/0x0_0x4": "b1", "ns/0x4_0x8": "b2", "ns/0x8_0xf": "b3", "ns2/all": "b2"}
-    unloads = p.diff(final)
+    unloads = p.diff(final.items())
     assert [(u.bundle, u.broker, u.destination) for u in unloads] == [
         ("ns/0x8_0xf", "b1", "b3"),
         ("ns/0x4_0x8", "b1", "b2"),  # a split's child starts on its parent's broker
@@ -56,12 +56,12 @@ def test_the_unloads_are_the_diff_of_the_assignments_in_the_order_the_goals_move
 def test_a_move_and_its_rationale_must_agree_or_the_plan_is_refused() -> None:
     p = Proposals({"a": "b1", "b": "b1"})
     with pytest.raises(ValueError, match="no rationale"):
-        p.diff({"a": "b2", "b": "b1"})  # the model moved a bundle no goal explained
+        p.diff({"a": "b2", "b": "b1"}.items())  # the model moved a bundle no goal explained
     p.moved("a", _why("b1", "b2"))
     with pytest.raises(ValueError, match="does not show"):
-        p.diff({"a": "b1", "b": "b1"})  # a rationale for a move the model does not show
+        p.diff({"a": "b1", "b": "b1"}.items())  # a rationale for a move the model does not show
     with pytest.raises(ValueError, match="rationale says b1 -> b2"):
-        p.diff({"a": "b3", "b": "b1"})
+        p.diff({"a": "b3", "b": "b1"}.items())
     with pytest.raises(ValueError, match="moved twice"):
         p.moved("a", _why("b2", "b3"))
 
@@ -73,7 +73,7 @@ def test_a_rollback_forgets_the_moves_made_after_its_checkpoint() -> None:
     p.moved("b", _why("b1", "b3", fill=True))
     p.rollback(point)
     assert p.count() == 1 and p.fills() == []
-    assert [u.bundle for u in p.diff({"a": "b2", "b": "b1"})] == ["a"]
+    assert [u.bundle for u in p.diff({"a": "b2", "b": "b1"}.items())] == ["a"]
 
 
 def _descent(name: str, **levels: float) -> Descent:

@@ -216,7 +216,7 @@ class Descent:
 
     def unloads(self) -> list[PlannedUnload]:
         """The plan's unloads: the model's assignment now, against the one the search started from."""
-        return self.proposals.diff({name: bl.broker for name, bl in self.view.bundles.items()})
+        return self.proposals.diff((name, bl.broker) for name, bl in self.view.bundles.items())
 
     def source(self, s: str, into: set[str] | None, cap: float) -> Source:
         view = self.view
