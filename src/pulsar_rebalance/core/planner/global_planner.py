@@ -539,7 +539,7 @@ class GlobalPlanner:
             detail += f"; filling {', '.join(filled)} (below {lv.low_level:.4f})"
         reason = (
             Reason.UNDERLOADED
-            if unloads and not splits and len([u for u in unloads if u.bundle in fills]) == len(unloads)
+            if unloads and not splits and all(u.bundle in fills for u in unloads)
             else Reason.OVERLOADED
         )
         return Decision(Label.SUCCESS, reason, detail, tuple(unloads), tuple(splits), (), stats), new_state

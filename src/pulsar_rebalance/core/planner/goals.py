@@ -292,12 +292,7 @@ class FillMove:
     within the target (the fewest moves; no source becomes a broker to fill)."""
 
     def act(self, dx: Descent, src: Source) -> bool:
-        for _size, name, a in reversed(src.cands):
-            found = Capacity.best_destination(dx, src, name) if a >= dx.levels.fill_to else None
-            if found is not None and found[0] <= src.cap:
-                dx.record(src.broker, name, found[1], src.usage, a, found[0], "")
-                return True
-        return False
+        return _move_first_fitting(dx, src, [c for c in reversed(src.cands) if c[2] >= dx.levels.fill_to])
 
 
 class CloseTheGap:
