@@ -226,7 +226,8 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
     from pulsar_rebalance.pipeline import stages
     from pulsar_rebalance.pipeline.context import JobContext
     from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
     from pulsar_rebalance.store.engine import dispose_engines, make_engine, migrate
 
     result = Result(size=size, note=note)

@@ -120,7 +120,8 @@ def test_show_plot_writes_a_png_chart(pending_plan, tmp_path):
 @pytest.fixture
 def interrupted_plan(db_url):
     """A plan of two unloads on a simulated cluster whose executor died mid-way (first action in progress)."""
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
 
     with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True) as sim:
         brokers = sim.state.broker_ids()

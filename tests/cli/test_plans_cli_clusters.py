@@ -77,7 +77,8 @@ def test_resume_with_another_clusters_admin_url_is_refused_and_sends_nothing(int
     import subprocess
     import sys
 
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
 
     db_url, plan_id, sim = interrupted_plan
     with SimulatedPulsar(generate_cluster(seed=42, cluster="other"), ephemeral=True) as other:

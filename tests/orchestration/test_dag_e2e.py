@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500, method="thread")]
 def cluster(request):
     """The default (skewed) simulated cluster; ``@pytest.mark.parametrize("cluster", [1.0], indirect=True)``
     gives a balanced one (skew 1.0: every namespace equally hot, bundles spread round-robin)."""
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
 
     skew = getattr(request, "param", 5.0)
     with SimulatedPulsar(generate_cluster(seed=42, skew=skew), ephemeral=True) as sim:

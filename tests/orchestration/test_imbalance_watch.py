@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900, method="thread")]
 
 @pytest.fixture
 def sim(db_url, monkeypatch):
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
 
     with SimulatedPulsar(generate_cluster(seed=42, skew=5.0), ephemeral=True) as cluster:
         monkeypatch.setenv(

@@ -36,7 +36,8 @@ def two_clusters(db_url, tmp_path, monkeypatch):
     """Two simulated Pulsar clusters (``east``, ``west``: different brokers, loads and names) behind the
     Connections ``pulsar_admin_east`` (no auth) and ``pulsar_admin_west`` (OAuth2 client credentials, its
     simulator refusing anything else); no ``pulsar_admin_default``."""
-    from pulsar_rebalance.simulator import OAuth2Issuer, SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import OAuth2Issuer, SimulatedPulsar
 
     issuer = OAuth2Issuer(WEST_CLIENT_ID, WEST_SECRET)
     with (

@@ -216,7 +216,8 @@ def test_the_job_reads_the_secrets_file_and_refuses_a_readable_one(tmp_path):
 def test_a_real_submission_gets_its_secrets_from_the_file_and_logs_none(monkeypatch, capfd, db_url, tmp_path):
     """collect_load through the operator, local master, a simulator that demands the token: the job can
     only succeed if the token and DB URL reached it, and neither appears in the task's output."""
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
 
     with SimulatedPulsar(generate_cluster(seed=42), ephemeral=True, token=TOKEN) as sim:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(MASTERS["local"][0]))

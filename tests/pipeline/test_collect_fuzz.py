@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from pulsar_rebalance.errors import RebalanceError
 from pulsar_rebalance.pipeline.context import JobContext
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 from pulsar_rebalance.store.engine import make_engine
 
 from .test_hostile_admin import LOAD_REPORT, TOPIC_STATS, table_counts

@@ -8,7 +8,8 @@ import pytest
 from pulsar_rebalance.pipeline.context import JobContext
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
 from pulsar_rebalance.pulsar_admin.oauth2 import OAuth2Error, OAuth2Settings
-from pulsar_rebalance.simulator import OAuth2Issuer, SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import OAuth2Issuer, SimulatedPulsar
 from pulsar_rebalance.store.engine import make_engine
 from tests.pipeline.test_hostile_admin import table_counts
 

@@ -10,7 +10,8 @@ from pulsar_rebalance.pipeline.detect import build_scenario, decide
 from pulsar_rebalance.pipeline.params import SHEDDERS, RunParams
 from pulsar_rebalance.pipeline.usage import latest, update_time_averages
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ import pytest
 
 from pulsar_rebalance.pipeline.context import JobContext
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import make_engine, session_scope
 

@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from pulsar_rebalance.errors import RebalanceError
 from pulsar_rebalance.pipeline.context import JobContext
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 from pulsar_rebalance.store.engine import make_engine, session_scope
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]

@@ -25,7 +25,8 @@ from pulsar_rebalance.errors import (
     ServerSideError,
 )
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 
 pytestmark = pytest.mark.timeout(60)
 

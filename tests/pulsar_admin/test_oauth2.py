@@ -16,7 +16,8 @@ from pulsar_rebalance.errors import ConfigError, NotAuthorizedError
 from pulsar_rebalance.pipeline.context import admin_client_from_env
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
 from pulsar_rebalance.pulsar_admin.oauth2 import EXPIRY_ADJUSTMENT, OAuth2Error, OAuth2Settings
-from pulsar_rebalance.simulator import OAuth2Issuer, SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import OAuth2Issuer, SimulatedPulsar
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 
 
 @pytest.fixture

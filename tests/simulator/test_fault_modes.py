@@ -10,7 +10,7 @@ import pytest
 
 from pulsar_rebalance.errors import AdminConnectError, AdminTimeoutError, ServerSideError
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import SimulatedPulsar
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,8 +9,14 @@ import zlib
 import pytest
 
 from pulsar_rebalance.errors import ConfigError
-from pulsar_rebalance.simulator import ClusterState, PulsarRestError, generate_cluster
-from pulsar_rebalance.simulator.cluster import creation_boundaries, java_long_decode, topic_hash
+from pulsar_rebalance.simulator.cluster import (
+    ClusterState,
+    PulsarRestError,
+    creation_boundaries,
+    java_long_decode,
+    topic_hash,
+)
+from pulsar_rebalance.simulator.generator import generate_cluster
 
 pytestmark = pytest.mark.timeout(60)
 

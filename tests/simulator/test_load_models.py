@@ -549,8 +549,16 @@ def test_merge_refuses_a_run_that_predates_it_other_flags_or_changed_sources_out
     random_models = "pulsar_rebalance/simulator/random_models.py"
     unreferenced = bench.unreferenced_sources()
     assert {random_models, "pulsar_rebalance/pipeline/detect.py", "pulsar_rebalance/store/plans.py"} <= unreferenced
+    # nor the simulator's HTTP side: the closed loop shares a package with it, whose __init__ imports neither
+    assert {"pulsar_rebalance/simulator/cluster.py", "pulsar_rebalance/simulator/server.py"} <= unreferenced
     # imported directly or through a package's __init__ (the shedders, which the registry also names)
-    for used in ("core/guard.py", "core/__init__.py", "simulator/cluster.py", "core/pulsar/shedders/avg_shedder.py"):
+    for used in (
+        "core/guard.py",
+        "core/__init__.py",
+        "simulator/__init__.py",
+        "simulator/dynamics.py",
+        "core/pulsar/shedders/avg_shedder.py",
+    ):
         assert f"pulsar_rebalance/{used}" not in unreferenced, used
     assert random_models not in bench.unreferenced_sources(Path(bench.__file__).parent / "bench_random_models.py")
     changed = {**digests, random_models: "2"}

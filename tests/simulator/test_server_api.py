@@ -17,7 +17,9 @@ import pytest
 
 from pulsar_rebalance.errors import ConflictError, NotAuthorizedError, NotFoundError, PreconditionFailedError
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-from pulsar_rebalance.simulator import ClusterState, SimulatedPulsar, generate_cluster
+from pulsar_rebalance.simulator.cluster import ClusterState
+from pulsar_rebalance.simulator.generator import generate_cluster
+from pulsar_rebalance.simulator.server import SimulatedPulsar
 
 pytestmark = pytest.mark.timeout(60)
 

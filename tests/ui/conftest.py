@@ -377,7 +377,8 @@ def pipeline_plan(spark, state_db, tmp_path_factory):
     from pulsar_rebalance.pipeline import stages
     from pulsar_rebalance.pipeline.context import JobContext
     from pulsar_rebalance.pulsar_admin import PulsarAdminClient
-    from pulsar_rebalance.simulator import SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
     from pulsar_rebalance.store.engine import make_engine
 
     engine = make_engine(state_db)
@@ -425,7 +426,7 @@ def browser():
 @pytest.fixture(scope="module")
 def simulated_cluster():
     """The cluster ``dag_workers`` serves (a test module overrides it for another shape)."""
-    from pulsar_rebalance.simulator import generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
 
     return generate_cluster(seed=42)
 
@@ -436,7 +437,7 @@ def dag_workers(airflow_stack, simulated_cluster):
     with them a triggered ``pulsar_rebalance`` run really runs (LocalExecutor, spark-submit per task)."""
     import json
 
-    from pulsar_rebalance.simulator import SimulatedPulsar
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
 
     with SimulatedPulsar(simulated_cluster, ephemeral=True) as sim:
         env = {"AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT": json.dumps({"conn_type": "http", "host": sim.admin_url})}

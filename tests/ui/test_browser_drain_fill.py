@@ -43,7 +43,7 @@ PACING_SECONDS = 15  # the drain's pause after each unload: long enough to watch
 @pytest.fixture(scope="module")
 def simulated_cluster():
     """Ten brokers, three namespaces of 16 bundles; the first broker carries the hot namespace."""
-    from pulsar_rebalance.simulator import generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster
 
     return generate_cluster(seed=42, brokers=10, bundles_per_namespace=16)
 

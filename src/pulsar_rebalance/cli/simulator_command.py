@@ -69,7 +69,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pulsar_rebalance.simulator import FAULTS_ENV_VAR, ClusterState, OAuth2Issuer, SimulatedPulsar, generate_cluster
+    from pulsar_rebalance.simulator.cluster import ClusterState
+    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, OAuth2Issuer, SimulatedPulsar
 
     token = None
     if args.token_env:

@@ -1,38 +1,17 @@
-"""A simulated Pulsar cluster that speaks Pulsar's admin REST API (one HTTP server per broker).
+"""A simulated Pulsar cluster, in two parts that import nothing of each other's.
 
-* :func:`generate_cluster` — a deterministic cluster whose first rebalance has real work.
-* :class:`ClusterState` — the thread-safe state with Pulsar's bundle/split/unload semantics.
-* :class:`SimulatedPulsar` — the HTTP servers, with fault injection for tests.
+The HTTP side, which speaks Pulsar's admin REST API (one HTTP server per broker):
+
+* :func:`pulsar_rebalance.simulator.generator.generate_cluster` — a deterministic cluster whose first
+  rebalance has real work.
+* :class:`pulsar_rebalance.simulator.cluster.ClusterState` — the thread-safe state with Pulsar's
+  bundle/split/unload semantics.
+* :class:`pulsar_rebalance.simulator.server.SimulatedPulsar` — the HTTP servers, with fault injection
+  for tests.
+
+The closed-loop model the balance benchmarks drive (``dynamics``, ``load_models``, ``scenarios``,
+``closed_loop``, the held-out and random load models): a clock, traffic that moves, brokers that come
+and go. This package imports neither side, so a benchmark that imports the closed loop does not run
+the HTTP side's code, and the benchmarks' record of the sources a run depends on
+(``benchmarks/bench_balance.py``, ``imported_sources``) leaves the HTTP side out.
 """
-
-from __future__ import annotations
-
-from pulsar_rebalance.simulator.cluster import (
-    SUPPORTED_SPLIT_ALGORITHMS,
-    BrokerSpec,
-    ClusterState,
-    PulsarRestError,
-    TopicLoad,
-    creation_boundaries,
-    range_name,
-    topic_hash,
-)
-from pulsar_rebalance.simulator.generator import DEFAULT_NAMESPACES, generate_cluster
-from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, OAuth2Issuer, RequestRecord, SimulatedPulsar
-
-__all__ = [
-    "DEFAULT_NAMESPACES",
-    "FAULTS_ENV_VAR",
-    "OAuth2Issuer",
-    "SUPPORTED_SPLIT_ALGORITHMS",
-    "BrokerSpec",
-    "ClusterState",
-    "PulsarRestError",
-    "RequestRecord",
-    "SimulatedPulsar",
-    "TopicLoad",
-    "creation_boundaries",
-    "generate_cluster",
-    "range_name",
-    "topic_hash",
-]
