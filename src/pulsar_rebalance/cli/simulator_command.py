@@ -63,6 +63,22 @@ def register(subparsers: Any) -> None:
         "--oauth2-token-lifetime", type=int, default=60, metavar="S", help="OAuth2 token lifetime in s (default 60)"
     )
     parser.add_argument("--oauth2-audience", default=None, help="audience a token request must name (optional)")
+    parser.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME",
+        help="serve a closed-loop benchmark scenario at its first cycle instead of the generated cluster "
+        "(steady-with-noise, one-hot-broker, heterogeneous, ... ; its own brokers: no --brokers), for --seed "
+        "(default 1) under --load-model: the brokers report what the balance benchmark's do",
+    )
+    parser.add_argument(
+        "--load-model",
+        default=None,
+        metavar="NAME",
+        help="how traffic turns into the usage brokers report: linear (default), in-out-fanout, convex-cpu, "
+        "nic-bound, heterogeneous-capacity, the held-out memory-bound, per-topic-cost, tls-crypto, "
+        "bookie-backpressure, or random-<k> (the benchmarks' models; a --state-file keeps its own)",
+    )
     parser.add_argument("--ready-file", type=Path, default=None, help="also write the ready JSON to this file")
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC", help="inject a fault, e.g. 1:error=500")
     parser.set_defaults(func=run)
@@ -70,7 +86,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pulsar_rebalance.simulator.cluster import ClusterState
-    from pulsar_rebalance.simulator.generator import generate_cluster
+    from pulsar_rebalance.simulator.generator import generate_cluster, scenario_cluster
     from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, OAuth2Issuer, SimulatedPulsar
 
     token = None
@@ -117,6 +133,17 @@ def run(args: argparse.Namespace) -> int:
             state = ClusterState.load(state_file)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load --state-file {state_file}: {exc}", key="state-file") from exc
+        if args.load_model is not None and args.load_model != state.load_model_name:
+            raise ConfigError(
+                f"--load-model {args.load_model} contradicts --state-file {state_file} (load model "
+                f"{state.load_model_name})",
+                key="load-model",
+            )
+        if args.scenario is not None:
+            raise ConfigError(
+                f"--scenario and an existing --state-file {state_file} exclude each other (the file has its cluster)",
+                key="scenario",
+            )
         if args.brokers is not None and args.brokers != len(state.broker_ids()):
             raise ConfigError(
                 f"--brokers {args.brokers} contradicts --state-file {state_file} ({len(state.broker_ids())} brokers)",
@@ -131,12 +158,30 @@ def run(args: argparse.Namespace) -> int:
                 state.rename_brokers(mapping)
         ephemeral = False
     else:
-        state = generate_cluster(
-            seed=42 if args.seed is None else args.seed,
-            brokers=5 if args.brokers is None else args.brokers,
-            host=args.host,
-            port_base=args.port_base,
-        )
+        if args.scenario is not None and args.brokers is not None:
+            raise ConfigError("--scenario brings its own brokers: drop --brokers", key="brokers")
+        try:
+            if args.scenario is not None:
+                state = scenario_cluster(
+                    args.scenario,
+                    seed=1 if args.seed is None else args.seed,
+                    load_model=args.load_model,
+                    host=args.host,
+                    port_base=args.port_base,
+                )
+            else:
+                state = generate_cluster(
+                    seed=42 if args.seed is None else args.seed,
+                    brokers=5 if args.brokers is None else args.brokers,
+                    host=args.host,
+                    port_base=args.port_base,
+                    load_model=args.load_model,
+                )
+        except ConfigError as exc:
+            if exc.key in ("load_model", "scenario"):
+                flag = exc.key.replace("_", "-")
+                raise ConfigError(f"--{flag}: {exc}", key=flag) from None
+            raise
         if state_file is not None:
             state.state_file = state_file
             try:
@@ -160,7 +205,12 @@ def run(args: argparse.Namespace) -> int:
                     sim.apply_fault_spec(spec)
         except ValueError as exc:
             raise ConfigError(f"invalid fault spec: {exc}", key="fault") from exc
-        info: dict[str, Any] = {"admin_url": sim.admin_url, "brokers": sim.broker_ids, "cluster": state.cluster}
+        info: dict[str, Any] = {
+            "admin_url": sim.admin_url,
+            "brokers": sim.broker_ids,
+            "cluster": state.cluster,
+            "load_model": state.load_model_name,
+        }
         if oauth2 is not None:
             info["issuer_url"] = sim.issuer_url
         ready = json.dumps(info)

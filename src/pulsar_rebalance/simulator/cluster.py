@@ -23,14 +23,27 @@ What is modelled (and what each piece mirrors in Pulsar):
   model below. Bundles without topics are absent from ``lastStats`` exactly as in Pulsar (bundle
   stats are built by iterating loaded topics).
 
-Load model (units as Pulsar reports them, see ``LinuxBrokerHostUsageImpl`` / ``LoadManagerShared``):
+Load model (units as Pulsar reports them, see ``LinuxBrokerHostUsageImpl`` / ``LoadManagerShared``): the
+closed-loop model's, one of :mod:`pulsar_rebalance.simulator.load_models` (``load_model``, default
+``linear``; the held-out models and the random family ``random-<k>`` too), applied to the broker's summed
+bundle stats exactly as the closed loop applies it, so both simulators report the same usage for the same
+traffic (``tests/simulator/test_http_load_models.py``):
 
-* ``cpu``: limit = ``cores * 100`` (percent of one core per core); usage =
-  ``CPU_BASE_PCT + CPU_PCT_PER_MSG * (msgRateIn + msgRateOut) + CPU_PCT_PER_BYTE * (throughputIn + Out)``,
-  i.e. 10 % of a core idle, one full core per 40,000 msg/s and one per 200 MiB/s.
-* ``bandwidthIn/Out``: usage in Kbit/s = ``bytes/s * 8 / 1024``; limit = NIC speed in Mbit/s ``* 1024``.
-* ``memory`` (JVM heap, MiB): usage = ``512 + 2 * topics + 0.002 * msg/s``; limit = heap size.
-* ``directMemory`` (MiB): usage = ``256 + 2 s of (throughputIn + Out)``; limit = max direct memory.
+* ``cpu`` and ``bandwidthIn/Out``: the load model's. Under ``linear``: limit = ``cores * 100`` (percent of one
+  core per core), usage = ``10 + 100 * (msgRateIn + msgRateOut) / 40000 + 100 * (throughputIn + Out) / 200 MiB``
+  (10 % of a core idle, one full core per 40,000 msg/s and one per 200 MiB/s); NIC usage in Kbit/s =
+  ``bytes/s * 8 / 1024``, limit = NIC speed in Mbit/s ``* 1024``.
+* The machine the model sees is the broker's spec (``cores``, ``nic_speed_mbps``) as the model configures
+  it, as the closed loop does: a model may scale the NIC (``in-out-fanout``, ``convex-cpu``: 10 Gbit/s;
+  ``nic-bound``: 0.4x) or the cores (``heterogeneous-capacity``), or give a broker a hidden speed (the
+  random family), keyed on the broker's *machine key* (``broker-<i>`` for the i-th broker at creation,
+  its closed-loop id for a scenario's broker, :meth:`ClusterState.from_model`; persisted with the machine's
+  limits, kept across renames), so a broker stays the same machine across restarts.
+* ``memory`` (JVM heap, MiB) and ``directMemory`` (MiB): the load model's where it models them
+  (``memory-bound``); otherwise heap usage = ``512 + 2 * topics + 0.002 * msg/s``, limit = heap size, and
+  direct memory = ``256 + 2 s of (throughputIn + Out)``, limit = max direct memory.
+* No measurement noise, and the rates are the topics' as given: a model that calibrates a cluster's rates
+  (the closed loop's scenarios scale them to a target) only sets its per-cluster costs here.
 
 Mutations raise :class:`PulsarRestError` with the HTTP status and ``reason`` Pulsar would answer
 (``RestException``); ownership redirects (307) are the HTTP server's job, not this module's.
@@ -45,7 +58,6 @@ import os
 import struct
 import threading
 import time
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,6 +69,9 @@ from pulsar_rebalance.core.contract.policies_json import (
     parse_failure_domains,
     parse_isolation_policies,
 )
+from pulsar_rebalance.core.pulsar.bundles import BundleRange, default_boundaries
+from pulsar_rebalance.core.pulsar.bundles import topic_hash as _core_topic_hash
+from pulsar_rebalance.core.pulsar.config import SPLIT_ALGORITHM_NAMES, LoadBalancerConfig
 from pulsar_rebalance.core.pulsar.policies import (
     NO_POLICIES,
     PlacementPolicies,
@@ -64,35 +79,26 @@ from pulsar_rebalance.core.pulsar.policies import (
     apply_namespace_policies,
     filter_anti_affinity_group_owned_brokers,
 )
+from pulsar_rebalance.core.pulsar.split_algorithms import TopicRates, get_split_boundaries
 from pulsar_rebalance.errors import ScenarioError
+from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel
+from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, LoadModel, get_load_model
 
 FULL_LOWER_BOUND = 0x00000000
 FULL_UPPER_BOUND = 0xFFFFFFFF
 MIB = 1024 * 1024
 
-RANGE_EQUALLY_DIVIDE = "range_equally_divide"
-TOPIC_COUNT_EQUALLY_DIVIDE = "topic_count_equally_divide"
 SPECIFIED_POSITIONS_DIVIDE = "specified_positions_divide"
-FLOW_OR_QPS_EQUALLY_DIVIDE = "flow_or_qps_equally_divide"
-#: ``supportedNamespaceBundleSplitAlgorithms`` default, in Pulsar's order.
-SUPPORTED_SPLIT_ALGORITHMS = (
-    RANGE_EQUALLY_DIVIDE,
-    TOPIC_COUNT_EQUALLY_DIVIDE,
-    SPECIFIED_POSITIONS_DIVIDE,
-    FLOW_OR_QPS_EQUALLY_DIVIDE,
-)
+#: ``supportedNamespaceBundleSplitAlgorithms`` default, in Pulsar's order (the core's algorithms).
+SUPPORTED_SPLIT_ALGORITHMS = SPLIT_ALGORITHM_NAMES
 #: ``defaultNamespaceBundleSplitAlgorithm``.
-DEFAULT_SPLIT_ALGORITHM = RANGE_EQUALLY_DIVIDE
+DEFAULT_SPLIT_ALGORITHM = "range_equally_divide"
+_SPLIT_CONFIG = LoadBalancerConfig()
+"""The broker.conf the split algorithms read (flow_or_qps_equally_divide's bundle limits): Pulsar's defaults."""
 
-# flow_or_qps_equally_divide reads these broker.conf keys; the simulator uses Pulsar's defaults.
-_MAX_BUNDLE_MSG_RATE = 30000.0  # loadBalancerNamespaceBundleMaxMsgRate (msg/s, in+out)
-_MAX_BUNDLE_BANDWIDTH_BYTES = 100 * MIB  # loadBalancerNamespaceBundleMaxBandwidthMbytes * MiB
-_FLOW_OR_QPS_DIFF = 10 / 100.0  # flowOrQpsDifferenceThresholdPercentage
+DEFAULT_LOAD_MODEL = "linear"
 
-# Load model constants (see module docstring).
-CPU_BASE_PCT = 10.0
-CPU_PCT_PER_MSG = 100.0 / 40000.0
-CPU_PCT_PER_BYTE = 100.0 / (200.0 * MIB)
+# Memory when the load model does not model it (see module docstring).
 HEAP_BASE_MB = 512.0
 HEAP_MB_PER_TOPIC = 2.0
 HEAP_MB_PER_MSG = 0.002
@@ -115,21 +121,32 @@ class PulsarRestError(Exception):
 # --------------------------------------------------------------------------- naming helpers
 
 
-def topic_hash(topic: str) -> int:
-    """Pulsar's bundle hash of a full topic name: Guava crc32 ``padToLong`` = unsigned zlib crc32."""
-    return zlib.crc32(topic.encode("utf-8")) & 0xFFFFFFFF
+topic_hash = _core_topic_hash
+"""Pulsar's bundle hash of a full topic name (the core's: Guava crc32 ``padToLong`` = unsigned zlib crc32)."""
+
+creation_boundaries = default_boundaries
+"""Boundaries Pulsar writes when a namespace is created with ``n`` bundles (the core's ``NamespacesBase.getBundles``)."""
 
 
-def creation_boundaries(num_bundles: int) -> list[int]:
-    """Boundaries Pulsar writes when a namespace is created with ``num_bundles`` bundles.
+def resolve_load_model(name: str) -> LoadModel:
+    """The load model named ``name``: one of the balance benchmark's (``linear`` ...), a held-out one, or
+    ``random-<k>`` of the random family. ``ValueError`` names the known ones."""
+    from pulsar_rebalance.simulator.random_models import random_model
 
-    ``NamespacesBase.getBundles``: ``segSize = 2**32 // n``; boundaries ``0, seg, 2*seg, ...`` and the
-    last one is ``0xffffffff`` (not ``2**32``).
-    """
-    if not 0 < num_bundles <= 1 << 32:
-        raise ValueError(f"num_bundles must be in (0, 2**32], got {num_bundles}")
-    seg = (1 << 32) // num_bundles
-    return [0] + [i * seg for i in range(1, num_bundles)] + [FULL_UPPER_BOUND]
+    model = random_model(name)  # ValueError for an index out of range
+    if model is not None:
+        return model
+    try:
+        return get_load_model(name)
+    except KeyError:
+        raise ValueError(f"unknown load model {name!r}; known: {', '.join(known_load_models())}") from None
+
+
+def known_load_models() -> list[str]:
+    """Every name :func:`resolve_load_model` takes (the random family as ``random-<k>``)."""
+    from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS
+
+    return [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS, "random-<k>"]
 
 
 def range_name(lower: int, upper: int) -> str:
@@ -254,41 +271,59 @@ class BrokerSpec:
     direct_memory_mb: float = 4096.0
 
 
+def machine_of(spec: BrokerSpec, model: LoadModel, key: str, seed: int) -> Broker:
+    """The machine ``model`` sees for ``spec``: its cores and NIC as the model configures them (as the closed
+    loop configures its brokers), keyed on ``key`` (what a model's per-broker draws depend on)."""
+    machine = Broker(key, cores=float(spec.cores), nic_mbps=float(spec.nic_speed_mbps))
+    model.configure(machine, seed)
+    return machine
+
+
 def system_usage(
-    spec: BrokerSpec, *, msg_rate: float, thr_in: float, thr_out: float, topics: int
+    spec: BrokerSpec, load: Load, model: LoadModel | None = None, machine: Broker | None = None
 ) -> dict[str, dict[str, float]]:
-    """SystemResourceUsage per the module-docstring model (cpu in core-%, Kbit/s, MiB)."""
-    throughput = thr_in + thr_out
-    nic_limit_kbps = float(spec.nic_speed_mbps) * 1024  # LinuxBrokerHostUsageImpl: Mbit/s * 1024
+    """SystemResourceUsage per the module-docstring model (cpu in core-%, Kbit/s, MiB): ``model``'s (default
+    ``linear``) on ``machine`` (default: ``spec`` as the model configures it, seed 0) carrying ``load``."""
+    model = model if model is not None else get_load_model(DEFAULT_LOAD_MODEL)
+    machine = machine if machine is not None else machine_of(spec, model, spec.broker_id, 0)
+    modelled = model.usage(machine, load)
+    throughput = load.thr_in + load.thr_out
     return {
-        "cpu": {
-            "usage": CPU_BASE_PCT + CPU_PCT_PER_MSG * msg_rate + CPU_PCT_PER_BYTE * throughput,
-            "limit": float(spec.cores * 100),
-        },
-        "memory": {
-            "usage": HEAP_BASE_MB + HEAP_MB_PER_TOPIC * topics + HEAP_MB_PER_MSG * msg_rate,
+        "cpu": modelled["cpu"],
+        "memory": modelled.get("memory")
+        or {
+            "usage": HEAP_BASE_MB + HEAP_MB_PER_TOPIC * load.topics + HEAP_MB_PER_MSG * load.msg,
             "limit": float(spec.heap_mb),
         },
-        "directMemory": {
+        "directMemory": modelled.get("directMemory")
+        or {
             "usage": DIRECT_BASE_MB + DIRECT_BUFFERED_SECONDS * throughput / MIB,
             "limit": float(spec.direct_memory_mb),
         },
-        "bandwidthIn": {"usage": thr_in * 8 / 1024, "limit": nic_limit_kbps},
-        "bandwidthOut": {"usage": thr_out * 8 / 1024, "limit": nic_limit_kbps},
+        "bandwidthIn": modelled["bandwidthIn"],
+        "bandwidthOut": modelled["bandwidthOut"],
     }
 
 
 def load_report_json(
-    spec: BrokerSpec, bundle_stats: Mapping[str, Mapping[str, Any]], *, previous_bundles: set[str], now_ms: int
+    spec: BrokerSpec,
+    bundle_stats: Mapping[str, Mapping[str, Any]],
+    *,
+    previous_bundles: set[str],
+    now_ms: int,
+    model: LoadModel | None = None,
+    machine: Broker | None = None,
 ) -> dict[str, Any]:
-    """``GET /admin/v2/broker-stats/load-report``: LocalBrokerData JSON of a broker with these bundle stats."""
+    """``GET /admin/v2/broker-stats/load-report``: LocalBrokerData JSON of a broker with these bundle stats
+    (its usage: :func:`system_usage` of ``model`` on ``machine``)."""
     broker_id = spec.broker_id
     rate_in = sum(s["msgRateIn"] for s in bundle_stats.values())
     rate_out = sum(s["msgRateOut"] for s in bundle_stats.values())
     thr_in = sum(s["msgThroughputIn"] for s in bundle_stats.values())
     thr_out = sum(s["msgThroughputOut"] for s in bundle_stats.values())
     num_topics = sum(int(s["topics"]) for s in bundle_stats.values())
-    usage = system_usage(spec, msg_rate=rate_in + rate_out, thr_in=thr_in, thr_out=thr_out, topics=num_topics)
+    load = Load.of(bundle_stats.values())
+    usage = system_usage(spec, load, model, machine)
     bundles = set(bundle_stats)
     max_usage = max(_percent_usage(u["usage"], u["limit"]) for u in usage.values()) / 100
     return {
@@ -342,6 +377,14 @@ class ClusterState:
             as Pulsar does for a cluster whose policies node does not exist).
         failure_domains: ``{domainName: {"brokers": [brokerId]}}``.
         anti_affinity_groups: ``{"tenant/namespace": group}``.
+        load_model: the load model, by name (module docstring; default ``linear``; ``ValueError`` for an
+            unknown one) or an instance (the closed loop's, :meth:`from_scenario`).
+        load_model_seed: what the model's per-broker draws depend on besides the machine key (the closed
+            loop's scenario seed).
+        machines: broker id -> ``{"key": machine key, "cores": ..., "nicMbps": ...}``, the machine as the
+            load model already configured it (a state file keeps them, so a broker renamed or reloaded stays
+            the same machine; the model still sees each key once, for its per-broker draws); brokers not
+            named get ``broker-<i>`` for the i-th broker and their spec as the model configures it.
     """
 
     def __init__(
@@ -359,6 +402,9 @@ class ClusterState:
         namespace_isolation_policies: Mapping[str, Any] | None = None,
         failure_domains: Mapping[str, Any] | None = None,
         anti_affinity_groups: Mapping[str, str] | None = None,
+        load_model: str | LoadModel | None = None,
+        load_model_seed: int = 0,
+        machines: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self.cluster = cluster
@@ -416,6 +462,34 @@ class ClusterState:
         except ScenarioError as exc:
             raise ValueError(str(exc)) from None
         self.started_at_ms = started_at_ms if started_at_ms is not None else int(time.time() * 1000)
+        if isinstance(load_model, LoadModel):
+            self.load_model, self.load_model_name = load_model, load_model.name
+        else:
+            self.load_model_name = DEFAULT_LOAD_MODEL if load_model is None else str(load_model)
+            self.load_model = resolve_load_model(self.load_model_name)
+        if isinstance(load_model_seed, bool) or not isinstance(load_model_seed, int):
+            raise ValueError(f"load_model_seed must be an integer, got {load_model_seed!r}")
+        self.load_model_seed = load_model_seed
+        given = dict(machines or {})
+        unknown_machines = sorted(set(given) - set(self._brokers))
+        if unknown_machines:
+            raise ValueError(f"machines names unknown brokers {unknown_machines}")
+        self._machine_keys: dict[str, str] = {}
+        self._machines: dict[str, Broker] = {}
+        for b, m in given.items():
+            try:
+                key, cores, nic = str(m["key"]), float(m["cores"]), float(m["nicMbps"])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"machines[{b!r}] must be {{'key', 'cores', 'nicMbps'}}, got {m!r}") from None
+            self._add_machine(b, key, (cores, nic))
+        for i, b in enumerate(self._brokers):
+            if b not in self._machines:
+                self._add_machine(b, self._free_key(i))
+        if len(set(self._machine_keys.values())) != len(self._machine_keys):
+            raise ValueError("machines must give every broker its own key")
+        fit_costs = getattr(self.load_model, "fit_costs", None)
+        if fit_costs is not None:  # costs per cluster (per-topic-cost): set once, from the topics as given
+            fit_costs(_CostView(self), 0.0)
         self.state_file = Path(state_file) if state_file is not None else None
 
     # ------------------------------------------------------------------ read side
@@ -518,7 +592,26 @@ class ClusterState:
             bundles = set(bundle_stats)
             previous = self._last_reported.get(broker_id, set())
             self._last_reported[broker_id] = bundles
-            return load_report_json(spec, bundle_stats, previous_bundles=previous, now_ms=int(time.time() * 1000))
+            return load_report_json(
+                spec,
+                bundle_stats,
+                previous_bundles=previous,
+                now_ms=int(time.time() * 1000),
+                model=self.load_model,
+                machine=self._machines[broker_id],
+            )
+
+    def machine(self, broker_id: str) -> Broker:
+        """The machine the load model sees for ``broker_id`` (a copy): its cores and NIC as the model set them."""
+        with self._lock:
+            self._require_broker(broker_id)
+            return copy.copy(self._machines[broker_id])
+
+    def machine_key(self, broker_id: str) -> str:
+        """``broker_id``'s machine key (module docstring)."""
+        with self._lock:
+            self._require_broker(broker_id)
+            return self._machine_keys[broker_id]
 
     def topic_stats(self, broker_id: str) -> dict[str, Any]:
         """``GET /admin/v2/broker-stats/topics`` of ``broker_id``.
@@ -814,6 +907,7 @@ class ClusterState:
             if len(self._brokers) == 1:
                 raise ValueError("cannot remove the last broker of the cluster")
             del self._brokers[broker_id]
+            del self._machines[broker_id], self._machine_keys[broker_id]
             self._affinity = {b: o for b, o in self._affinity.items() if o != broker_id}
             self._last_reported.pop(broker_id, None)
             if self.leader == broker_id:
@@ -831,6 +925,7 @@ class ClusterState:
             if spec.broker_id in self._brokers:
                 raise ValueError(f"broker {spec.broker_id!r} is already in the cluster")
             self._brokers[spec.broker_id] = copy.copy(spec)
+            self._add_machine(spec.broker_id, self._free_key(0))
             self._policies = None
             self._persist()
 
@@ -850,6 +945,8 @@ class ClusterState:
             self._owners = {bundle: mapping.get(o, o) for bundle, o in self._owners.items()}
             self._affinity = {bundle: mapping.get(o, o) for bundle, o in self._affinity.items()}
             self._last_reported = {mapping.get(b, b): s for b, s in self._last_reported.items()}
+            self._machines = {mapping.get(b, b): m for b, m in self._machines.items()}
+            self._machine_keys = {mapping.get(b, b): k for b, k in self._machine_keys.items()}
             self._domains = {d: [mapping.get(b, b) for b in bs] for d, bs in self._domains.items()}
             self._policies = None
             self.leader = mapping.get(self.leader, self.leader)
@@ -874,6 +971,12 @@ class ClusterState:
                 "namespaceIsolationPolicies": copy.deepcopy(self._isolation),
                 "failureDomains": self.failure_domains(),
                 "antiAffinityGroups": dict(self._anti_affinity),
+                "loadModel": self.load_model_name,
+                "loadModelSeed": self.load_model_seed,
+                "machines": {
+                    b: {"key": self._machine_keys[b], "cores": m.cores, "nicMbps": m.nic_mbps}
+                    for b, m in self._machines.items()
+                },
             }
 
     @classmethod
@@ -897,6 +1000,9 @@ class ClusterState:
                 namespace_isolation_policies=data.get("namespaceIsolationPolicies"),
                 failure_domains=data.get("failureDomains"),
                 anti_affinity_groups=data.get("antiAffinityGroups"),
+                load_model=data.get("loadModel"),
+                load_model_seed=data.get("loadModelSeed", 0),
+                machines=data.get("machines"),
             )
         except KeyError as exc:
             raise ValueError(f"state is missing field {exc.args[0]!r}") from None
@@ -904,6 +1010,60 @@ class ClusterState:
             raise ValueError(f"state has a malformed entry: {exc}") from None
         state._affinity = dict(data.get("affinity", {}))
         return state
+
+    @classmethod
+    def from_model(
+        cls,
+        model: ClusterModel,
+        *,
+        cluster: str,
+        host: str = "127.0.0.1",
+        port_base: int = 0,
+        heap_mb: float = 4096.0,
+        direct_memory_mb: float = 4096.0,
+    ) -> ClusterState:
+        """The closed-loop model's cluster as it is now, served steady: its live brokers (the i-th as
+        ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its machine as the model configured it, its
+        closed-loop id the machine key), namespaces and bundle boundaries, ownership, topics at their current
+        rates (each with its closed-loop consumer count as one subscription), the same load model instance
+        and seed. Its load reports are then the closed loop's noise-free ones, number for number.
+        ``ValueError`` for a model with placement constraints (their broker regexes name the closed loop's
+        ids)."""
+        if not model.placement.empty:
+            raise ValueError("a closed-loop model with placement constraints cannot be served over HTTP yet")
+        live = model.live_brokers()
+        ids = {b: f"{host}:{port_base + i if port_base else i}" for i, b in enumerate(live)}
+        nic_factor = getattr(model.load_model, "NIC_FACTOR", 1.0) or 1.0
+        specs = []
+        machines: dict[str, dict[str, Any]] = {}
+        for b in live:
+            m = model.brokers[b]
+            # the declared machine before the model's cluster-wide NIC factor (a broker added later from this
+            # spec is configured like any other); per-broker differences are kept through ``machines``
+            specs.append(BrokerSpec(ids[b], max(1, round(m.cores)), m.nic_mbps / nic_factor, heap_mb, direct_memory_mb))
+            machines[ids[b]] = {"key": b, "cores": m.cores, "nicMbps": m.nic_mbps}
+        topics = [
+            TopicLoad(
+                name=tp.name,
+                msg_rate_in=tp.rate_in,
+                msg_rate_out=tp.rate_out,
+                msg_throughput_in=tp.rate_in * tp.msg_size,
+                msg_throughput_out=tp.rate_out * tp.msg_size,
+                producers=tp.producers,
+                subscriptions={"sub-0": tp.clients - tp.producers},
+            )
+            for tp in sorted(model.topics, key=lambda tp: tp.hash)  # a bundle's topics in the closed loop's order
+        ]
+        return cls(
+            cluster=cluster,
+            brokers=specs,
+            namespaces={ns: list(nb.boundaries) for ns, nb in model.namespaces.items()},
+            topics=topics,
+            owners={bundle: ids[o] for bundle, o in model.owners.items()},
+            load_model=model.load_model,
+            load_model_seed=model.seed,
+            machines=machines,
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ClusterState:
@@ -928,6 +1088,20 @@ class ClusterState:
     def _persist(self) -> None:
         if self.state_file is not None:
             self.save()
+
+    def _add_machine(self, broker_id: str, key: str, limits: tuple[float, float] | None = None) -> None:
+        """``broker_id``'s machine: its spec as the load model configures it, or, with ``limits`` (cores, NIC
+        Mbit/s as configured before), those (the model still configures the key, for its per-broker draws)."""
+        machine = machine_of(self._brokers[broker_id], self.load_model, key, self.load_model_seed)
+        if limits is not None:
+            machine.cores, machine.nic_mbps = limits
+        self._machine_keys[broker_id] = key
+        self._machines[broker_id] = machine
+
+    def _free_key(self, start: int) -> str:
+        """The first machine key ``broker-<i>``, ``i >= start``, no broker has."""
+        used = set(self._machine_keys.values())
+        return next(f"broker-{i}" for i in range(start, start + len(used) + 1) if f"broker-{i}" not in used)
 
     def _require_broker(self, broker_id: str) -> BrokerSpec:
         try:
@@ -1089,59 +1263,40 @@ def _topic_stats_json(t: TopicLoad, uptime_s: float) -> dict[str, Any]:
 def _split_points(
     algorithm: str, lo: int, hi: int, topics: Sequence[TopicLoad], positions: Sequence[int] | None
 ) -> list[int] | None:
-    """The split boundaries each Pulsar ``NamespaceBundleSplitAlgorithm`` returns (None = no split)."""
-    if algorithm == RANGE_EQUALLY_DIVIDE:
-        return [lo + (hi - lo) // 2]
-    if algorithm == TOPIC_COUNT_EQUALLY_DIVIDE:
-        if len(topics) <= 1:
-            return None
-        hashes = sorted(topic_hash(t.name) for t in topics)
-        n = len(hashes)
-        start, end = hashes[max(n // 2 - 1, 0)], hashes[n // 2]
-        return [start + (end - start) // 2]
-    if algorithm == SPECIFIED_POSITIONS_DIVIDE:
-        if not positions:
-            raise PulsarRestError(412, "Split bundle failed due to invalid request")  # "can't be empty"
-        if len(topics) <= 1:
-            return None
-        kept = [p for p in sorted(positions) if lo < p < hi]
-        return kept or None
-    if algorithm == FLOW_OR_QPS_EQUALLY_DIVIDE:
-        return _flow_or_qps_points(topics)
-    raise PulsarRestError(412, f"Unsupported namespace bundle split algorithm {algorithm}")
+    """The split boundaries Pulsar's ``NamespaceBundleSplitAlgorithm`` named ``algorithm`` returns (None = no
+    split): the core's algorithms (:mod:`pulsar_rebalance.core.pulsar.split_algorithms`), the ones the
+    closed loop and the planner use, on the bundle's topics with their rates."""
+    if algorithm not in SPLIT_ALGORITHM_NAMES:
+        raise PulsarRestError(412, f"Unsupported namespace bundle split algorithm {algorithm}")
+    rates = {
+        t.name: TopicRates(t.msg_rate_in, t.msg_rate_out, t.msg_throughput_in, t.msg_throughput_out) for t in topics
+    }
+    try:
+        return get_split_boundaries(
+            algorithm,
+            BundleRange(lo, hi, hi == FULL_UPPER_BOUND),
+            topics=rates,
+            positions=positions,
+            config=_SPLIT_CONFIG,
+        )
+    except ScenarioError:  # specified_positions_divide without positions: "SplitBoundaries can't be empty"
+        raise PulsarRestError(412, "Split bundle failed due to invalid request") from None
 
 
-def _flow_or_qps_points(topics: Sequence[TopicLoad]) -> list[int] | None:
-    """``FlowOrQpsEquallyDivideBundleSplitAlgorithm`` with Pulsar's default limits."""
-    if len(topics) <= 1:
-        return None
-    info: dict[int, tuple[float, float]] = {}
-    total_rate = total_thr = 0.0
-    for t in topics:
-        rate = t.msg_rate_in + t.msg_rate_out
-        thr = t.msg_throughput_in + t.msg_throughput_out
-        if rate <= 0 and thr <= 0:
-            continue
-        info[topic_hash(t.name)] = (rate, thr)  # HashMap: equal hashes collapse to the later topic
-        total_rate += rate
-        total_thr += thr
-    max_rate, max_bw = _MAX_BUNDLE_MSG_RATE, float(int(_MAX_BUNDLE_BANDWIDTH_BYTES))
-    if len(info) < 2 or (
-        total_rate < max_rate * (1 + _FLOW_OR_QPS_DIFF) and total_thr < max_bw * (1 + _FLOW_OR_QPS_DIFF)
-    ):
-        return None
-    hashes = sorted(info)
-    rate_acc, thr_acc = info[hashes[0]]
-    points: list[int] = []
-    for i in range(1, len(hashes)):
-        rate, thr = info[hashes[i]]
-        if rate_acc + rate > max_rate or thr_acc + thr > max_bw:
-            points.append(hashes[i - 1] + (hashes[i] - hashes[i - 1]) // 2 + 1)
-            rate_acc, thr_acc = rate, thr
-        else:
-            rate_acc += rate
-            thr_acc += thr
-    return points
+class _CostView:
+    """What a load model's per-cluster costs read of the closed loop's cluster (``fit_costs``), of a state."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.brokers = dict(state._machines)
+        self._stats: dict[str, dict[str, Any]] = {}
+        for b in state._brokers:
+            self._stats.update(state._bundle_stats_of(b))
+
+    def live_brokers(self) -> list[str]:
+        return list(self.brokers)
+
+    def bundle_stats(self) -> dict[str, dict[str, Any]]:
+        return self._stats
 
 
 def _check_namespace_name(ns: str) -> None:

@@ -60,6 +60,7 @@ def generate_cluster(
     nic_speed_mbps: float = 1000.0,
     heap_mb: float = 4096.0,
     direct_memory_mb: float = 4096.0,
+    load_model: str | None = None,
 ) -> ClusterState:
     """Build a deterministic :class:`ClusterState`.
 
@@ -75,6 +76,9 @@ def generate_cluster(
             first broker; with ``skew <= 1`` (or no hot namespace) every bundle is spread round-robin.
         cores / nic_speed_mbps / heap_mb / direct_memory_mb: per-broker capacity (cpu limit is
             ``cores * 100``; NIC in Mbit/s; memory in MiB).
+        load_model: how the brokers' traffic turns into the usage they report (``ClusterState``'s
+            ``load_model``: ``linear`` by default, any of the closed loop's models, ``random-<k>``); its
+            per-broker draws use ``seed``. A model may scale the NICs or cores it is given.
 
     Raises:
         ConfigError: a parameter is out of range (``key`` names it).
@@ -136,7 +140,20 @@ def generate_cluster(
             else:
                 owners[bundle] = specs[cursor].broker_id
                 cursor = (cursor + 1) % brokers
-    return ClusterState(cluster=cluster, brokers=specs, namespaces=boundaries, topics=topics, owners=owners)
+    try:
+        return ClusterState(
+            cluster=cluster,
+            brokers=specs,
+            namespaces=boundaries,
+            topics=topics,
+            owners=owners,
+            load_model=load_model,
+            load_model_seed=seed,
+        )
+    except ValueError as exc:
+        if load_model is not None and "load model" in str(exc):
+            raise ConfigError(str(exc), key="load_model") from None
+        raise
 
 
 def _draw_rate(rng: random.Random) -> float:
@@ -163,3 +180,34 @@ def _topic(rng: random.Random, name: str, factor: float, *, rate: float | None =
 def _require(ok: bool, key: str, message: str) -> None:
     if not ok:
         raise ConfigError(message, key=key)
+
+
+def scenario_cluster(
+    name: str,
+    *,
+    seed: int = 1,
+    load_model: str | None = None,
+    cluster: str = DEFAULT_CLUSTER_NAME,
+    host: str = "127.0.0.1",
+    port_base: int = DEFAULT_PORT_BASE,
+) -> ClusterState:
+    """The closed-loop benchmark's scenario ``name`` (``simulator.scenarios``) for ``seed`` under ``load_model``,
+    at its first cycle, as a :class:`ClusterState` to serve over HTTP (:meth:`ClusterState.from_model`): the
+    same brokers, bundles, ownership and traffic, and the same load reports, without the CPU noise.
+
+    Raises:
+        ConfigError: an unknown scenario or load model (``key`` names it), or one the HTTP side cannot serve.
+    """
+    from pulsar_rebalance.simulator.cluster import resolve_load_model
+    from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
+
+    _require(name in SCENARIOS, "scenario", f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    try:
+        model = resolve_load_model(load_model or "linear")
+    except ValueError as exc:
+        raise ConfigError(str(exc), key="load_model") from None
+    try:
+        run = build(name, seed, load_model=model, noise=0.0)
+        return ClusterState.from_model(run.model, cluster=cluster, host=host, port_base=port_base)
+    except ValueError as exc:
+        raise ConfigError(f"scenario {name}: {exc}", key="scenario") from None
