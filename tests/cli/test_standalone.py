@@ -184,6 +184,31 @@ def test_standalone_keeps_its_simulated_cluster_across_restarts(tmp_path):
         _stop(sim, signal.SIGTERM)
 
 
+def test_standalone_serves_a_benchmark_scenario_under_a_load_model_and_keeps_it(tmp_path):
+    from pulsar_rebalance.cli.quickstart import SIMULATOR_STATE, start_cluster
+    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True)
+    args = _standalone_args(state, "--scenario", "heterogeneous", "--load-model", "nic-bound", "--seed", "2")
+    sim, info = start_cluster(state, args)
+    try:
+        assert info["load_model"] == "nic-bound" and len(info["brokers"]) == 8
+        with PulsarAdminClient.from_url(info["admin_url"], retries=0) as admin:
+            limits = {admin.load_report(b)["bandwidthOut"]["limit"] for b in info["brokers"]}
+        assert limits == {0.4 * 1000 * 1024, 0.4 * 2000 * 1024}  # nic-bound's NICs; heterogeneous: one broker 2x
+    finally:
+        _stop(sim, signal.SIGTERM)
+    assert json.loads((state / SIMULATOR_STATE).read_text())["loadModel"] == "nic-bound"
+    sim, again = start_cluster(state, _standalone_args(state))  # kept: no flag needed
+    try:
+        assert again["load_model"] == "nic-bound" and again["brokers"] == info["brokers"]
+    finally:
+        _stop(sim, signal.SIGTERM)
+    with pytest.raises(SystemExit, match="--fresh-cluster starts a new one"):  # a kept cluster is not replaced
+        start_cluster(state, _standalone_args(state, "--scenario", "one-hot-broker"))
+
+
 def test_a_kept_cluster_whose_port_is_taken_fails_clearly(tmp_path):
     from pulsar_rebalance.cli.quickstart import start_cluster
 

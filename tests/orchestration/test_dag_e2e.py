@@ -28,19 +28,21 @@ def cluster(request):
         yield sim
 
 
-@pytest.fixture
-def wired(cluster, db_url, tmp_path, monkeypatch):
+def _wire(monkeypatch, admin_url: str, db_url: str, tmp_path: Path) -> None:
     """Airflow Connections (as env) pointing at the simulator and the fresh state DB."""
     import json
 
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps({"conn_type": "http", "host": cluster.admin_url})
-    )
+    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_ADMIN_DEFAULT", json.dumps({"conn_type": "http", "host": admin_url}))
     monkeypatch.setenv(
         "AIRFLOW_CONN_PULSAR_REBALANCE_DB", json.dumps({"conn_type": "postgres", "extra": {"url": db_url}})
     )
     monkeypatch.setenv("PULSAR_REBALANCE_DATABASE_URL", db_url)  # for the CLI code path used by the approver
     monkeypatch.setenv("PULSAR_REBALANCE_WORK_DIR", str(tmp_path / "work"))
+
+
+@pytest.fixture
+def wired(cluster, db_url, tmp_path, monkeypatch):
+    _wire(monkeypatch, cluster.admin_url, db_url, tmp_path)
     return cluster, db_url
 
 
@@ -458,3 +460,61 @@ def test_whole_dag_runs_on_a_spark_standalone_cluster(airflow_db, wired, tmp_pat
     # the others only write small outputs to the (local) work dir: no SparkSession, so no application
     for job in {"plan_split", "execute_unload"} - set(on_cluster):
         assert not [a for a in apps if job in a["name"]], (job, apps)
+
+
+def test_the_default_planner_relieves_a_benchmark_scenario_under_a_convex_cpu(
+    airflow_db, db_url, tmp_path, monkeypatch
+):
+    """The product on what the benchmarks measure: the balance benchmark's one-hot-broker scenario served over
+    the admin API under the convex-CPU load model (the brokers report what the closed loop's do), planned by
+    the DAG's default params, approved, executed; then the brokers' own reports."""
+    from pulsar_rebalance.simulator.generator import scenario_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
+
+    state = scenario_cluster("one-hot-broker", seed=1, load_model="convex-cpu", port_base=0)
+    with SimulatedPulsar(state, ephemeral=True) as sim:
+        _wire(monkeypatch, sim.admin_url, db_url, tmp_path)
+
+        def reported() -> dict[str, float]:
+            return {b: sim.state.load_report(b)["maxResourceUsage"] for b in sim.broker_ids}
+
+        before = reported()
+        approver = Approver(db_url, "approve")
+        approver.start()
+        dr, states = _run_dag({"approval_timeout_minutes": 30})
+        approver.join(timeout=30)
+        after = reported()
+    assert approver.error is None and approver.exit_code == 0, approver.error
+    assert dr.state == "success" and set(states.values()) == {"success"}, states
+    plan = _q(db_url, "SELECT * FROM plans WHERE plan_id = :p", p=approver.plan_id)[0]
+    assert plan["status"] == "executed"
+    assert plan["summary"]["strategies"]["shedding"] == "GlobalPlanner"
+    hot = max(before, key=before.__getitem__)
+    assert before[hot] > 0.85  # convex: the hot broker reports more than its traffic's linear share
+    # measured on the brokers' own reports (the convex model's), not the planner's prediction: the hot broker
+    # is relieved below the overload threshold and no broker is pushed above it
+    assert after[hot] < 0.85 and max(after.values()) < 0.85, (before, after)
+    assert max(after.values()) < max(before.values()) - 0.1
+
+
+def test_the_default_planner_leaves_a_balanced_noisy_benchmark_cluster_alone(airflow_db, db_url, tmp_path, monkeypatch):
+    """The balance benchmark's steady-with-noise scenario (balanced, 3 % CPU noise on every report) served over
+    the admin API, two DAG runs with the default params: no plan moves anything, nobody is asked to approve."""
+    from pulsar_rebalance.simulator.generator import scenario_cluster
+    from pulsar_rebalance.simulator.server import SimulatedPulsar
+
+    state = scenario_cluster("steady-with-noise", seed=1, port_base=0)
+    assert state.cpu_noise == 0.03
+    with SimulatedPulsar(state, ephemeral=True) as sim:
+        _wire(monkeypatch, sim.admin_url, db_url, tmp_path)
+        before = _ownership(sim.state.snapshot())
+        for _ in range(2):  # the second run plans with the first's memory (smoothed reports, noise measured)
+            dr, states = _run_dag({"approval_timeout_minutes": 30})  # nobody approves: must not wait
+            assert dr.state == "success"
+            assert states["await_approval"] == "skipped" and states["execute_unload"] == "skipped", states
+        assert sim.executed() == []
+        assert _ownership(sim.state.snapshot()) == before
+    plans = _q(db_url, "SELECT status, summary FROM plans ORDER BY created_at")
+    assert [p["status"] for p in plans] == ["empty", "empty"], plans
+    assert all(p["summary"]["strategies"]["shedding"] == "GlobalPlanner" for p in plans)
+    assert _q(db_url, "SELECT count(*) AS n FROM approvals")[0]["n"] == 0

@@ -54,7 +54,7 @@ def test_a_scenario_served_over_http_reports_what_the_closed_loop_reports(name: 
 
     hot = max(state.broker_ids(), key=lambda b: worst(state.load_report(b)))
     assert state.machine_key(hot) == max(closed, key=lambda b: worst(closed[b]))
-    scenario = scenario_cluster("one-hot-broker", seed=1, load_model=name, port_base=0)
+    scenario = scenario_cluster("one-hot-broker", seed=1, load_model=name, port_base=0, cpu_noise=0.0)
     assert [scenario.load_report(b)["cpu"] for b in scenario.broker_ids()] == [
         state.load_report(b)["cpu"] for b in state.broker_ids()
     ]
@@ -200,7 +200,7 @@ def test_the_simulator_command_serves_a_benchmark_scenario(tmp_path: Path) -> No
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     cli = [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--port-base", "0"]
     proc = subprocess.Popen(
-        [*cli, "--scenario", "one-hot-broker", "--seed", "1", "--load-model", "convex-cpu"],
+        [*cli, "--scenario", "one-hot-broker", "--seed", "1", "--load-model", "convex-cpu", "--cpu-noise", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -226,3 +226,24 @@ def test_the_simulator_command_serves_a_benchmark_scenario(tmp_path: Path) -> No
     ):
         done = subprocess.run([*cli, *args], capture_output=True, text=True, env=env, timeout=60)
         assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def test_cpu_noise_is_a_fresh_draw_per_report_and_a_scenario_brings_its_own(tmp_path: Path) -> None:
+    quiet = generate_cluster(seed=4, brokers=2, port_base=0)
+    noisy = generate_cluster(seed=4, brokers=2, port_base=0, cpu_noise=0.03)
+    b = noisy.broker_ids()[0]
+    clean = quiet.load_report(b)
+    draws = [noisy.load_report(b) for _ in range(400)]
+    ratios = [d["cpu"]["usage"] / clean["cpu"]["usage"] for d in draws]
+    assert all(d["bandwidthOut"] == clean["bandwidthOut"] and d["lastStats"] == clean["lastStats"] for d in draws)
+    mean = sum(ratios) / len(ratios)
+    spread = (sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1)) ** 0.5
+    assert abs(mean - 1) < 0.01 and 0.02 < spread < 0.04  # 1 + N(0, 0.03)
+    path = tmp_path / "state.json"
+    noisy.save(path)
+    assert ClusterState.load(path).cpu_noise == 0.03
+    # a scenario's own noise by default (steady-with-noise: 3 %), none when asked
+    assert scenario_cluster("steady-with-noise", port_base=0).cpu_noise == 0.03
+    assert scenario_cluster("steady-with-noise", port_base=0, cpu_noise=0.0).cpu_noise == 0.0
+    with pytest.raises(ConfigError, match="cpu_noise must be from 0 to 1"):
+        generate_cluster(brokers=1, port_base=0, cpu_noise=1.5)

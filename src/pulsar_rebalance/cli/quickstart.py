@@ -82,6 +82,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed of a new simulated cluster (default 42)")
     p.add_argument("--brokers", type=int, default=None, help="brokers of a new simulated cluster (default 5)")
     p.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME",
+        help="a new simulated cluster that is one of the balance benchmark's scenarios at its first cycle "
+        "(e.g. one-hot-broker, heterogeneous; --seed picks its draw; see docs/simulator.md)",
+    )
+    p.add_argument(
+        "--load-model",
+        default=None,
+        metavar="NAME",
+        help="how a new simulated cluster's traffic turns into the usage its brokers report (default linear; "
+        "convex-cpu, nic-bound, heterogeneous-capacity, random-<k>, ...; see docs/simulator.md)",
+    )
+    p.add_argument(
         "--fresh-cluster",
         action="store_true",
         help=f"discard the simulated cluster kept in STATE_DIR/{SIMULATOR_STATE} (brokers, addresses, "
@@ -204,6 +218,9 @@ def _simulator(state: Path, args, state_file: Path | None = None) -> tuple[subpr
         cmd += ["--seed", str(args.seed)]
     if args.brokers is not None:
         cmd += ["--brokers", str(args.brokers)]
+    for flag in ("scenario", "load_model"):  # standalone's: a new cluster's (the simulator refuses a kept one's)
+        if getattr(args, flag, None) is not None:
+            cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     if state_file is not None:
         cmd += ["--state-file", str(state_file)]
     proc = subprocess.Popen(

@@ -79,6 +79,14 @@ def register(subparsers: Any) -> None:
         "nic-bound, heterogeneous-capacity, the held-out memory-bound, per-topic-cost, tls-crypto, "
         "bookie-backpressure, or random-<k> (the benchmarks' models; a --state-file keeps its own)",
     )
+    parser.add_argument(
+        "--cpu-noise",
+        type=float,
+        default=None,
+        metavar="F",
+        help="noise on the reported CPU: each report's CPU usage times 1 + N(0, F), F from 0 to 1 (default 0; "
+        "with --scenario the scenario's own, 2-3 %%)",
+    )
     parser.add_argument("--ready-file", type=Path, default=None, help="also write the ready JSON to this file")
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC", help="inject a fault, e.g. 1:error=500")
     parser.set_defaults(func=run)
@@ -139,10 +147,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{state.load_model_name})",
                 key="load-model",
             )
-        if args.scenario is not None:
+        if args.scenario is not None or args.cpu_noise is not None:
             raise ConfigError(
-                f"--scenario and an existing --state-file {state_file} exclude each other (the file has its cluster)",
-                key="scenario",
+                f"--{'scenario' if args.scenario is not None else 'cpu-noise'} and an existing --state-file "
+                f"{state_file} exclude each other (the file has its cluster and noise)",
+                key="scenario" if args.scenario is not None else "cpu-noise",
             )
         if args.brokers is not None and args.brokers != len(state.broker_ids()):
             raise ConfigError(
@@ -168,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
                     load_model=args.load_model,
                     host=args.host,
                     port_base=args.port_base,
+                    cpu_noise=args.cpu_noise,
                 )
             else:
                 state = generate_cluster(
@@ -176,9 +186,10 @@ def run(args: argparse.Namespace) -> int:
                     host=args.host,
                     port_base=args.port_base,
                     load_model=args.load_model,
+                    cpu_noise=0.0 if args.cpu_noise is None else args.cpu_noise,
                 )
         except ConfigError as exc:
-            if exc.key in ("load_model", "scenario"):
+            if exc.key in ("load_model", "scenario", "cpu_noise"):
                 flag = exc.key.replace("_", "-")
                 raise ConfigError(f"--{flag}: {exc}", key=flag) from None
             raise

@@ -42,8 +42,10 @@ traffic (``tests/simulator/test_http_load_models.py``):
 * ``memory`` (JVM heap, MiB) and ``directMemory`` (MiB): the load model's where it models them
   (``memory-bound``); otherwise heap usage = ``512 + 2 * topics + 0.002 * msg/s``, limit = heap size, and
   direct memory = ``256 + 2 s of (throughputIn + Out)``, limit = max direct memory.
-* No measurement noise, and the rates are the topics' as given: a model that calibrates a cluster's rates
-  (the closed loop's scenarios scale them to a target) only sets its per-cluster costs here.
+* Measurement noise as the closed loop's CPU noise: ``cpu_noise`` multiplies each report's CPU usage by
+  ``1 + N(0, cpu_noise)`` (a fresh draw per report, from a stream seeded by ``load_model_seed``); 0 by
+  default. The rates are the topics' as given: a model that calibrates a cluster's rates (the closed loop's
+  scenarios scale them to a target) only sets its per-cluster costs here.
 
 Mutations raise :class:`PulsarRestError` with the HTTP status and ``reason`` Pulsar would answer
 (``RestException``); ownership redirects (307) are the HTTP server's job, not this module's.
@@ -55,6 +57,7 @@ import bisect
 import copy
 import json
 import os
+import random
 import struct
 import threading
 import time
@@ -313,9 +316,10 @@ def load_report_json(
     now_ms: int,
     model: LoadModel | None = None,
     machine: Broker | None = None,
+    cpu_factor: float = 1.0,
 ) -> dict[str, Any]:
     """``GET /admin/v2/broker-stats/load-report``: LocalBrokerData JSON of a broker with these bundle stats
-    (its usage: :func:`system_usage` of ``model`` on ``machine``)."""
+    (its usage: :func:`system_usage` of ``model`` on ``machine``, the CPU times ``cpu_factor``: noise)."""
     broker_id = spec.broker_id
     rate_in = sum(s["msgRateIn"] for s in bundle_stats.values())
     rate_out = sum(s["msgRateOut"] for s in bundle_stats.values())
@@ -324,6 +328,8 @@ def load_report_json(
     num_topics = sum(int(s["topics"]) for s in bundle_stats.values())
     load = Load.of(bundle_stats.values())
     usage = system_usage(spec, load, model, machine)
+    if cpu_factor != 1.0:
+        usage["cpu"] = {**usage["cpu"], "usage": usage["cpu"]["usage"] * cpu_factor}
     bundles = set(bundle_stats)
     max_usage = max(_percent_usage(u["usage"], u["limit"]) for u in usage.values()) / 100
     return {
@@ -385,6 +391,7 @@ class ClusterState:
             load model already configured it (a state file keeps them, so a broker renamed or reloaded stays
             the same machine; the model still sees each key once, for its per-broker draws); brokers not
             named get ``broker-<i>`` for the i-th broker and their spec as the model configures it.
+        cpu_noise: the reported CPU's measurement noise (module docstring), 0 to 1.
     """
 
     def __init__(
@@ -405,6 +412,7 @@ class ClusterState:
         load_model: str | LoadModel | None = None,
         load_model_seed: int = 0,
         machines: Mapping[str, Mapping[str, Any]] | None = None,
+        cpu_noise: float = 0.0,
     ) -> None:
         self._lock = threading.RLock()
         self.cluster = cluster
@@ -487,6 +495,10 @@ class ClusterState:
                 self._add_machine(b, self._free_key(i))
         if len(set(self._machine_keys.values())) != len(self._machine_keys):
             raise ValueError("machines must give every broker its own key")
+        if isinstance(cpu_noise, bool) or not isinstance(cpu_noise, (int, float)) or not 0 <= cpu_noise <= 1:
+            raise ValueError(f"cpu_noise must be a number from 0 to 1, got {cpu_noise!r}")
+        self.cpu_noise = float(cpu_noise)
+        self._noise_rng = random.Random(f"{load_model_seed}:cpu-noise")
         fit_costs = getattr(self.load_model, "fit_costs", None)
         if fit_costs is not None:  # costs per cluster (per-topic-cost): set once, from the topics as given
             fit_costs(_CostView(self), 0.0)
@@ -599,6 +611,7 @@ class ClusterState:
                 now_ms=int(time.time() * 1000),
                 model=self.load_model,
                 machine=self._machines[broker_id],
+                cpu_factor=max(0.0, 1.0 + self._noise_rng.gauss(0.0, self.cpu_noise)) if self.cpu_noise else 1.0,
             )
 
     def machine(self, broker_id: str) -> Broker:
@@ -973,6 +986,7 @@ class ClusterState:
                 "antiAffinityGroups": dict(self._anti_affinity),
                 "loadModel": self.load_model_name,
                 "loadModelSeed": self.load_model_seed,
+                "cpuNoise": self.cpu_noise,
                 "machines": {
                     b: {"key": self._machine_keys[b], "cores": m.cores, "nicMbps": m.nic_mbps}
                     for b, m in self._machines.items()
@@ -1003,6 +1017,7 @@ class ClusterState:
                 load_model=data.get("loadModel"),
                 load_model_seed=data.get("loadModelSeed", 0),
                 machines=data.get("machines"),
+                cpu_noise=data.get("cpuNoise", 0.0),
             )
         except KeyError as exc:
             raise ValueError(f"state is missing field {exc.args[0]!r}") from None
@@ -1021,12 +1036,14 @@ class ClusterState:
         port_base: int = 0,
         heap_mb: float = 4096.0,
         direct_memory_mb: float = 4096.0,
+        cpu_noise: float | None = None,
     ) -> ClusterState:
-        """The closed-loop model's cluster as it is now, served steady: its live brokers (the i-th as
+        """The closed-loop model's cluster as it is now, served steady (CPU noise: ``cpu_noise``, by default the
+        model's own): its live brokers (the i-th as
         ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its machine as the model configured it, its
         closed-loop id the machine key), namespaces and bundle boundaries, ownership, topics at their current
         rates (each with its closed-loop consumer count as one subscription), the same load model instance
-        and seed. Its load reports are then the closed loop's noise-free ones, number for number.
+        and seed. Without noise its load reports are then the closed loop's noise-free ones, number for number.
         ``ValueError`` for a model with placement constraints (their broker regexes name the closed loop's
         ids)."""
         if not model.placement.empty:
@@ -1063,6 +1080,7 @@ class ClusterState:
             load_model=model.load_model,
             load_model_seed=model.seed,
             machines=machines,
+            cpu_noise=model.noise if cpu_noise is None else cpu_noise,
         )
 
     @classmethod

@@ -61,6 +61,7 @@ def generate_cluster(
     heap_mb: float = 4096.0,
     direct_memory_mb: float = 4096.0,
     load_model: str | None = None,
+    cpu_noise: float = 0.0,
 ) -> ClusterState:
     """Build a deterministic :class:`ClusterState`.
 
@@ -79,6 +80,7 @@ def generate_cluster(
         load_model: how the brokers' traffic turns into the usage they report (``ClusterState``'s
             ``load_model``: ``linear`` by default, any of the closed loop's models, ``random-<k>``); its
             per-broker draws use ``seed``. A model may scale the NICs or cores it is given.
+        cpu_noise: noise on the reported CPU (``ClusterState``'s ``cpu_noise``; 0 to 1).
 
     Raises:
         ConfigError: a parameter is out of range (``key`` names it).
@@ -93,6 +95,7 @@ def generate_cluster(
     _require(partitions >= 1, "partitions", f"partitions must be >= 1, got {partitions}")
     _require(bundles_per_namespace >= 1, "bundles_per_namespace", "bundles_per_namespace must be >= 1")
     _require(math.isfinite(skew) and skew > 0, "skew", f"skew must be a positive number, got {skew}")
+    _require(0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")
     _require(
         hot_namespace is None or hot_namespace in namespaces,
         "hot_namespace",
@@ -149,6 +152,7 @@ def generate_cluster(
             owners=owners,
             load_model=load_model,
             load_model_seed=seed,
+            cpu_noise=cpu_noise,
         )
     except ValueError as exc:
         if load_model is not None and "load model" in str(exc):
@@ -190,10 +194,12 @@ def scenario_cluster(
     cluster: str = DEFAULT_CLUSTER_NAME,
     host: str = "127.0.0.1",
     port_base: int = DEFAULT_PORT_BASE,
+    cpu_noise: float | None = None,
 ) -> ClusterState:
     """The closed-loop benchmark's scenario ``name`` (``simulator.scenarios``) for ``seed`` under ``load_model``,
     at its first cycle, as a :class:`ClusterState` to serve over HTTP (:meth:`ClusterState.from_model`): the
-    same brokers, bundles, ownership and traffic, and the same load reports, without the CPU noise.
+    same brokers, bundles, ownership and traffic, and the same load reports; CPU noise ``cpu_noise``, by
+    default the scenario's own (2-3 %).
 
     Raises:
         ConfigError: an unknown scenario or load model (``key`` names it), or one the HTTP side cannot serve.
@@ -201,13 +207,14 @@ def scenario_cluster(
     from pulsar_rebalance.simulator.cluster import resolve_load_model
     from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 
+    _require(cpu_noise is None or 0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")
     _require(name in SCENARIOS, "scenario", f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     try:
         model = resolve_load_model(load_model or "linear")
     except ValueError as exc:
         raise ConfigError(str(exc), key="load_model") from None
     try:
-        run = build(name, seed, load_model=model, noise=0.0)
-        return ClusterState.from_model(run.model, cluster=cluster, host=host, port_base=port_base)
+        run = build(name, seed, load_model=model)
+        return ClusterState.from_model(run.model, cluster=cluster, host=host, port_base=port_base, cpu_noise=cpu_noise)
     except ValueError as exc:
         raise ConfigError(f"scenario {name}: {exc}", key="scenario") from None
