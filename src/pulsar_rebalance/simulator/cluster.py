@@ -384,7 +384,7 @@ class ClusterState:
         failure_domains: ``{domainName: {"brokers": [brokerId]}}``.
         anti_affinity_groups: ``{"tenant/namespace": group}``.
         load_model: the load model, by name (module docstring; default ``linear``; ``ValueError`` for an
-            unknown one) or an instance (the closed loop's, :meth:`from_scenario`).
+            unknown one) or an instance (the closed loop's, :meth:`from_model`).
         load_model_seed: what the model's per-broker draws depend on besides the machine key (the closed
             loop's scenario seed).
         machines: broker id -> ``{"key": machine key, "cores": ..., "nicMbps": ...}``, the machine as the
@@ -1039,8 +1039,7 @@ class ClusterState:
         cpu_noise: float | None = None,
     ) -> ClusterState:
         """The closed-loop model's cluster as it is now, served steady (CPU noise: ``cpu_noise``, by default the
-        model's own): its live brokers (the i-th as
-        ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its machine as the model configured it, its
+        model's own): its live brokers (the i-th as ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its machine as the model configured it, its
         closed-loop id the machine key), namespaces and bundle boundaries, ownership, topics at their current
         rates (each with its closed-loop consumer count as one subscription), the same load model instance
         and seed. Without noise its load reports are then the closed loop's noise-free ones, number for number.
