@@ -191,7 +191,7 @@ def planner_memory_from_json(obj: object, path: str) -> PlannerMemory:
     root = require_object(obj, path)
     reject_unknown_keys(
         root,
-        {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "refused", "highs"},
+        {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "refused", "highs", "fell"},
         path,
     )
     mem = PlannerMemory()
@@ -259,6 +259,8 @@ def planner_memory_from_json(obj: object, path: str) -> PlannerMemory:
     mem.below = _counts(root.get("below", {}), field_path(path, "below"))
     rp = field_path(path, "refused")
     mem.refused = {b: check_int(t, field_path(rp, b)) for b, t in require_object(root.get("refused", {}), rp).items()}
+    fp = field_path(path, "fell")
+    mem.fell = {b: check_int(t, field_path(fp, b)) for b, t in require_object(root.get("fell", {}), fp).items()}
     hp = field_path(path, "highs")
     for broker, raw in require_object(root.get("highs", {}), hp).items():
         ep = field_path(hp, broker)

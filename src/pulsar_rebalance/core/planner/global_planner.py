@@ -208,6 +208,9 @@ class _Cycle:
     under: set[str] = field(default_factory=set)
     waits: list[str] = field(default_factory=list)
     """Brokers acted on from one report whose plan was not worth it: they wait for their reports to confirm them."""
+    window_ms: int = 0
+    """How long a swing's peak, a report's high and a broken run of hits are remembered (``peak_ms`` or
+    ``peak_cycles`` cycles, the longer)."""
 
 
 class GlobalPlanner:
@@ -237,7 +240,8 @@ class GlobalPlanner:
         cycle_ms = now - mem.members_at if now is not None and mem.members_at is not None else 0
         cycle_ms = max(0, cycle_ms)
         cyc = _Cycle(inp, config, mem, max(st.cooldown_ms, st.cooldown_cycles * cycle_ms))
-        self._model(cyc, max(st.peak_ms, st.peak_cycles * cycle_ms))
+        cyc.window_ms = max(st.peak_ms, st.peak_cycles * cycle_ms)
+        self._model(cyc, cyc.window_ms)
         waiting = self._settle(cyc)
         new_state = state.evolve(planner=mem.to_json())
         if waiting is not None:
@@ -328,10 +332,24 @@ class GlobalPlanner:
         # taken in its off phase
         hot = sorted(b for b in eligible if before[b] > lv.hit_level)
         seen = cyc.seen = {b: mem.above.get(b, 0) + 1 for b in hot if view.smoothed_usage(b) > lv.hit_level}
+        # a run of hits that broke (a report back below the level) within the window: a load that comes and
+        # goes. Such a broker is not acted on from one report far above the trigger, only when its reports
+        # confirm it (or above the overload threshold): an on/off consumer whose peak read 0.68 once, by noise,
+        # was shed at once with 6 moves, every other pair of reports back at 0.10 (periodic-jitter, random-5)
+        if now is not None:
+            fell = {b: t for b, t in mem.fell.items() if t >= now - cyc.window_ms and b in cyc.inp.brokers}
+            fell.update((b, now) for b in mem.above if b not in seen and b in cyc.inp.brokers)
+            mem.fell = fell
         mem.above = seen
         # the brokers a plan sheds (ThresholdShedder's geometry): above the trigger, confirmed or far above;
         # a broker between the target and the trigger, or above it for fewer reports, is left alone
-        sources = cyc.sources = {b for b in hot if seen.get(b, 0) >= st.confirm_reports or before[b] >= lv.clear}
+        sources = cyc.sources = {
+            b
+            for b in hot
+            if seen.get(b, 0) >= st.confirm_reports
+            or before[b] >= lv.overload
+            or (before[b] >= lv.clear and b not in mem.fell)
+        }
         # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a nearly empty broker - below
         # `fill_below` x the ideal and as far below it as the trigger is above, by more than the noise - in its
         # planned usage (which holds its bundles' remembered peaks: an on/off consumer's broker in its off phase is
@@ -369,6 +387,12 @@ class GlobalPlanner:
                     "bundles' remembered peaks): a report counts only above that level"
                 )
             )
+            if top in mem.fell and before[top] >= lv.clear and now is not None:
+                reported += (
+                    f"; its reports fell back below that level {(now - mem.fell[top]) / 60_000:.0f} min ago (a load "
+                    f"that comes and goes): not acted on from one report, only when {st.confirm_reports} confirm it "
+                    f"or above the overload threshold {lv.overload:.2f}"
+                )
             return skip(
                 Reason.HIT_COUNT,
                 f"busiest broker {max_before:.4f} > trigger {lv.trigger:.4f} (ideal {lv.ideal:.4f}), above it by more than "

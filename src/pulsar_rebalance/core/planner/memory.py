@@ -11,7 +11,8 @@ like the rest of the state)::
      "above": {"<broker>": n},
      "below": {"<broker>": n},
      "refused": {"<broker>": ms},
-     "highs": {"<broker>": {"usage": x, "atMs": ms}}}
+     "highs": {"<broker>": {"usage": x, "atMs": ms}},
+     "fell": {"<broker>": ms}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
   ``fill`` (optional, default false): a move that filled a broker far below the ideal;
@@ -36,7 +37,11 @@ like the rest of the state)::
   for the history window (6 h), else every run would plan the same fill and the guard re-place it;
 * ``highs``: per broker the highest usage its own load reports showed recently (Pulsar's weighted
   max over resources, as reported, not modelled) and when: the planner believes a broker hot only as
-  far as its reports ever showed it (see ``GlobalPlanner.plan``); forgotten like ``peaks``.
+  far as its reports ever showed it (see ``GlobalPlanner.plan``); forgotten like ``peaks``;
+* ``fell``: brokers whose run of reports above the trigger broke (a report back below it) and when:
+  a load that comes and goes. Within the same window a broker there is never acted on from one report
+  (far above the trigger), only when ``confirm_reports`` consecutive reports confirm it or it is above
+  Pulsar's overload threshold; forgotten like ``peaks``.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class PlannerMemory:
     below: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
     highs: dict[str, dict[str, float]] = field(default_factory=dict)
+    fell: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +81,7 @@ class PlannerMemory:
             "below": dict(self.below),
             "refused": dict(self.refused),
             "highs": {b: dict(h) for b, h in self.highs.items()},
+            "fell": dict(self.fell),
         }
 
     @classmethod
@@ -96,6 +103,7 @@ class PlannerMemory:
             below=dict(raw.get("below", {})),
             refused=dict(raw.get("refused", {})),
             highs={b: dict(h) for b, h in raw.get("highs", {}).items()},
+            fell=dict(raw.get("fell", {})),
         )
 
 
