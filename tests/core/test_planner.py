@@ -725,3 +725,72 @@ def test_a_fill_that_cannot_lower_the_busiest_broker_is_not_planned() -> None:
     assert cyc["label"] == "Skip" and not cyc["unloads"], cyc
     assert "would take the busiest broker only from 0.4500 to 0.4500" in st["fillNotWorthIt"], st
     assert "filling A:8080 would take the busiest broker only" in cyc["detail"], cyc["detail"]
+
+
+def _bumped(cycle: dict[str, Any], broker: str, factor: float, at_ms: int) -> dict[str, Any]:
+    """``cycle`` at ``at_ms`` with ``broker``'s reported usage of every resource times ``factor``."""
+    c = copy.deepcopy(cycle)
+    c["nowMs"] = at_ms
+    rep = c["brokers"][broker]
+    for key in ("cpu", "bandwidthIn", "bandwidthOut", "memory", "directMemory"):
+        if isinstance(rep.get(key), dict):
+            rep[key]["usage"] *= factor
+    return c
+
+
+def test_a_load_that_comes_and_goes_is_not_acted_on_from_one_report_far_above_the_trigger() -> None:
+    # a broker whose reports were above the trigger and fell back below it within the window (an on/off
+    # consumer) is acted on only when three consecutive reports confirm it, or above the overload threshold:
+    # one report of its peak read far above the trigger, by noise, and 6 bundles left a broker whose reports
+    # read 0.10 every other pair of minutes (periodic-jitter under random-5)
+    model = _model("steady-with-noise")
+    cycle = _cycle(model)
+    broker, t0 = "broker-0:8080", cycle["nowMs"]
+    stats = _decide(cycle)["cycles"][0]["stats"]
+    ideal, trigger, usage = stats["ideal"], stats["trigger"], stats["brokers"][broker]["usage"]
+    far, calm = (ideal + 2.5 * (trigger - ideal)) / usage, ideal / usage
+    assert ideal + 2.5 * (trigger - ideal) < 0.85  # below Pulsar's overload threshold
+
+    up = _decide(_bumped(cycle, broker, 1.4 * (trigger - ideal) / usage + ideal / usage, t0))
+    assert up["cycles"][0]["reason"] == "HitCount"  # above the trigger, not far: one hit
+    down = _decide(_bumped(cycle, broker, calm, t0 + 60_000), state=up["state"])
+    assert down["state"]["globalPlanner"]["fell"] == {broker: t0 + 60_000}
+    # a report far above the trigger within the hour: not acted on from that one report (the state carries
+    # only the broken run here, so the report is read as is, not smoothed against the calm one)
+    fell = {"globalPlanner": {"fell": {broker: t0 + 60_000}}}
+    peak = _decide(_bumped(cycle, broker, far, t0 + 120_000), state=copy.deepcopy(fell))
+    c = peak["cycles"][0]
+    assert c["stats"]["maxUsageBefore"] > ideal + 2 * (trigger - ideal), c["stats"]
+    assert c["unloads"] == [] and c["reason"] == "HitCount", c
+    assert "fell back below that level 1 min ago" in c["detail"] and "only when 3 confirm it" in c["detail"], c
+    # the same report with no broken run behind it: acted on at once (the fast path is unchanged)
+    assert _decide(_bumped(cycle, broker, far, t0 + 120_000))["cycles"][0]["unloads"]
+    # its reports confirm it: acted on
+    state = peak["state"]
+    for i in (3, 4):
+        out = _decide(_bumped(cycle, broker, far, t0 + i * 60_000), state=state)
+        state = out["state"]
+    assert out["cycles"][0]["unloads"] and state["globalPlanner"]["above"][broker] == 3
+    # above Pulsar's overload threshold: at once, broken run or not
+    hot = _decide(_bumped(cycle, broker, 0.9 / usage, t0 + 120_000), state=copy.deepcopy(fell))
+    assert hot["cycles"][0]["unloads"], hot["cycles"][0]["detail"]
+    # forgotten after the window (an hour): the fast path again
+    later = _decide(_bumped(cycle, broker, calm, t0 + 62 * 60_000), state=copy.deepcopy(fell))
+    assert broker not in later["state"]["globalPlanner"]["fell"]
+    assert _decide(_bumped(cycle, broker, far, t0 + 62 * 60_000), state=copy.deepcopy(fell))["cycles"][0]["unloads"]
+
+
+def test_periodic_jitter_under_a_convex_random_model_gets_no_move_at_the_minute_cadence() -> None:
+    # the run that found the rule above: random-5 (a convex CPU curve, K=1.5) makes the on/off consumer's
+    # broker swing between 0.66 and 0.10; doing nothing is the right answer at one decision a minute
+    run = build("periodic-jitter", 1, load_model=random_model("random-5"), rate_noise=0.03)
+    result = run_closed_loop(run, "GlobalPlanner", cadence="minute")
+    assert result.moves == 0, result.summary()
+
+
+def test_the_planner_memory_of_broken_runs_is_validated() -> None:
+    assert planner_memory_from_json({"fell": {"b1": 5}}, "state.globalPlanner").to_json()["fell"] == {"b1": 5}
+    with pytest.raises(ScenarioError, match=r"state\.globalPlanner\.fell"):
+        planner_memory_from_json({"fell": {"b1": "soon"}}, "state.globalPlanner")
+    with pytest.raises(ScenarioError, match=r"state\.globalPlanner\.fell"):
+        planner_memory_from_json({"fell": [1]}, "state.globalPlanner")

@@ -5,8 +5,10 @@ Pulsar's admin REST API; this module is the *closed-loop* model the balance benc
 clock, traffic that moves, brokers that come and go, and unloads/splits applied the way Pulsar
 applies them. It is fast (plain Python, no I/O) and fully determined by its seed. It produces, per
 cycle, exactly the input of the decision core's ``decide`` contract (``LocalBrokerData`` per broker,
-``nowMs``), so every strategy runs on it unchanged. (Wiring it into the HTTP simulator is left for
-later; the HTTP simulator keeps its steady load model.)
+``nowMs``), so every strategy runs on it unchanged. Both simulators share the load models
+(:mod:`pulsar_rebalance.simulator.load_models`), the core's bundles, hashing and split algorithms,
+and the HTTP one serves any scenario here at its first cycle (``ClusterState.from_model``); what it
+does not serve is this module's clock: over HTTP the traffic stays as it was at that cycle.
 
 Model (units as Pulsar reports them):
 
@@ -22,7 +24,7 @@ Model (units as Pulsar reports them):
   a topic belongs to the bundle containing ``crc32(full name)`` (the core's ``topic_hash``).
 * **Brokers**: ``cores`` and ``nic_mbps`` give the limits Pulsar reports (``cpu.limit = cores*100``,
   ``bandwidthIn/Out.limit = Mbit/s * 1024``). Usage: ``cpu = 10 + 100*msg/s/40000 + 100*bytes/s/200MiB``
-  (the HTTP simulator's model; other load models in :mod:`pulsar_rebalance.simulator.load_models`)
+  (the ``linear`` load model, both simulators' default; the others in :mod:`pulsar_rebalance.simulator.load_models`)
   times ``1 + N(0, noise)``; bandwidth in/out = bytes/s * 8 / 1024 (Kbit/s). The load model also sets
   the brokers' limits (at construction and when one joins) and the metrics (true usage, ideal, floor).
 * **Measurement noise**: ``noise`` on the reported CPU; ``rate_noise`` on the reported bundle (and

@@ -23,8 +23,9 @@ assignment before and after (:mod:`.proposals`). The steps:
    ignored). The plan's **sources** are the brokers above the trigger by more than the reports' noise in
    ``confirm_reports`` consecutive reports - its (smoothed) reports above it, not only its planned usage,
    which holds remembered peaks - (or at once far above it, when the plan closes at least half its excess
-   over the target: else it is planned again without it, and it waits for its reports to confirm it); each
-   is planned down to the target. A broker between the target
+   over the target: else it is planned again without it, and it waits for its reports to confirm it; never
+   a broker whose run of reports above the trigger broke within the window, a load that comes and goes,
+   unless it is above the overload threshold); each is planned down to the target. A broker between the target
    and the trigger is no source, as in ThresholdShedder, which sheds only brokers above its threshold.
 3. **Membership settle**: when the set of brokers changed (a broker joined, left or came back from a
    restart) less than 10 min ago, the planner waits, unless a broker is above Pulsar's overload
