@@ -75,6 +75,7 @@ def _run(task: tuple[str, str, str, str, int]) -> dict[str, Any]:
         "worst_max": round(summary["worst_max"], 5),
         "moves": summary["moves"],
         "ideal": round(summary["ideal"], 5),
+        "sim_minutes": summary["sim_minutes"],
     }
 
 
@@ -290,6 +291,43 @@ def _where(r: dict[str, Any]) -> str:
     return f"{r['scenario']} / {r['model']} / {r['cadence']} / seed {r['seed']}"
 
 
+RUN_MINUTES = {"minute": 60, "dag": 48 * 60}
+"""Simulated minutes of a run per cadence, for rows stored before they carried ``sim_minutes``: every
+scenario this benchmark runs is 60 one-minute cycles, or 48 hourly decisions at the dag cadence."""
+
+
+def criteria(doc: dict[str, Any]) -> list[tuple[str, str, str, list[dict[str, Any]]]]:
+    """The balance benchmark's "Done when" criteria (:func:`bench_balance.done_when`: not worse, no hot
+    broker, steady, jitter, moves), per scenario x model x cadence with seeds paired, on these runs:
+    ``(scenario, model, cadence, criteria)``. Pulsar's strategies here are AvgShedder and ThresholdShedder
+    only, so *moves* compares with the closer of those two. *steady* is the strict criterion (0 moves),
+    also under a model whose hidden speeds leave doing nothing unbalanced (the per-run table above
+    exempts those)."""
+    cells: dict[tuple[str, str, str], dict[str, list[dict[str, Any]]]] = {}
+    for r in doc["rows"]:
+        row = dict(r)
+        minutes = row.get("sim_minutes") or RUN_MINUTES[row["cadence"]]
+        row["moves_per_day"] = row["moves"] * 24 * 60 / minutes
+        cells.setdefault((r["scenario"], r["model"], r["cadence"]), {}).setdefault(r["strategy"], []).append(row)
+    return [(sc, m, c, bench_balance.done_when(sc, by)) for (sc, m, c), by in cells.items()]
+
+
+def criteria_counts(doc: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
+    """(cells, cells meeting every criterion, failures per criterion key)."""
+    crit = criteria(doc)
+    fails: dict[str, int] = {}
+    for *_, cs in crit:
+        for x in cs:
+            if x["ok"] is False:
+                fails[x["key"]] = fails.get(x["key"], 0) + 1
+    passing = sum(1 for *_, cs in crit if not any(x["ok"] is False for x in cs))
+    return len(crit), passing, fails
+
+
+def _fails_text(fails: dict[str, int]) -> str:
+    return ", ".join(f"*{k}* {n}" for k, n in sorted(fails.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+
+
 def render_headline(doc: dict[str, Any]) -> str:
     v = verdicts(doc)
     p = v[PLANNER]
@@ -299,6 +337,7 @@ def render_headline(doc: dict[str, Any]) -> str:
         if st != PLANNER
     )
     models = len(doc["models"])
+    cells, passing, fails = criteria_counts(doc)
     return (
         f"On {models} load models drawn at random (costs per message, NICs, curves, capacities and speeds "
         f"nobody tuned on), {p['runs']} runs of the planner: it ends above doing nothing (by more than half a "
@@ -306,7 +345,8 @@ def render_headline(doc: dict[str, Any]) -> str:
         f"below in **{len(p['hot'])}**, ends lower in {p['below']}; its worst run: {_where(p['excess'])} "
         f"({p['excess_by']:+.3f} vs doing nothing). Pulsar's shedders on the same runs: {others}. Where it does "
         f"too little: in {len(behind(doc))} runs the best of them ends more than {BEHIND * 100:.0f} points lower "
-        "than the planner (the report lists them)."
+        "than the planner (the report lists them). By the balance benchmark's criteria (per scenario, model and "
+        f"cadence, seeds paired): {passing} of {cells} cells meet every one; failed: {_fails_text(fails)}."
     )
 
 
@@ -369,6 +409,7 @@ def render(doc: dict[str, Any]) -> str:
                 f"{base[_key(r)]['worst_max']:.3f} ({r['moves']} moves)"
             )
         out.append("")
+    out += criteria_section(doc)
     lag = behind(doc)
     if lag:
         models = sorted({r["model"] for r, _, _ in lag})
@@ -433,6 +474,45 @@ def render(doc: dict[str, Any]) -> str:
         )
     out.append(figures.table(["scenario", "worst run", "best run", "moves per run"], worst_rows))
     return "\n".join(out)
+
+
+def criteria_section(doc: dict[str, Any]) -> list[str]:
+    """The balance benchmark's criteria on these runs: per model and cadence, then every failing cell."""
+    crit = criteria(doc)
+    cells, passing, fails = criteria_counts(doc)
+    out = [
+        f"**By the balance benchmark's criteria** ([balance.md](balance.md): not worse than doing nothing, no broker "
+        f"pushed above {HOT:.0%}, 0 moves at steady state, at most {bench_balance.JITTER_MOVES_PER_DAY:g} moves per "
+        f"simulated day under periodic jitter, at most {bench_balance.MOVES_FACTOR:g}x the moves of the closer of "
+        "AvgShedder and ThresholdShedder where the planner ends lower), per scenario, model and cadence with "
+        f"seeds paired: {passing} of {cells} cells meet every one; failed: {_fails_text(fails)}. *steady* is "
+        "strict here: under a model with hidden speeds doing nothing is not balanced on that scenario either.",
+        "",
+    ]
+    rows = []
+    for m in doc["models"]:
+        for c in dict.fromkeys(x[2] for x in crit):
+            mine = [(sc, cs) for sc, mm, cc, cs in crit if mm == m and cc == c]
+            if not mine:
+                continue
+            failed = [(sc, [x["key"] for x in cs if x["ok"] is False]) for sc, cs in mine]
+            failed = [(sc, ks) for sc, ks in failed if ks]
+            rows.append(
+                [
+                    m,
+                    c,
+                    f"{len(mine) - len(failed)} of {len(mine)}",
+                    "; ".join(f"{sc}: {', '.join(ks)}" for sc, ks in failed) or "-",
+                ]
+            )
+    out.append(figures.table(["load model", "cadence", "scenarios meeting every criterion", "failed criteria"], rows))
+    out.append("")
+    failing = [(sc, m, c, x) for sc, m, c, cs in crit for x in cs if x["ok"] is False]
+    if failing:
+        out += ["Every failed criterion, with both sides' numbers:", ""]
+        out += [f"* {sc} / {m} / {c}: *{x['key']}*: {x['detail']}" for sc, m, c, x in failing]
+        out.append("")
+    return out
 
 
 def plot(doc: dict[str, Any], out: Path) -> None:

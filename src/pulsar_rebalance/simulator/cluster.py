@@ -321,11 +321,6 @@ def load_report_json(
     """``GET /admin/v2/broker-stats/load-report``: LocalBrokerData JSON of a broker with these bundle stats
     (its usage: :func:`system_usage` of ``model`` on ``machine``, the CPU times ``cpu_factor``: noise)."""
     broker_id = spec.broker_id
-    rate_in = sum(s["msgRateIn"] for s in bundle_stats.values())
-    rate_out = sum(s["msgRateOut"] for s in bundle_stats.values())
-    thr_in = sum(s["msgThroughputIn"] for s in bundle_stats.values())
-    thr_out = sum(s["msgThroughputOut"] for s in bundle_stats.values())
-    num_topics = sum(int(s["topics"]) for s in bundle_stats.values())
     load = Load.of(bundle_stats.values())
     usage = system_usage(spec, load, model, machine)
     if cpu_factor != 1.0:
@@ -340,16 +335,16 @@ def load_report_json(
         "persistentTopicsEnabled": True,
         "nonPersistentTopicsEnabled": True,
         **usage,
-        "msgThroughputIn": thr_in,
-        "msgThroughputOut": thr_out,
-        "msgRateIn": rate_in,
-        "msgRateOut": rate_out,
+        "msgThroughputIn": load.thr_in,
+        "msgThroughputOut": load.thr_out,
+        "msgRateIn": load.msg_in,
+        "msgRateOut": load.msg_out,
         "lastUpdate": now_ms,
         "lastStats": {b: dict(st) for b, st in bundle_stats.items()},
-        "numTopics": num_topics,
+        "numTopics": int(load.topics),
         "numBundles": len(bundle_stats),
-        "numConsumers": sum(int(s["consumerCount"]) for s in bundle_stats.values()),
-        "numProducers": sum(int(s["producerCount"]) for s in bundle_stats.values()),
+        "numConsumers": int(load.consumers),
+        "numProducers": int(load.producers),
         "bundles": sorted(bundles),
         "lastBundleGains": sorted(bundles - previous_bundles),
         "lastBundleLosses": sorted(previous_bundles - bundles),

@@ -30,6 +30,7 @@ from pulsar_rebalance.simulator.cluster import (
     TopicLoad,
     creation_boundaries,
     range_name,
+    resolve_load_model,
 )
 
 DEFAULT_NAMESPACES: tuple[str, ...] = ("public/default", "tenant-a/orders", "tenant-b/events")
@@ -83,7 +84,7 @@ def generate_cluster(
         cpu_noise: noise on the reported CPU (``ClusterState``'s ``cpu_noise``; 0 to 1).
 
     Raises:
-        ConfigError: a parameter is out of range (``key`` names it).
+        ConfigError: a parameter is out of range or an unknown load model (``key`` names it).
     """
     _require(brokers >= 1, "brokers", f"brokers must be >= 1, got {brokers}")
     _require(len(set(namespaces)) == len(namespaces) > 0, "namespaces", "namespaces must be non-empty and unique")
@@ -96,6 +97,11 @@ def generate_cluster(
     _require(bundles_per_namespace >= 1, "bundles_per_namespace", "bundles_per_namespace must be >= 1")
     _require(math.isfinite(skew) and skew > 0, "skew", f"skew must be a positive number, got {skew}")
     _require(0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")
+    if load_model is not None:
+        try:
+            resolve_load_model(load_model)
+        except ValueError as exc:
+            raise ConfigError(str(exc), key="load_model") from None
     _require(
         hot_namespace is None or hot_namespace in namespaces,
         "hot_namespace",
@@ -143,21 +149,16 @@ def generate_cluster(
             else:
                 owners[bundle] = specs[cursor].broker_id
                 cursor = (cursor + 1) % brokers
-    try:
-        return ClusterState(
-            cluster=cluster,
-            brokers=specs,
-            namespaces=boundaries,
-            topics=topics,
-            owners=owners,
-            load_model=load_model,
-            load_model_seed=seed,
-            cpu_noise=cpu_noise,
-        )
-    except ValueError as exc:
-        if load_model is not None and "load model" in str(exc):
-            raise ConfigError(str(exc), key="load_model") from None
-        raise
+    return ClusterState(
+        cluster=cluster,
+        brokers=specs,
+        namespaces=boundaries,
+        topics=topics,
+        owners=owners,
+        load_model=load_model,
+        load_model_seed=seed,
+        cpu_noise=cpu_noise,
+    )
 
 
 def _draw_rate(rng: random.Random) -> float:
