@@ -653,6 +653,14 @@ class GlobalPlanner:
                 cur = (s.msg_rate_in + s.msg_rate_out, s.msg_throughput_in, s.msg_throughput_out)
                 prev = (old["msgRate"], old["msgThroughputIn"], old["msgThroughputOut"]) if old else (0.0, 0.0, 0.0)
                 top = tuple(max(c, p) for c, p in zip(cur, prev))
+                if swinging and bd is not None:
+                    # a swing first seen in its quiet phase: the recent average (Pulsar's short-term data) holds
+                    # the busy phase the planner saw but did not keep; without it the bundle's broker looked
+                    # nearly empty and received 3 bundles that its consumer's next busy phase overloaded
+                    # (periodic-jitter, random-64, seed 2: ending above doing nothing)
+                    t = bd.short_term_data
+                    avg = (t.msg_rate_in + t.msg_rate_out, t.msg_throughput_in, t.msg_throughput_out)
+                    top = tuple(max(x, a) for x, a in zip(top, avg))
                 at = (
                     now
                     if (swinging or old is None or any(c >= 0.8 * p for c, p in zip(cur, prev) if p > 0))
