@@ -794,3 +794,23 @@ def test_the_planner_memory_of_broken_runs_is_validated() -> None:
         planner_memory_from_json({"fell": {"b1": "soon"}}, "state.globalPlanner")
     with pytest.raises(ScenarioError, match=r"state\.globalPlanner\.fell"):
         planner_memory_from_json({"fell": [1]}, "state.globalPlanner")
+
+
+def test_a_swing_first_seen_in_its_quiet_phase_is_remembered_at_its_recent_average() -> None:
+    # an on/off consumer seen busy for two reports (not yet a swing: the sample equals its average), then
+    # quiet: the quiet sample alone made the bundle look small and its broker nearly empty, and a plan moved
+    # 3 bundles onto it that the next busy phase overloaded (periodic-jitter, random-64, seed 2)
+    model = _model("steady-with-noise")
+    cycle = _cycle(model)
+    broker = "broker-0:8080"
+    stats = cycle["brokers"][broker]["lastStats"]
+    bundle = max(stats, key=lambda b: stats[b]["msgRateOut"])
+    s = stats[bundle]
+    short = cycle["bundleData"][bundle]["shortTermData"]
+    busy = {k: 4 * s[k] for k in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")}
+    short.update(busy, numSamples=3)  # the recent average holds the busy phase
+    peak = _decide(cycle)["state"]["globalPlanner"]["peaks"][bundle]
+    assert peak["msgRate"] >= busy["msgRateIn"] + busy["msgRateOut"] - 1e-6
+    assert peak["msgThroughputOut"] >= busy["msgThroughputOut"] - 1e-6
+    # the quiet sample itself is far below it: the peak is not just the last sample
+    assert peak["msgRate"] > 2 * (s["msgRateIn"] + s["msgRateOut"])
