@@ -312,9 +312,8 @@ def criteria(doc: dict[str, Any]) -> list[tuple[str, str, str, list[dict[str, An
     return [(sc, m, c, bench_balance.done_when(sc, by)) for (sc, m, c), by in cells.items()]
 
 
-def criteria_counts(doc: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
-    """(cells, cells meeting every criterion, failures per criterion key)."""
-    crit = criteria(doc)
+def criteria_counts(crit: list[tuple[str, str, str, list[dict[str, Any]]]]) -> tuple[int, int, dict[str, int]]:
+    """(cells, cells meeting every criterion, failures per criterion key) of :func:`criteria`'s cells."""
     fails: dict[str, int] = {}
     for *_, cs in crit:
         for x in cs:
@@ -337,7 +336,7 @@ def render_headline(doc: dict[str, Any]) -> str:
         if st != PLANNER
     )
     models = len(doc["models"])
-    cells, passing, fails = criteria_counts(doc)
+    cells, passing, fails = criteria_counts(criteria(doc))
     return (
         f"On {models} load models drawn at random (costs per message, NICs, curves, capacities and speeds "
         f"nobody tuned on), {p['runs']} runs of the planner: it ends above doing nothing (by more than half a "
@@ -479,7 +478,7 @@ def render(doc: dict[str, Any]) -> str:
 def criteria_section(doc: dict[str, Any]) -> list[str]:
     """The balance benchmark's criteria on these runs: per model and cadence, then every failing cell."""
     crit = criteria(doc)
-    cells, passing, fails = criteria_counts(doc)
+    cells, passing, fails = criteria_counts(crit)
     out = [
         f"**By the balance benchmark's criteria** ([balance.md](balance.md): not worse than doing nothing, no broker "
         f"pushed above {HOT:.0%}, 0 moves at steady state, at most {bench_balance.JITTER_MOVES_PER_DAY:g} moves per "

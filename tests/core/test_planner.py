@@ -603,13 +603,7 @@ def test_a_broker_just_above_the_trigger_waits_for_three_reports_one_far_above_d
     usage = stats["brokers"]["broker-0:8080"]["usage"]
 
     def bumped(to: float, at_ms: int) -> dict[str, Any]:
-        c = copy.deepcopy(cycle)
-        c["nowMs"] = at_ms
-        rep = c["brokers"]["broker-0:8080"]
-        for key in ("cpu", "bandwidthIn", "bandwidthOut", "memory", "directMemory"):
-            if isinstance(rep.get(key), dict):
-                rep[key]["usage"] *= to / usage
-        return c
+        return _bumped(cycle, "broker-0:8080", to / usage, at_ms)
 
     marginal = ideal + 1.4 * (trigger - ideal)
     first = _decide(bumped(marginal, cycle["nowMs"]))

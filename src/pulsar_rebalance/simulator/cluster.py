@@ -1034,8 +1034,8 @@ class ClusterState:
         cpu_noise: float | None = None,
     ) -> ClusterState:
         """The closed-loop model's cluster as it is now, served steady (CPU noise: ``cpu_noise``, by default the
-        model's own): its live brokers (the i-th as ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its machine as the model configured it, its
-        closed-loop id the machine key), namespaces and bundle boundaries, ownership, topics at their current
+        model's own): its live brokers (the i-th as ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its
+        machine as the model configured it, its closed-loop id the machine key), namespaces and bundle boundaries, ownership, topics at their current
         rates (each with its closed-loop consumer count as one subscription), the same load model instance
         and seed. Without noise its load reports are then the closed loop's noise-free ones, number for number.
         ``ValueError`` for a model with placement constraints (their broker regexes name the closed loop's
