@@ -31,10 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_rebalance.core.decision import SplitDecision
+from pulsar_rebalance.core.guard import TOLERANCE as GUARD_TOLERANCE
 from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_weights
 from pulsar_rebalance.core.planner.load_model import ClusterView
 from pulsar_rebalance.core.planner.proposals import PlannedUnload, Proposals, Rationale, rounded
 from pulsar_rebalance.core.planner.split_to_fit import TopicLoad, split_bundle
+from pulsar_rebalance.core.prediction import Move
 from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 from pulsar_rebalance.core.pulsar.policies import DestinationFilter
 
@@ -179,7 +181,7 @@ class Descent:
     def record(self, s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
         """Move ``name`` from ``s`` to ``d`` on the model, with its rationale (``why`` is appended to the cause)."""
         view, lv = self.view, self.levels
-        ud = view.usage(d)
+        ud = view.usage(d) + view.lift.get(d, 0.0)
         bl = view.bundles[name]
         view.move(name, d)
         self.allowed.moved(name, s, d)
@@ -246,7 +248,8 @@ class Capacity:
         fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
         may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
         accepts: else the guard puts the bundle on another broker itself, the least used by this one
-        report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
+        report, which may be one whose load swings (this model plans it at its peak; the guard cannot). Above
+        it, only one that fits the guard's room or passes its overload relief (:func:`_relieves`)."""
         view, lv, s = dx.view, dx.levels, src.broker
         bl = view.bundles[name]
         back = dx.history.get(name, {}).get("from")
@@ -259,9 +262,9 @@ class Capacity:
                 continue
             if src.into is not None and (d not in src.into or view.usage(d) >= lv.fill_to):
                 continue
-            if guarded and not dx.room.fits(s, d, traffic):
+            if not dx.room.fits(s, d, traffic) and (guarded or not _relieves(dx, name, s, d, traffic)):
                 continue
-            bd = view.usage_after(d, view.arrival(bl.vec, s, d), 1.0)
+            bd = view.landing(d, view.arrival(bl.vec, s, d))
             if bd >= src.usage - lv.min_gain or bd > max(lv.overload, src.cap):
                 continue
             if best is None or bd < best[0]:
@@ -269,6 +272,26 @@ class Capacity:
             if bd <= src.cap and (tight is None or bd > tight[0]):
                 tight = (bd, d)
         return tight if tight is not None else best
+
+
+def _relieves(dx: Descent, name: str, s: str, d: str, traffic: tuple[float, float, float]) -> bool:
+    """The destination side of the do-no-harm guard's overload relief (``core.guard``), for moving ``name``
+    (``traffic``) off ``s``, above the overload threshold, to ``d`` on top of this plan's moves so far: at the
+    lower of the guard's two estimates (the bundle's share of its source's reported usage, or its messages at
+    ``d``'s own CPU cost per message) ``d`` stays at or below the overload threshold, and below the source's
+    usage now were that prediction off by 100 %. A move off an overloaded broker that neither fits the guard's
+    room nor relieves is cut by the guard: planned anyway, every plan proposed it again (random-68's hot topic)."""
+    load = dx.room.load
+    amounts = load.arrival_amounts(Move(name, s, d))  # a split's part has no report of its own: its share
+    if amounts is None:
+        amounts = dx.room.amounts(s, traffic)
+    if amounts is None or d not in load.state:
+        return False
+    before, after = load.usage(d), load.destination_after(d, amounts)
+    return (
+        after <= dx.levels.overload + GUARD_TOLERANCE
+        and before + 2 * (after - before) < load.usage(s) - GUARD_TOLERANCE
+    )
 
 
 class Goal(Protocol):
@@ -313,7 +336,7 @@ class SplitToFit:
             return False
         view, lv, s = dx.view, dx.levels, src.broker
         bl = view.bundles[biggest[1]]
-        fits = any(view.usage_after(d, view.arrival(bl.vec, s, d), 1.0) <= lv.target for d in src.dests)
+        fits = any(view.landing(d, view.arrival(bl.vec, s, d)) <= lv.target for d in src.dests)
         others = sum(size for size, name, _ in src.cands if name != biggest[1])
         if fits or biggest[0] <= src.excess or others >= src.excess:
             return False
@@ -344,7 +367,7 @@ class SplitToFit:
         for child, d in placed.items():  # the parts sized for a destination's room go there
             us_c = view.usage(s)
             a = view.usage_after(s, view.bundles[child].vec, -1.0)
-            bd = view.usage_after(d, view.arrival(view.bundles[child].vec, s, d), 1.0)
+            bd = view.landing(d, view.arrival(view.bundles[child].vec, s, d))
             if a < us_c and bd <= lv.target:
                 dx.record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
         return True
@@ -407,7 +430,7 @@ class Isolate:
             for d in dx.dest_candidates(s):
                 if d == back or view.usage(d) >= lv.overload or not dx.allowed.permits(name, s, d):
                     continue
-                bd = view.usage_after(d, view.arrival(view.bundles[name].vec, s, d), 1.0)
+                bd = view.landing(d, view.arrival(view.bundles[name].vec, s, d))
                 if bd <= level and bd < a and (best is None or bd < best[0]):
                     best = (bd, d)
             if best is not None:

@@ -311,6 +311,8 @@ class ClusterView:
         self.used: dict[str, list[float]] = {}
         self.relief: dict[str, list[float]] = {}
         """Per clipped broker and resource, the share of a leaving bundle's contribution its usage loses."""
+        self.lift: dict[str, float] = {}
+        """Per lifted broker (:meth:`lift_to`), how much busier its reports showed it than it is planned."""
         reported: dict[str, list[float]] = {}
         broker_feat: dict[str, list[float]] = {}
         for b, d in brokers.items():
@@ -540,6 +542,20 @@ class ClusterView:
                 relief[i] *= level / (used[i] * k)
                 used[i] = level / k
         self._usage.pop(broker, None)
+
+    def lift_to(self, broker: str, level: float) -> None:
+        """As a destination, ``broker`` is at least at ``level`` (what its own reports showed in its busy
+        phase): what arrives there lands on top of that (:meth:`landing`). Its usage as a source is unchanged.
+        The mirror image of :meth:`clip`, for a broker whose load swings and that the model plans emptier
+        than its reports showed it."""
+        gap = level - self.usage(broker)
+        if gap > 0:
+            self.lift[broker] = gap
+
+    def landing(self, broker: str, vec: Sequence[float]) -> float:
+        """Usage of ``broker`` as a destination once ``vec`` arrives: :meth:`usage_after`, lifted
+        (:meth:`lift_to`)."""
+        return self.usage_after(broker, vec, 1.0) + self.lift.get(broker, 0.0)
 
     def clipped(self, broker: str) -> bool:
         """Whether the reports contradicted the model on ``broker`` (:meth:`clip` lowered it)."""

@@ -155,7 +155,7 @@ def fitted_parts(
             (
                 x
                 for x in free
-                if view.usage_after(x, view.arrival(vec, bl.broker, x), 1.0) <= target
+                if view.landing(x, view.arrival(vec, bl.broker, x)) <= target
                 and (room is None or room.fits(bl.broker, x, traffic))
             ),
             None,
