@@ -31,12 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_rebalance.core.decision import SplitDecision
-from pulsar_rebalance.core.guard import TOLERANCE as GUARD_TOLERANCE
 from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_weights
 from pulsar_rebalance.core.planner.load_model import ClusterView
 from pulsar_rebalance.core.planner.proposals import PlannedUnload, Proposals, Rationale, rounded
 from pulsar_rebalance.core.planner.split_to_fit import TopicLoad, split_bundle
-from pulsar_rebalance.core.prediction import Move
 from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 from pulsar_rebalance.core.pulsar.policies import DestinationFilter
 
@@ -248,8 +246,7 @@ class Capacity:
         fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
         may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
         accepts: else the guard puts the bundle on another broker itself, the least used by this one
-        report, which may be one whose load swings (this model plans it at its peak; the guard cannot). Above
-        it, only one that fits the guard's room or passes its overload relief (:func:`_relieves`)."""
+        report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
         view, lv, s = dx.view, dx.levels, src.broker
         bl = view.bundles[name]
         back = dx.history.get(name, {}).get("from")
@@ -262,7 +259,7 @@ class Capacity:
                 continue
             if src.into is not None and (d not in src.into or view.usage(d) >= lv.fill_to):
                 continue
-            if not dx.room.fits(s, d, traffic) and (guarded or not _relieves(dx, name, s, d, traffic)):
+            if guarded and not dx.room.fits(s, d, traffic):
                 continue
             bd = view.landing(d, view.arrival(bl.vec, s, d))
             if bd >= src.usage - lv.min_gain or bd > max(lv.overload, src.cap):
@@ -272,26 +269,6 @@ class Capacity:
             if bd <= src.cap and (tight is None or bd > tight[0]):
                 tight = (bd, d)
         return tight if tight is not None else best
-
-
-def _relieves(dx: Descent, name: str, s: str, d: str, traffic: tuple[float, float, float]) -> bool:
-    """The destination side of the do-no-harm guard's overload relief (``core.guard``), for moving ``name``
-    (``traffic``) off ``s``, above the overload threshold, to ``d`` on top of this plan's moves so far: at the
-    lower of the guard's two estimates (the bundle's share of its source's reported usage, or its messages at
-    ``d``'s own CPU cost per message) ``d`` stays at or below the overload threshold, and below the source's
-    usage now were that prediction off by 100 %. A move off an overloaded broker that neither fits the guard's
-    room nor relieves is cut by the guard: planned anyway, every plan proposed it again (random-68's hot topic)."""
-    load = dx.room.load
-    amounts = load.arrival_amounts(Move(name, s, d))  # a split's part has no report of its own: its share
-    if amounts is None:
-        amounts = dx.room.amounts(s, traffic)
-    if amounts is None or d not in load.state:
-        return False
-    before, after = load.usage(d), load.destination_after(d, amounts)
-    return (
-        after <= dx.levels.overload + GUARD_TOLERANCE
-        and before + 2 * (after - before) < load.usage(s) - GUARD_TOLERANCE
-    )
 
 
 class Goal(Protocol):
