@@ -209,6 +209,32 @@ def test_standalone_serves_a_benchmark_scenario_under_a_load_model_and_keeps_it(
         start_cluster(state, _standalone_args(state, "--scenario", "one-hot-broker"))
 
 
+def test_standalone_runs_a_scenarios_clock_on_a_new_cluster_it_does_not_keep(tmp_path):
+    from pulsar_rebalance.cli.quickstart import SIMULATOR_STATE, start_cluster
+    from pulsar_rebalance.errors import ConfigError
+    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True)
+    sim, info = start_cluster(state, _standalone_args(state, "--scenario", "scale-up", "--clock", "600"))
+    try:  # scale-up: two brokers join at simulated minute 2, 0.2 s in at 600 minutes a minute
+        assert info["clock"] == 600 and len(info["brokers"]) == 8
+        with PulsarAdminClient.from_url(info["admin_url"], retries=0) as admin:
+            seen = len(admin.brokers(info["cluster"]))
+            for _ in range(300):
+                if seen == 10:
+                    break
+                time.sleep(0.1)  # polling the served cluster until the clock passed minute 2 (at most 30 s)
+                seen = len(admin.brokers(info["cluster"]))
+        assert seen == 10
+    finally:
+        _stop(sim, signal.SIGTERM)
+    assert not (state / SIMULATOR_STATE).exists()  # a running clock is not kept
+    assert "brokers joined" in (state / "logs" / "simulator.log").read_text()
+    with pytest.raises(ConfigError, match="give --scenario NAME too"):
+        start_cluster(state, _standalone_args(state, "--clock", "60"))
+
+
 def test_a_kept_cluster_whose_port_is_taken_fails_clearly(tmp_path):
     from pulsar_rebalance.cli.quickstart import start_cluster
 

@@ -96,6 +96,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "convex-cpu, nic-bound, heterogeneous-capacity, random-<k>, ...; see docs/simulator.md)",
     )
     p.add_argument(
+        "--clock",
+        type=float,
+        default=None,
+        metavar="SPEED",
+        help="with --scenario: run its clock at SPEED simulated minutes per minute (60: an hour a minute), so "
+        "load and brokers move on between the DAG's runs; such a cluster is new at every start, not kept",
+    )
+    p.add_argument(
         "--fresh-cluster",
         action="store_true",
         help=f"discard the simulated cluster kept in STATE_DIR/{SIMULATOR_STATE} (brokers, addresses, "
@@ -221,6 +229,8 @@ def _simulator(state: Path, args, state_file: Path | None = None) -> tuple[subpr
     for flag in ("scenario", "load_model"):  # standalone's: a new cluster's (the simulator refuses a kept one's)
         if getattr(args, flag, None) is not None:
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    if getattr(args, "clock", None) is not None:
+        cmd += ["--clock", str(args.clock)]
     if state_file is not None:
         cmd += ["--state-file", str(state_file)]
     proc = subprocess.Popen(
@@ -371,6 +381,19 @@ def start_cluster(state: Path, args: argparse.Namespace) -> tuple[subprocess.Pop
     """The simulated cluster of ``standalone``: the one kept in ``STATE_DIR/simulator-cluster.json`` (same
     broker names and ports, ownership, bundle ranges and load as when it stopped; every change is saved
     there), or a new one when there is none or ``--fresh-cluster``."""
+    clock = getattr(args, "clock", None)
+    if clock is not None:  # a running clock cannot be resumed: a new cluster, not kept
+        if getattr(args, "scenario", None) is None:
+            from pulsar_rebalance.errors import ConfigError
+
+            raise ConfigError("--clock runs a scenario's clock: give --scenario NAME too", key="clock")
+        sim, info = _simulator(state, args)
+        _say(
+            f"simulated Pulsar cluster {info['cluster']}: {len(info['brokers'])} brokers, admin API at "
+            f"{info['admin_url']} (scenario {args.scenario}, its clock at {clock:g} simulated minutes a minute; "
+            f"new at every start, not kept; brokers joining or stopping: {state / 'logs' / 'simulator.log'})"
+        )
+        return sim, info
     state_file = state / SIMULATOR_STATE
     if getattr(args, "fresh_cluster", False) and state_file.exists():
         kept = state_file.with_name(f"{SIMULATOR_STATE}.{time.strftime('%Y%m%d-%H%M%S')}.old")

@@ -8,12 +8,16 @@ OAuth2 instead of a token: ``--oauth2-client-id ID --oauth2-secret-env VAR`` ser
 ``--oauth2-token-lifetime`` seconds, and the admin API accepts only those; the secret is read from $VAR.
 Faults for demos/tests: ``--fault`` (repeatable) or env ``PULSAR_REBALANCE_SIM_FAULTS``, e.g.
 ``1:error=500,*:latency=0.2`` (see ``SimulatedPulsar.apply_fault_spec``).
+``--scenario NAME`` serves a balance-benchmark scenario at its first cycle; ``--clock SPEED`` also runs its
+clock (``simulator.live``): traffic and membership move on, ``clock`` in the ready JSON, and each broker joining
+or stopping is a line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -24,6 +28,8 @@ from typing import Any
 from pulsar_rebalance.errors import ConfigError, RebalanceError
 
 MAX_BROKERS = 2000
+MAX_CLOCK = 1440.0
+"""--clock: at most a simulated day per minute (the clock steps minute by minute)."""
 """Each simulated broker is an HTTP server with its own thread and socket: a bound keeps a typo
 (``--brokers 100000``) from exhausting the machine. Larger clusters are for the in-process model
 (``pulsar_rebalance.simulator`` without HTTP) and the synthetic snapshot generator."""
@@ -72,6 +78,16 @@ def register(subparsers: Any) -> None:
         "(default 1) under --load-model: the brokers report what the balance benchmark's do",
     )
     parser.add_argument(
+        "--clock",
+        type=float,
+        default=None,
+        metavar="SPEED",
+        help="with --scenario: run the scenario's clock at SPEED simulated minutes per wall-clock minute (60: a "
+        "simulated hour a minute), so traffic, on/off consumers and brokers joining, failing or restarting "
+        "move on while it serves, and what clients split or unload moves the scenario's model (default: the "
+        "scenario stays at its first cycle)",
+    )
+    parser.add_argument(
         "--load-model",
         default=None,
         metavar="NAME",
@@ -94,7 +110,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pulsar_rebalance.simulator.cluster import ClusterState
-    from pulsar_rebalance.simulator.generator import generate_cluster, scenario_cluster
+    from pulsar_rebalance.simulator.dynamics import ClusterModel
+    from pulsar_rebalance.simulator.generator import generate_cluster, scenario_model_and_cluster
+    from pulsar_rebalance.simulator.live import LiveCluster
     from pulsar_rebalance.simulator.server import FAULTS_ENV_VAR, OAuth2Issuer, SimulatedPulsar
 
     token = None
@@ -135,6 +153,19 @@ def run(args: argparse.Namespace) -> int:
             f"--port-base {args.port_base} + {args.brokers or 5} brokers runs past TCP port 65535", key="port-base"
         )
 
+    if args.clock is not None:
+        if args.scenario is None:
+            raise ConfigError("--clock runs a scenario's clock: give --scenario NAME too", key="clock")
+        if not 0 < args.clock <= MAX_CLOCK:
+            raise ConfigError(
+                f"--clock must be above 0 and at most {MAX_CLOCK:g} simulated minutes per minute, got {args.clock}",
+                key="clock",
+            )
+        if args.state_file is not None:
+            raise ConfigError(
+                "--clock and --state-file exclude each other (a saved cluster has no clock to resume)", key="clock"
+            )
+    model: ClusterModel | None = None
     state_file: Path | None = args.state_file
     if state_file is not None and state_file.exists():
         try:
@@ -171,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--scenario brings its own brokers: drop --brokers", key="brokers")
         try:
             if args.scenario is not None:
-                state = scenario_cluster(
+                model, state = scenario_model_and_cluster(
                     args.scenario,
                     seed=1 if args.seed is None else args.seed,
                     load_model=args.load_model,
@@ -202,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         ephemeral = args.port_base == 0
 
     sim = SimulatedPulsar(state, host=args.host, ephemeral=ephemeral, token=token, oauth2=oauth2)
+    live: LiveCluster | None = None
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -210,6 +242,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"pulsar-rebalance simulator: error: {exc}", file=sys.stderr)
             return 1
+        if args.clock is not None and model is not None:
+            _log_the_clock()
+            live = LiveCluster(sim, model).start(args.clock)
         try:
             for spec in [os.environ.get(FAULTS_ENV_VAR, ""), *args.fault]:
                 if spec:
@@ -224,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
         }
         if oauth2 is not None:
             info["issuer_url"] = sim.issuer_url
+        if live is not None:
+            info["clock"] = args.clock
         ready = json.dumps(info)
         if args.ready_file is not None:
             tmp = args.ready_file.with_name(args.ready_file.name + ".tmp")
@@ -234,8 +271,20 @@ def run(args: argparse.Namespace) -> int:
             pass
         return 0
     finally:
+        if live is not None:
+            live.stop()
         sim.stop()
         if state.state_file is not None:  # saved after every change already; once more, as it stopped
             state.save()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _log_the_clock() -> None:
+    """What the running clock does (brokers joining, stopping) goes to stderr, one line each."""
+    clock_log = logging.getLogger("pulsar_rebalance.simulator.live")
+    if not clock_log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("pulsar-rebalance simulator: %(message)s"))
+        clock_log.addHandler(handler)
+        clock_log.setLevel(logging.INFO)

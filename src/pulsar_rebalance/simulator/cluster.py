@@ -282,6 +282,16 @@ def machine_of(spec: BrokerSpec, model: LoadModel, key: str, seed: int) -> Broke
     return machine
 
 
+def spec_of_machine(
+    broker_id: str, machine: Broker, model: LoadModel, heap_mb: float = 4096.0, direct_memory_mb: float = 4096.0
+) -> BrokerSpec:
+    """The spec a closed-loop ``machine`` is declared with: its cores, and its NIC before the model's
+    cluster-wide NIC factor (a broker added later from this spec is configured like any other); per-broker
+    differences the model drew are the machine's (``ClusterState``'s ``machines``)."""
+    nic_factor = getattr(model, "NIC_FACTOR", 1.0) or 1.0
+    return BrokerSpec(broker_id, max(1, round(machine.cores)), machine.nic_mbps / nic_factor, heap_mb, direct_memory_mb)
+
+
 def system_usage(
     spec: BrokerSpec, load: Load, model: LoadModel | None = None, machine: Broker | None = None
 ) -> dict[str, dict[str, float]]:
@@ -926,15 +936,53 @@ class ClusterState:
             self._persist()
             return moved
 
-    def add_broker(self, spec: BrokerSpec) -> None:
+    def add_broker(self, spec: BrokerSpec, *, machine_key: str | None = None, machine: Broker | None = None) -> None:
         """A new broker joins the cluster (scale-out): it is active at once and owns nothing until a
-        placement or an unload gives it bundles. Raises ``ValueError`` for a broker id already present."""
+        placement or an unload gives it bundles. ``machine_key`` / ``machine``: the machine it is (its key,
+        and its cores and NIC as the load model configured them: a closed-loop broker joining,
+        :mod:`pulsar_rebalance.simulator.live`); default the next free key and the spec as the model
+        configures it. Raises ``ValueError`` for a broker id or machine key already present."""
         with self._lock:
             if spec.broker_id in self._brokers:
                 raise ValueError(f"broker {spec.broker_id!r} is already in the cluster")
+            if machine_key is not None and machine_key in self._machine_keys.values():
+                raise ValueError(f"machine key {machine_key!r} is already a broker's")
             self._brokers[spec.broker_id] = copy.copy(spec)
-            self._add_machine(spec.broker_id, self._free_key(0))
+            limits = (machine.cores, machine.nic_mbps) if machine is not None else None
+            self._add_machine(spec.broker_id, machine_key or self._free_key(0), limits)
             self._policies = None
+            self._persist()
+
+    def boundaries(self) -> dict[str, list[int]]:
+        """Every namespace's bundle boundaries now (a copy)."""
+        with self._lock:
+            return {ns: list(bounds) for ns, bounds in self._boundaries.items()}
+
+    def follow(self, owners: Mapping[str, str], rates: Mapping[str, Sequence[float]]) -> None:
+        """Take ownership and topic rates from the model this state is a view of (the running clock,
+        :mod:`pulsar_rebalance.simulator.live`): ``owners`` must name every bundle, each owned by a broker
+        of this state; ``rates``: topic -> (msgRateIn, msgRateOut, msgThroughputIn, msgThroughputOut) for
+        any of the topics (``ValueError`` naming the first problem, and nothing changed)."""
+        with self._lock:
+            expected = {b for ns in self._boundaries for b in self._bundle_names(ns)}
+            if set(owners) != expected:
+                missing, extra = sorted(expected - set(owners)), sorted(set(owners) - expected)
+                raise ValueError(f"owners must cover every bundle exactly; missing={missing} unknown={extra}")
+            stranger = next((o for o in owners.values() if o not in self._brokers), None)
+            if stranger is not None:
+                raise ValueError(f"owners name unknown broker {stranger!r}")
+            unknown = next((t for t in rates if t not in self._topics), None)
+            if unknown is not None:
+                raise ValueError(f"rates name unknown topic {unknown!r}")
+            for name, values in rates.items():
+                if len(values) != 4 or not all(v >= 0 for v in values):
+                    raise ValueError(f"topic {name}: rates must be 4 numbers >= 0, got {values!r}")
+            self._owners = dict(owners)
+            self._affinity = {b: o for b, o in self._affinity.items() if b in expected}
+            for name, (rate_in, rate_out, thr_in, thr_out) in rates.items():
+                t = self._topics[name]
+                t.msg_rate_in, t.msg_rate_out = float(rate_in), float(rate_out)
+                t.msg_throughput_in, t.msg_throughput_out = float(thr_in), float(thr_out)
             self._persist()
 
     def rename_brokers(self, mapping: Mapping[str, str]) -> None:
@@ -1044,14 +1092,11 @@ class ClusterState:
             raise ValueError("a closed-loop model with placement constraints cannot be served over HTTP yet")
         live = model.live_brokers()
         ids = {b: f"{host}:{port_base + i if port_base else i}" for i, b in enumerate(live)}
-        nic_factor = getattr(model.load_model, "NIC_FACTOR", 1.0) or 1.0
         specs = []
         machines: dict[str, dict[str, Any]] = {}
         for b in live:
             m = model.brokers[b]
-            # the declared machine before the model's cluster-wide NIC factor (a broker added later from this
-            # spec is configured like any other); per-broker differences are kept through ``machines``
-            specs.append(BrokerSpec(ids[b], max(1, round(m.cores)), m.nic_mbps / nic_factor, heap_mb, direct_memory_mb))
+            specs.append(spec_of_machine(ids[b], m, model.load_model, heap_mb, direct_memory_mb))
             machines[ids[b]] = {"key": b, "cores": m.cores, "nicMbps": m.nic_mbps}
         topics = [
             TopicLoad(

@@ -32,6 +32,7 @@ from pulsar_rebalance.simulator.cluster import (
     range_name,
     resolve_load_model,
 )
+from pulsar_rebalance.simulator.dynamics import ClusterModel
 
 DEFAULT_NAMESPACES: tuple[str, ...] = ("public/default", "tenant-a/orders", "tenant-b/events")
 DEFAULT_HOT_NAMESPACE = "tenant-b/events"
@@ -205,7 +206,23 @@ def scenario_cluster(
     Raises:
         ConfigError: an unknown scenario or load model (``key`` names it), or one the HTTP side cannot serve.
     """
-    from pulsar_rebalance.simulator.cluster import resolve_load_model
+    return scenario_model_and_cluster(
+        name, seed=seed, load_model=load_model, cluster=cluster, host=host, port_base=port_base, cpu_noise=cpu_noise
+    )[1]
+
+
+def scenario_model_and_cluster(
+    name: str,
+    *,
+    seed: int = 1,
+    load_model: str | None = None,
+    cluster: str = DEFAULT_CLUSTER_NAME,
+    host: str = "127.0.0.1",
+    port_base: int = DEFAULT_PORT_BASE,
+    cpu_noise: float | None = None,
+) -> tuple[ClusterModel, ClusterState]:
+    """:func:`scenario_cluster` and the closed-loop model it is a view of (to run its clock:
+    :class:`pulsar_rebalance.simulator.live.LiveCluster`)."""
     from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 
     _require(cpu_noise is None or 0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")
@@ -216,6 +233,7 @@ def scenario_cluster(
         raise ConfigError(str(exc), key="load_model") from None
     try:
         run = build(name, seed, load_model=model)
-        return ClusterState.from_model(run.model, cluster=cluster, host=host, port_base=port_base, cpu_noise=cpu_noise)
+        state = ClusterState.from_model(run.model, cluster=cluster, host=host, port_base=port_base, cpu_noise=cpu_noise)
     except ValueError as exc:
         raise ConfigError(f"scenario {name}: {exc}", key="scenario") from None
+    return run.model, state

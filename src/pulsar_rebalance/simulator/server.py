@@ -57,6 +57,7 @@ from pulsar_rebalance.simulator.cluster import (
     PulsarRestError,
     range_name,
 )
+from pulsar_rebalance.simulator.dynamics import Broker
 
 logger = logging.getLogger(__name__)
 
@@ -289,17 +290,22 @@ class SimulatedPulsar:
             _stop_server(server)
         return self.state.remove_broker(broker_id)
 
-    def add_broker(self, spec: BrokerSpec | None = None) -> str:
+    def add_broker(
+        self, spec: BrokerSpec | None = None, *, machine_key: str | None = None, machine: Broker | None = None
+    ) -> str:
         """A new, empty broker joins the running cluster (scale-out): it listens on an OS-chosen port
         of ``host`` and is listed by ``/admin/v2/brokers`` at once. ``spec`` gives its capacity (its
-        ``broker_id`` is replaced by the listening address); default: the first broker's. Returns its id."""
+        ``broker_id`` is replaced by the listening address); default: the first broker's. ``machine_key`` /
+        ``machine``: as :meth:`ClusterState.add_broker`. Returns its id."""
         if not self._started:
             raise RuntimeError("start the simulator before adding a broker")
         server = _BrokerServer((self.host, 0), self)
         broker_id = f"{self.host}:{server.server_address[1]}"
         like = spec or self.state.broker_spec(self.state.broker_ids()[0])
         try:
-            self.state.add_broker(dataclasses.replace(like, broker_id=broker_id))
+            self.state.add_broker(
+                dataclasses.replace(like, broker_id=broker_id), machine_key=machine_key, machine=machine
+            )
         except BaseException:
             server.server_close()
             raise
