@@ -172,6 +172,16 @@ def _raise_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through every ExitStack/finally, so cleanup runs
 
 
+def prepare_process() -> None:
+    """What an in-process Spark run needs: Python workers on this interpreter, a local address, the venv's
+    ``spark-submit`` first on PATH, and SIGTERM unwinding through every cleanup."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+
+
 def start_postgres(stack: contextlib.ExitStack, root: Path):
     from pulsar_rebalance.store.embedded import EmbeddedPostgres
 
@@ -679,11 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.submit_repeats < 1:
         parser.error("--submit-repeats must be >= 1")
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    prepare_process()
 
     started = time.perf_counter()
     load = figures.LoadSampler()

@@ -509,6 +509,12 @@ class ClusterState:
             fit_costs(_CostView(self), 0.0)
         self.state_file = Path(state_file) if state_file is not None else None
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The state's re-entrant lock, which every public method takes: hold it to make several calls one step
+        no request sees halfway (:mod:`pulsar_rebalance.simulator.live`)."""
+        return self._lock
+
     # ------------------------------------------------------------------ read side
 
     def broker_ids(self) -> list[str]:

@@ -92,7 +92,7 @@ class LiveCluster:
         if minutes < 1:
             raise ValueError(f"minutes must be >= 1, got {minutes}")
         state = self.sim.state
-        with self._lock, state._lock:
+        with self._lock, state.lock:
             self._push(state)
             before = dict(self.model.owners)
             self.model.advance(minutes)

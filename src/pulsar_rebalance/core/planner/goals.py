@@ -463,11 +463,24 @@ def optimize(dx: Descent, srcs: set[str], into: set[str] | None) -> None:
         dx.stuck.add(s)
         dx.stuck_max = max(dx.stuck_max, us)
         if us > target and into is None:
+            why = why_stuck(dx, src)
             Isolate.act(dx, s)
-            dx.warnings.append(
-                f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: no bundle can move without "
-                "overloading its destination (or all are in cool-down)"
-            )
+            dx.warnings.append(f"{s}: predicted usage {view.usage(s):.4f} stays above target {target:.4f}: {why}")
+
+
+def why_stuck(dx: Descent, src: Source) -> str:
+    """Why no goal could lower ``src`` any further, for the plan's warnings (an operator reads them)."""
+    movable = sum(1 for n in dx.view.owned[src.broker] if dx.movable(n))
+    if not movable:
+        return "none of its bundles can move now (each is in cool-down, was just unloaded, or is held by one hot topic)"
+    if not src.cands:
+        lv = dx.levels
+        return (
+            f"each of its {movable} movable bundle(s) would lower it by less than {lv.min_gain:.4f} (a move must gain "
+            f"more than half a point and than the noise its reports show, {lv.noise:.4f}), so they wait for reports "
+            "that tell such a gain apart"
+        )
+    return "no bundle can move without overloading its destination"
 
 
 def descend(dx: Descent, srcs: set[str], under: set[str]) -> None:
