@@ -182,6 +182,20 @@ def prepare_process() -> None:
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
 
 
+def open_run(stack: contextlib.ExitStack, pg, prefix: str, admin_url: str):
+    """A fresh migrated database on ``pg`` (its URL and engine) and an admin client of ``admin_url``, both
+    closed by ``stack``."""
+    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
+    from pulsar_rebalance.store.engine import dispose_engines, make_engine, migrate
+
+    url = pg.create_database(f"{prefix}_{uuid.uuid4().hex[:12]}")
+    stack.callback(_quietly, lambda: dispose_engines(url), "closing DB connections")
+    migrate(url)
+    client = PulsarAdminClient.from_url(admin_url)
+    stack.callback(_quietly, client.close, "closing the admin client")
+    return url, make_engine(url), client
+
+
 def start_postgres(stack: contextlib.ExitStack, root: Path):
     from pulsar_rebalance.store.embedded import EmbeddedPostgres
 
@@ -235,10 +249,8 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
     from pulsar_rebalance.cli.plans import decide
     from pulsar_rebalance.pipeline import stages
     from pulsar_rebalance.pipeline.context import JobContext
-    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
     from pulsar_rebalance.simulator.generator import generate_cluster
     from pulsar_rebalance.simulator.server import SimulatedPulsar
-    from pulsar_rebalance.store.engine import dispose_engines, make_engine, migrate
 
     result = Result(size=size, note=note)
     result.capacity_scale = size.capacity_scale() if scale_capacity else 1.0
@@ -263,12 +275,7 @@ def run_size(spark, pg, root: Path, size: Size, *, seed: int, scale_capacity: bo
         sim = SimulatedPulsar(state, ephemeral=True)
         stack.callback(_quietly, sim.stop, "stopping the simulator")
         sim.start()
-        url = pg.create_database(f"bench_{uuid.uuid4().hex[:12]}")
-        stack.callback(_quietly, lambda: dispose_engines(url), "closing DB connections")
-        migrate(url)
-        engine = make_engine(url)
-        client = PulsarAdminClient.from_url(sim.admin_url)
-        stack.callback(_quietly, client.close, "closing the admin client")
+        url, engine, client = open_run(stack, pg, "bench", sim.admin_url)
         result.setup_s = time.perf_counter() - t0
         log(f"  {'setup':<16} {result.setup_s:8.2f} s")
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import figures  # benchmarks/figures.py: JSON + marked blocks in the docs
-from bench_pipeline import _quietly, log, prepare_process, start_postgres, start_spark
+from bench_pipeline import _quietly, log, open_run, prepare_process, start_postgres, start_spark
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "product.md"
@@ -67,7 +67,6 @@ DEFAULT_SCENARIOS = (
 """The balance benchmark's scenarios but large-zipf (100 brokers: 100 HTTP servers in this process)."""
 DEFAULT_LOAD_MODELS = ("convex-cpu", "tls-crypto")
 """A seen model and a held-out one (the second held-out set's TLS-bound brokers on two CPU generations)."""
-DAY_MS = 24 * 3600 * 1000
 FINAL_WINDOW = 5
 TIE = 0.005
 """Half a point: the balance benchmark's tie."""
@@ -96,27 +95,19 @@ def product(
     from pulsar_rebalance.cli.plans import decide
     from pulsar_rebalance.pipeline import stages
     from pulsar_rebalance.pipeline.context import JobContext
-    from pulsar_rebalance.pulsar_admin import PulsarAdminClient
     from pulsar_rebalance.simulator.cluster import ClusterState
-    from pulsar_rebalance.simulator.live import LiveCluster
+    from pulsar_rebalance.simulator.live import LiveCluster, move_to_today
     from pulsar_rebalance.simulator.server import SimulatedPulsar
-    from pulsar_rebalance.store.engine import dispose_engines, make_engine, migrate
 
     model = _twin(scenario, seed, load_model).model
-    wall_ms = int(time.time() * 1000)
-    model.now_ms += -(-(wall_ms - model.now_ms) // DAY_MS) * DAY_MS  # whole days: the daily cycle's phase stays
+    move_to_today(model)
     out: dict[str, Any] = {"max_usage": [], "moves": 0, "splits": 0, "hours": []}
     with contextlib.ExitStack() as stack:
         sim = SimulatedPulsar(ClusterState.from_model(model, cluster="product"), ephemeral=True)
         stack.callback(_quietly, sim.stop, "stopping the simulator")
         sim.start()
         live = LiveCluster(sim, model)
-        url = pg.create_database(f"product_{uuid.uuid4().hex[:12]}")
-        stack.callback(_quietly, lambda: dispose_engines(url), "closing DB connections")
-        migrate(url)
-        engine = make_engine(url)
-        client = PulsarAdminClient.from_url(sim.admin_url)
-        stack.callback(_quietly, client.close, "closing the admin client")
+        url, engine, client = open_run(stack, pg, "product", sim.admin_url)
         previous = os.environ.get("PULSAR_REBALANCE_DATABASE_URL")
         os.environ["PULSAR_REBALANCE_DATABASE_URL"] = url  # cli.plans.decide's database
         stack.callback(

@@ -17,6 +17,8 @@ import httpx
 import psutil
 import pytest
 
+from tests.waiting import wait_for
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
@@ -220,13 +222,7 @@ def test_standalone_runs_a_scenarios_clock_on_a_new_cluster_it_does_not_keep(tmp
     try:  # scale-up: two brokers join at simulated minute 2, 0.2 s in at 600 minutes a minute
         assert info["clock"] == 600 and len(info["brokers"]) == 8
         with PulsarAdminClient.from_url(info["admin_url"], retries=0) as admin:
-            seen = len(admin.brokers(info["cluster"]))
-            for _ in range(300):
-                if seen == 10:
-                    break
-                time.sleep(0.1)  # polling the served cluster until the clock passed minute 2 (at most 30 s)
-                seen = len(admin.brokers(info["cluster"]))
-        assert seen == 10
+            wait_for(lambda: len(admin.brokers(info["cluster"])) == 10, 30, "the clock to pass minute 2 (two joins)")
     finally:
         _stop(sim, signal.SIGTERM)
     assert not (state / SIMULATOR_STATE).exists()  # a running clock is not kept

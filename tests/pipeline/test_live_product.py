@@ -5,21 +5,18 @@ it: the product's loop is the closed loop's DAG cadence (``benchmarks/bench_prod
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 from pulsar_rebalance.pipeline.context import JobContext
 from pulsar_rebalance.pulsar_admin import PulsarAdminClient
 from pulsar_rebalance.simulator.cluster import ClusterState, resolve_load_model
-from pulsar_rebalance.simulator.live import LiveCluster
+from pulsar_rebalance.simulator.live import LiveCluster, move_to_today
 from pulsar_rebalance.simulator.scenarios import build
 from pulsar_rebalance.simulator.server import SimulatedPulsar
 from pulsar_rebalance.store.engine import make_engine
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
-
-DAY_MS = 24 * 3600 * 1000
 
 
 def _approve(db_url: str, plan_id: str) -> None:
@@ -36,7 +33,7 @@ def test_hourly_runs_on_a_live_scenario_act_once_and_the_model_runs_what_they_di
     from pulsar_rebalance.pipeline import stages
 
     model = build("one-hot-broker", 1, load_model=resolve_load_model("convex-cpu"), rate_noise=0.0).model
-    model.now_ms += -(-(int(time.time() * 1000) - model.now_ms) // DAY_MS) * DAY_MS  # today, same daily phase
+    move_to_today(model)
     engine = make_engine(db_url)
     with SimulatedPulsar(ClusterState.from_model(model, cluster="live"), ephemeral=True) as sim:
         live = LiveCluster(sim, model)

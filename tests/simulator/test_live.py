@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,10 @@ import pytest
 
 from pulsar_rebalance.pulsar_admin.client import PulsarAdminClient
 from pulsar_rebalance.simulator.cluster import ClusterState
-from pulsar_rebalance.simulator.dynamics import ClusterModel
 from pulsar_rebalance.simulator.live import LiveCluster
 from pulsar_rebalance.simulator.scenarios import build
 from pulsar_rebalance.simulator.server import SimulatedPulsar
+from tests.waiting import wait_for
 
 FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
 
@@ -78,20 +77,16 @@ def served(request: pytest.FixtureRequest) -> Iterator[Served]:
         s.close()
 
 
-def _toggled_bundle(model: ClusterModel) -> str:
-    topic = next(t for t in model.topics if t.toggle_period)
-    return model.bundle_of_topic(topic.name)
-
-
 @pytest.mark.parametrize("served", [("periodic-jitter", 1, "convex-cpu")], indirect=True)
 def test_the_served_cluster_moves_with_the_model_minute_by_minute(served: Served) -> None:
-    bundle = _toggled_bundle(served.reference)
+    toggled = next(t for t in served.reference.topics if t.toggle_period)  # the on/off consumer's topic
+    bundle = served.reference.bundle_of_topic(toggled.name)
     owner = served.http_id(served.reference.owners[bundle])
     seen = []
     for _ in range(3):
         served.assert_reports_match()
         seen.append(served.admin.load_report(owner)["lastStats"][bundle]["msgRateOut"])
-        tick = served.advance(served.reference.topics[0].toggle_period or 1)
+        tick = served.advance(toggled.toggle_period)
         assert tick.minute == served.reference.cycle
     # the on/off consumer's bundle is read on and off: the clock runs, not a frozen first cycle
     assert max(seen) > 1.2 * min(seen), seen
@@ -156,13 +151,8 @@ def test_a_restarting_broker_stops_answering_and_comes_back_on_its_address(serve
 
 @pytest.mark.parametrize("served", [("periodic-jitter", 1, "linear")], indirect=True)
 def test_the_clock_thread_runs_the_model_at_its_speed(served: Served) -> None:
-    moved = threading.Event()
-    served.sim.add_request_listener(lambda _r: moved.set() if served.live.minute >= 2 else None)
     served.live.start(speed=60 * 20)  # 20 simulated minutes a second
-    for _ in range(100):
-        served.admin.clusters()
-        if moved.wait(0.1):
-            break
+    wait_for(lambda: served.live.minute >= 2, 10, "the clock thread to pass minute 2")
     served.live.stop()
     assert served.live.minute >= 2
     for _ in range(served.live.minute):  # the thread steps minute by minute
@@ -189,13 +179,7 @@ def test_the_simulator_command_runs_a_scenarios_clock(tmp_path: Path) -> None:
         info = json.loads(proc.stdout.readline())
         assert info["clock"] == 600 and len(info["brokers"]) == 8
         with PulsarAdminClient.from_url(info["admin_url"], retries=0) as admin:
-            joined = threading.Event()
-            for _ in range(300):  # until the joins, at most 30 s
-                if len(admin.brokers(info["cluster"])) == 10:
-                    joined.set()
-                    break
-                joined.wait(0.1)
-            assert joined.is_set(), admin.brokers(info["cluster"])
+            wait_for(lambda: len(admin.brokers(info["cluster"])) == 10, 30, "the clock to pass minute 2 (two joins)")
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.simulator.cluster import (
@@ -188,27 +189,15 @@ def _require(ok: bool, key: str, message: str) -> None:
         raise ConfigError(message, key=key)
 
 
-def scenario_cluster(
-    name: str,
-    *,
-    seed: int = 1,
-    load_model: str | None = None,
-    cluster: str = DEFAULT_CLUSTER_NAME,
-    host: str = "127.0.0.1",
-    port_base: int = DEFAULT_PORT_BASE,
-    cpu_noise: float | None = None,
-) -> ClusterState:
-    """The closed-loop benchmark's scenario ``name`` (``simulator.scenarios``) for ``seed`` under ``load_model``,
-    at its first cycle, as a :class:`ClusterState` to serve over HTTP (:meth:`ClusterState.from_model`): the
-    same brokers, bundles, ownership and traffic, and the same load reports; CPU noise ``cpu_noise``, by
-    default the scenario's own (2-3 %).
+def scenario_cluster(name: str, **options: Any) -> ClusterState:
+    """The closed-loop benchmark's scenario ``name`` (``simulator.scenarios``) at its first cycle, as a
+    :class:`ClusterState` to serve over HTTP (:meth:`ClusterState.from_model`): the same brokers, bundles,
+    ownership and traffic, and the same load reports. ``options``: those of :func:`scenario_model_and_cluster`.
 
     Raises:
         ConfigError: an unknown scenario or load model (``key`` names it), or one the HTTP side cannot serve.
     """
-    return scenario_model_and_cluster(
-        name, seed=seed, load_model=load_model, cluster=cluster, host=host, port_base=port_base, cpu_noise=cpu_noise
-    )[1]
+    return scenario_model_and_cluster(name, **options)[1]
 
 
 def scenario_model_and_cluster(
@@ -221,8 +210,14 @@ def scenario_model_and_cluster(
     port_base: int = DEFAULT_PORT_BASE,
     cpu_noise: float | None = None,
 ) -> tuple[ClusterModel, ClusterState]:
-    """:func:`scenario_cluster` and the closed-loop model it is a view of (to run its clock:
-    :class:`pulsar_rebalance.simulator.live.LiveCluster`)."""
+    """The closed-loop benchmark's scenario ``name`` for ``seed`` under ``load_model``, and the same cluster at
+    its first cycle as a :class:`ClusterState` to serve over HTTP, a view of that model (to run its clock:
+    :class:`pulsar_rebalance.simulator.live.LiveCluster`); CPU noise ``cpu_noise``, by default the scenario's
+    own (2-3 %).
+
+    Raises:
+        ConfigError: an unknown scenario or load model (``key`` names it), or one the HTTP side cannot serve.
+    """
     from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 
     _require(cpu_noise is None or 0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")

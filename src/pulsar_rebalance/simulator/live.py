@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles
 from pulsar_rebalance.simulator.cluster import BrokerSpec, ClusterState, spec_of_machine
-from pulsar_rebalance.simulator.dynamics import ClusterModel
+from pulsar_rebalance.simulator.dynamics import DAY_MS, ClusterModel
 from pulsar_rebalance.simulator.server import SimulatedPulsar
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,14 @@ class Tick:
     """HTTP ids of brokers that stopped (left, failed or restarting)."""
     moved: int = 0
     """Bundles the model placed again (a broker leaving)."""
+
+
+def move_to_today(model: ClusterModel, wall_ms: int | None = None) -> None:
+    """Move ``model``'s clock forward by whole days (the daily cycle keeps its phase) to the first such instant at or
+    after the wall clock (``wall_ms``, default now): what the product records at wall-clock time is then never
+    ahead of a planner clocked on the model's minute (``stage_detect(now_ms=model.now_ms)``)."""
+    wall = int(time.time() * 1000) if wall_ms is None else wall_ms
+    model.now_ms += -(-(wall - model.now_ms) // DAY_MS) * DAY_MS
 
 
 class LiveCluster:
@@ -186,4 +194,4 @@ class LiveCluster:
                 return
 
 
-__all__ = ["LiveCluster", "Tick"]
+__all__ = ["LiveCluster", "Tick", "move_to_today"]
