@@ -21,10 +21,11 @@ executor did over HTTP moves the model. The planner's clock is the model's (``st
 the model's minute moved to today so that the database's wall-clock records are never ahead of it).
 
 Next to each product run: the closed loop's ``dag`` cadence on a twin of the same model (same scenario,
-seed, load model, decisions, approval delay; the GlobalPlanner and no-action). Both without rate noise (the
-HTTP side serves rates as they are); CPU noise is each scenario's own on both sides, from different streams
-(the product run still makes the model's own noise draws, which share its random stream with the drift, so the
-traffic is the same on both sides until their moves differ).
+seed, load model, decisions, approval delay; the GlobalPlanner and no-action). Both measure alike: CPU noise is
+each scenario's own, and the reported bundle and topic rates carry ``--rate-noise`` (default 3 %, as the
+balance benchmark runs), on each side from its own streams (the product run still makes the model's own CPU
+noise draws, which share its random stream with the drift, so the traffic is the same on both sides until their
+moves differ).
 Final max = the worst broker's highest noise-free usage over the last 5 hourly samples, as in the balance
 benchmark.
 
@@ -72,25 +73,27 @@ TIE = 0.005
 """Half a point: the balance benchmark's tie."""
 
 
-def _twin(scenario: str, seed: int, load_model: str):
+def _twin(scenario: str, seed: int, load_model: str, rate_noise: float):
     from pulsar_rebalance.simulator.cluster import resolve_load_model
     from pulsar_rebalance.simulator.scenarios import build
 
-    return build(scenario, seed, load_model=resolve_load_model(load_model), rate_noise=0.0)
+    return build(scenario, seed, load_model=resolve_load_model(load_model), rate_noise=rate_noise)
 
 
-def closed_loop(scenario: str, seed: int, load_model: str, strategy: str, decisions: int, delay: int) -> dict[str, Any]:
+def closed_loop(scenario: str, load_model: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
     from pulsar_rebalance.simulator.closed_loop import run_closed_loop
 
     r = run_closed_loop(
-        _twin(scenario, seed, load_model), strategy, cadence="dag", decisions=decisions, approval_delay_min=delay
+        _twin(scenario, args.seed, load_model, args.rate_noise),
+        strategy,
+        cadence="dag",
+        decisions=args.decisions,
+        approval_delay_min=args.approval_delay,
     )
     return {"max_usage": list(r.max_usage), "moves": r.moves, "splits": r.splits}
 
 
-def product(
-    spark, pg, root: Path, scenario: str, seed: int, load_model: str, decisions: int, delay: int
-) -> dict[str, Any]:
+def product(spark, pg, root: Path, scenario: str, load_model: str, args: argparse.Namespace) -> dict[str, Any]:
     """The DAG's stages, hour after hour, on the scenario served live; what each hour did."""
     from pulsar_rebalance.cli.plans import decide
     from pulsar_rebalance.pipeline import stages
@@ -99,7 +102,8 @@ def product(
     from pulsar_rebalance.simulator.live import LiveCluster, move_to_today
     from pulsar_rebalance.simulator.server import SimulatedPulsar
 
-    model = _twin(scenario, seed, load_model).model
+    decisions, delay = args.decisions, args.approval_delay
+    model = _twin(scenario, args.seed, load_model, args.rate_noise).model  # served with the model's rate noise
     move_to_today(model)
     out: dict[str, Any] = {"max_usage": [], "moves": 0, "splits": 0, "hours": []}
     with contextlib.ExitStack() as stack:
@@ -151,10 +155,10 @@ def run_one(spark, pg, root: Path, scenario: str, load_model: str, args: argpars
     """One scenario under one load model: the product, then the closed loop's DAG cadence and doing nothing."""
     log(f"{scenario} / {load_model} / seed {args.seed}: the product, {args.decisions} hourly runs")
     t0 = time.perf_counter()
-    prod = product(spark, pg, root, scenario, args.seed, load_model, args.decisions, args.approval_delay)
+    prod = product(spark, pg, root, scenario, load_model, args)
     seconds = time.perf_counter() - t0
-    ref = closed_loop(scenario, args.seed, load_model, "GlobalPlanner", args.decisions, args.approval_delay)
-    none = closed_loop(scenario, args.seed, load_model, "no-action", args.decisions, args.approval_delay)
+    ref = closed_loop(scenario, load_model, "GlobalPlanner", args)
+    none = closed_loop(scenario, load_model, "no-action", args)
     log(
         f"  final max: product {final_max(prod['max_usage']):.3f} ({prod['moves']} moves), closed loop "
         f"{final_max(ref['max_usage']):.3f} ({ref['moves']}), no action {final_max(none['max_usage']):.3f}"
@@ -182,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--decisions", type=int, default=12, help="hourly DAG runs per scenario (default 12)")
     parser.add_argument("--approval-delay", type=int, default=15, help="minutes from plan to execution (default 15)")
+    parser.add_argument(
+        "--rate-noise", type=float, default=0.03, help="noise on reported bundle/topic rates, 0-0.1 (default 0.03)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print the report instead of writing the docs")
     args = parser.parse_args(argv)
     from pulsar_rebalance.simulator.scenarios import SCENARIOS
@@ -198,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--load-models: {exc}")
     if args.decisions < FINAL_WINDOW:
         parser.error(f"--decisions must be >= {FINAL_WINDOW} (the final max spans the last {FINAL_WINDOW} hours)")
+    if not 0 <= args.rate_noise <= 0.1:
+        parser.error("--rate-noise must be from 0 to 0.1")
     if not 0 <= args.approval_delay < 60:
         parser.error("--approval-delay must be from 0 to 59 minutes")
 
@@ -226,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "decisions": args.decisions,
             "approval_delay": args.approval_delay,
+            "rate_noise": args.rate_noise,
         },
         "rows": rows,
     }
@@ -258,7 +268,8 @@ def _verdict(doc: dict[str, Any]) -> str:
     moves = sum(r["product"]["moves"] for r in rows), sum(r["closed_loop"]["moves"] for r in rows)
     return (
         f"{len(rows)} runs ({len(a['scenarios'])} scenarios under {' and '.join(a['load_models'])}, seed {a['seed']}), "
-        f"{a['decisions']} hourly DAG runs each, approved {a['approval_delay']} minutes after planning: the product "
+        f"{a['decisions']} hourly DAG runs each, approved {a['approval_delay']} minutes after planning, "
+        f"{a.get('rate_noise', 0.0):.0%} noise on the reported rates: the product "
         f"ends above doing nothing (by more than half a point) in **{len(above)}**"
         f"{': ' + ', '.join(above) if above else ''}; it ends within **{max(gaps):.3f}** of the closed loop's DAG "
         f"cadence in every run (final max; {sum(g <= TIE for g in gaps)} of {len(rows)} within half a point), with "
@@ -306,7 +317,8 @@ def render_report(doc: dict[str, Any]) -> str:
         "Final max: the worst broker's highest noise-free usage over the last 5 hourly samples (capacity-normalised, "
         "the load model's own). A gap between the two is the product's path itself: the reports as collected over "
         "HTTP and aggregated in Spark (the closed loop hands the model's to `decide`), the database's carried state, "
-        "the executor's own drift check and order, and the CPU noise of the served reports (the served cluster's own stream; the traffic is the same on both sides). Seconds per DAG run are the "
+        "the executor's own drift check and order, and the noise of the served reports (CPU and rates, the "
+        "served cluster's own streams; the traffic is the same on both sides). Seconds per DAG run are the "
         "five stages in one warm SparkSession (a real DAG task also pays its `spark-submit`: "
         "[pipeline.md](pipeline.md)).",
         "",

@@ -4,10 +4,6 @@ bundle stats, under every load model the benchmarks run (and the held-out and ra
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,11 +11,12 @@ import pytest
 from pulsar_rebalance.errors import ConfigError
 from pulsar_rebalance.pulsar_admin.client import PulsarAdminClient
 from pulsar_rebalance.simulator.cluster import BrokerSpec, ClusterState, known_load_models, resolve_load_model
-from pulsar_rebalance.simulator.generator import generate_cluster, scenario_cluster
+from pulsar_rebalance.simulator.generator import generate_cluster, scenario_cluster, scenario_model_and_cluster
 from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import build
 from pulsar_rebalance.simulator.server import SimulatedPulsar
+from tests.simulator.commands import refusal, start_simulator, stop
 
 MODELS = [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS, "random-4", "random-7"]
 RESOURCES = ("cpu", "bandwidthIn", "bandwidthOut")
@@ -147,64 +144,25 @@ def test_the_admin_api_serves_the_load_models_reports() -> None:
 @pytest.mark.timeout(120)
 def test_the_simulator_command_takes_a_load_model_and_a_state_file_keeps_it(tmp_path: Path) -> None:
     state_file, ready = tmp_path / "state.json", tmp_path / "ready.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-
-    def start(*extra: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pulsar_rebalance.cli",
-                "simulator",
-                "--port-base",
-                "0",
-                "--brokers",
-                "2",
-                "--state-file",
-                str(state_file),
-                "--ready-file",
-                str(ready),
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-
-    proc = start("--load-model", "nic-bound")
+    kept_args = ["--brokers", "2", "--state-file", str(state_file), "--ready-file", str(ready)]
+    proc = start_simulator([*kept_args, "--load-model", "nic-bound", "--rate-noise", "0.05"])
     try:
         assert proc.stdout is not None
         info = json.loads(proc.stdout.readline())
         assert info["load_model"] == "nic-bound"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-    assert json.loads(state_file.read_text(encoding="utf-8"))["loadModel"] == "nic-bound"
-    proc = start("--load-model", "linear")
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0 and "--load-model linear contradicts --state-file" in err
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--port-base", "0", "--load-model", "nope"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0 and "--load-model: unknown load model 'nope'" in err
+        stop(proc)
+    kept = json.loads(state_file.read_text(encoding="utf-8"))
+    assert kept["loadModel"] == "nic-bound" and kept["rateNoise"] == 0.05
+    assert "--load-model linear contradicts --state-file" in refusal([*kept_args, "--load-model", "linear"])
+    assert "--rate-noise and an existing --state-file" in refusal([*kept_args, "--rate-noise", "0.01"])
+    assert "--load-model: unknown load model 'nope'" in refusal(["--load-model", "nope"])
 
 
 @pytest.mark.timeout(120)
 def test_the_simulator_command_serves_a_benchmark_scenario(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    cli = [sys.executable, "-m", "pulsar_rebalance.cli", "simulator", "--port-base", "0"]
-    proc = subprocess.Popen(
-        [*cli, "--scenario", "one-hot-broker", "--seed", "1", "--load-model", "convex-cpu", "--cpu-noise", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    proc = start_simulator(
+        ["--scenario", "one-hot-broker", "--seed", "1", "--load-model", "convex-cpu", "--cpu-noise", "0"]
     )
     try:
         assert proc.stdout is not None
@@ -213,8 +171,7 @@ def test_the_simulator_command_serves_a_benchmark_scenario(tmp_path: Path) -> No
         with PulsarAdminClient.from_url(info["admin_url"], retries=0) as admin:
             served = {b: admin.load_report(b) for b in info["brokers"]}
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
+        stop(proc)
     run = build("one-hot-broker", 1, load_model="convex-cpu", noise=0.0)
     closed = run.model.load_reports()
     assert sorted(r["cpu"]["usage"] for r in served.values()) == pytest.approx(
@@ -224,8 +181,7 @@ def test_the_simulator_command_serves_a_benchmark_scenario(tmp_path: Path) -> No
         (["--scenario", "one-hot-broker", "--brokers", "3"], "--scenario brings its own brokers"),
         (["--scenario", "no-such"], "--scenario: unknown scenario 'no-such'; known: steady-with-noise"),
     ):
-        done = subprocess.run([*cli, *args], capture_output=True, text=True, env=env, timeout=60)
-        assert done.returncode != 0 and message in done.stderr, done.stderr
+        assert message in refusal(args)
 
 
 def test_cpu_noise_is_a_fresh_draw_per_report_and_a_scenario_brings_its_own(tmp_path: Path) -> None:
@@ -247,3 +203,52 @@ def test_cpu_noise_is_a_fresh_draw_per_report_and_a_scenario_brings_its_own(tmp_
     assert scenario_cluster("steady-with-noise", port_base=0, cpu_noise=0.0).cpu_noise == 0.0
     with pytest.raises(ConfigError, match="cpu_noise must be from 0 to 1"):
         generate_cluster(brokers=1, port_base=0, cpu_noise=1.5)
+
+
+def test_rate_noise_is_on_the_reported_rates_only_a_fresh_draw_per_field_and_report(tmp_path: Path) -> None:
+    quiet = generate_cluster(seed=4, brokers=2, port_base=0, topics_per_namespace=3)
+    noisy = generate_cluster(seed=4, brokers=2, port_base=0, topics_per_namespace=3, rate_noise=0.03)
+    b = noisy.broker_ids()[0]
+    clean, clean_topics = quiet.load_report(b), quiet.topic_stats(b)
+    reports = [noisy.load_report(b) for _ in range(200)]
+    # the load the reports show is the true one: usage per resource and the bundles' counts do not move
+    for r in reports:
+        assert all(r[res] == clean[res] for res in ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut"))
+        assert r["numTopics"] == clean["numTopics"] and r["bundles"] == clean["bundles"]
+    bundle = next(iter(clean["lastStats"]))
+    ratios = {
+        f: [r["lastStats"][bundle][f] / clean["lastStats"][bundle][f] for r in reports]
+        for f in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
+    }
+    for f, values in ratios.items():
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+        assert abs(mean - 1) < 0.015 and 0.02 < spread < 0.04, f  # 1 + N(0, 0.03), each field its own draw
+    assert ratios["msgRateIn"] != ratios["msgThroughputIn"]
+    # the broker's totals are the sum of what it reports per bundle
+    r = reports[0]
+    assert r["msgRateIn"] == pytest.approx(sum(s["msgRateIn"] for s in r["lastStats"].values()))
+    assert r["bundleStats"] == r["lastStats"]
+    # a topic's stats: its rates measured, its publishers and consumers adding up to them, counters from the truth
+    noisy_topics = noisy.topic_stats(b)
+    ns = next(iter(clean_topics))
+    rng = next(iter(clean_topics[ns]))
+    name, true = next(iter(clean_topics[ns][rng]["persistent"].items()))
+    got = noisy_topics[ns][rng]["persistent"][name]
+    assert got["msgRateIn"] != true["msgRateIn"] and got["msgRateIn"] == pytest.approx(true["msgRateIn"], rel=0.2)
+    assert sum(p["msgRateIn"] for p in got["publishers"]) == pytest.approx(got["msgRateIn"])
+    assert sum(s["msgRateOut"] for s in got["subscriptions"].values()) == pytest.approx(got["msgRateOut"])
+    for sub in got["subscriptions"].values():
+        assert sum(c["msgThroughputOut"] for c in sub["consumers"]) == pytest.approx(sub["msgThroughputOut"])
+    assert got["msgInCount"] == pytest.approx(true["msgInCount"], abs=true["msgRateIn"] * 5)  # uptime moves on
+    # kept in a state file; a served scenario gives its model the same noise, so both sides measure alike
+    path = tmp_path / "state.json"
+    noisy.save(path)
+    assert ClusterState.load(path).rate_noise == 0.03 and quiet.rate_noise == 0.0
+    model, served = scenario_model_and_cluster("one-hot-broker", port_base=0, rate_noise=0.03)
+    assert model.rate_noise == served.rate_noise == 0.03
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ConfigError, match="rate_noise must be from 0 to 1"):
+            generate_cluster(brokers=1, port_base=0, rate_noise=bad)
+    with pytest.raises(ValueError, match="rate_noise must be a number from 0 to 1, got True"):
+        ClusterState.from_snapshot({**noisy.snapshot(), "rateNoise": True})

@@ -103,6 +103,14 @@ def register(subparsers: Any) -> None:
         help="noise on the reported CPU: each report's CPU usage times 1 + N(0, F), F from 0 to 1 (default 0; "
         "with --scenario the scenario's own, 2-3 %%)",
     )
+    parser.add_argument(
+        "--rate-noise",
+        type=float,
+        default=None,
+        metavar="F",
+        help="noise on the reported rates: each bundle's and topic's reported msg/s and bytes/s times 1 + N(0, F), "
+        "F from 0 to 1 (default 0; the balance benchmark's closed loop uses 0.03)",
+    )
     parser.add_argument("--ready-file", type=Path, default=None, help="also write the ready JSON to this file")
     parser.add_argument("--fault", action="append", default=[], metavar="SPEC", help="inject a fault, e.g. 1:error=500")
     parser.set_defaults(func=run)
@@ -178,11 +186,13 @@ def run(args: argparse.Namespace) -> int:
                 f"{state.load_model_name})",
                 key="load-model",
             )
-        if args.scenario is not None or args.cpu_noise is not None:
+        given = [f for f in ("scenario", "cpu_noise", "rate_noise") if getattr(args, f) is not None]
+        if given:
+            flag = given[0].replace("_", "-")
             raise ConfigError(
-                f"--{'scenario' if args.scenario is not None else 'cpu-noise'} and an existing --state-file "
-                f"{state_file} exclude each other (the file has its cluster and noise)",
-                key="scenario" if args.scenario is not None else "cpu-noise",
+                f"--{flag} and an existing --state-file {state_file} exclude each other (the file has its cluster "
+                "and noise)",
+                key=flag,
             )
         if args.brokers is not None and args.brokers != len(state.broker_ids()):
             raise ConfigError(
@@ -209,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
                     host=args.host,
                     port_base=args.port_base,
                     cpu_noise=args.cpu_noise,
+                    rate_noise=0.0 if args.rate_noise is None else args.rate_noise,
                 )
             else:
                 state = generate_cluster(
@@ -218,9 +229,10 @@ def run(args: argparse.Namespace) -> int:
                     port_base=args.port_base,
                     load_model=args.load_model,
                     cpu_noise=0.0 if args.cpu_noise is None else args.cpu_noise,
+                    rate_noise=0.0 if args.rate_noise is None else args.rate_noise,
                 )
         except ConfigError as exc:
-            if exc.key in ("load_model", "scenario", "cpu_noise"):
+            if exc.key in ("load_model", "scenario", "cpu_noise", "rate_noise"):
                 flag = exc.key.replace("_", "-")
                 raise ConfigError(f"--{flag}: {exc}", key=flag) from None
             raise

@@ -44,8 +44,12 @@ traffic (``tests/simulator/test_http_load_models.py``):
   direct memory = ``256 + 2 s of (throughputIn + Out)``, limit = max direct memory.
 * Measurement noise as the closed loop's CPU noise: ``cpu_noise`` multiplies each report's CPU usage by
   ``1 + N(0, cpu_noise)`` (a fresh draw per report, from a stream seeded by ``load_model_seed``); 0 by
-  default. The rates are the topics' as given: a model that calibrates a cluster's rates (the closed loop's
-  scenarios scale them to a target) only sets its per-cluster costs here.
+  default. ``rate_noise`` is the closed loop's noise on measured rates: each reported rate and throughput
+  (a bundle's in a load report, a topic's in ``broker-stats/topics``) times ``1 + N(0, rate_noise)``, a fresh
+  draw per field and report from its own stream; the usage a report shows and the message counters come
+  from the true rates (a measurement is noisy, the load it measures is not). The rates are the topics' as
+  given: a model that calibrates a cluster's rates (the closed loop's scenarios scale them to a target) only
+  sets its per-cluster costs here.
 
 Mutations raise :class:`PulsarRestError` with the HTTP status and ``reason`` Pulsar would answer
 (``RestException``); ownership redirects (307) are the HTTP server's job, not this module's.
@@ -327,12 +331,15 @@ def load_report_json(
     model: LoadModel | None = None,
     machine: Broker | None = None,
     cpu_factor: float = 1.0,
+    reported_stats: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``GET /admin/v2/broker-stats/load-report``: LocalBrokerData JSON of a broker with these bundle stats
-    (its usage: :func:`system_usage` of ``model`` on ``machine``, the CPU times ``cpu_factor``: noise)."""
+    (its usage: :func:`system_usage` of ``model`` on ``machine``, the CPU times ``cpu_factor``: noise); the
+    rates it reports: ``reported_stats`` (the same bundles as measured, with rate noise), by default the true ones."""
     broker_id = spec.broker_id
+    usage = system_usage(spec, Load.of(bundle_stats.values()), model, machine)
+    bundle_stats = bundle_stats if reported_stats is None else reported_stats
     load = Load.of(bundle_stats.values())
-    usage = system_usage(spec, load, model, machine)
     if cpu_factor != 1.0:
         usage["cpu"] = {**usage["cpu"], "usage": usage["cpu"]["usage"] * cpu_factor}
     bundles = set(bundle_stats)
@@ -397,6 +404,7 @@ class ClusterState:
             the same machine; the model still sees each key once, for its per-broker draws); brokers not
             named get ``broker-<i>`` for the i-th broker and their spec as the model configures it.
         cpu_noise: the reported CPU's measurement noise (module docstring), 0 to 1.
+        rate_noise: the reported rates' measurement noise (module docstring), 0 to 1.
     """
 
     def __init__(
@@ -418,6 +426,7 @@ class ClusterState:
         load_model_seed: int = 0,
         machines: Mapping[str, Mapping[str, Any]] | None = None,
         cpu_noise: float = 0.0,
+        rate_noise: float = 0.0,
     ) -> None:
         self._lock = threading.RLock()
         self.cluster = cluster
@@ -500,10 +509,13 @@ class ClusterState:
                 self._add_machine(b, self._free_key(i))
         if len(set(self._machine_keys.values())) != len(self._machine_keys):
             raise ValueError("machines must give every broker its own key")
-        if isinstance(cpu_noise, bool) or not isinstance(cpu_noise, (int, float)) or not 0 <= cpu_noise <= 1:
-            raise ValueError(f"cpu_noise must be a number from 0 to 1, got {cpu_noise!r}")
+        for key, value in (("cpu_noise", cpu_noise), ("rate_noise", rate_noise)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ValueError(f"{key} must be a number from 0 to 1, got {value!r}")
         self.cpu_noise = float(cpu_noise)
         self._noise_rng = random.Random(f"{load_model_seed}:cpu-noise")
+        self.rate_noise = float(rate_noise)
+        self._rate_rng = random.Random(f"{load_model_seed}:rate-noise")
         fit_costs = getattr(self.load_model, "fit_costs", None)
         if fit_costs is not None:  # costs per cluster (per-topic-cost): set once, from the topics as given
             fit_costs(_CostView(self), 0.0)
@@ -618,6 +630,7 @@ class ClusterState:
             return load_report_json(
                 spec,
                 bundle_stats,
+                reported_stats={b: self._measured(st) for b, st in bundle_stats.items()} if self.rate_noise else None,
                 previous_bundles=previous,
                 now_ms=int(time.time() * 1000),
                 model=self.load_model,
@@ -653,8 +666,44 @@ class ClusterState:
                 namespace, _, rng = bundle.rpartition("/")
                 by_domain = out.setdefault(namespace, {}).setdefault(rng, {})
                 for t in sorted(topics, key=lambda x: x.name):
-                    by_domain.setdefault(t.domain, {})[t.name] = _topic_stats_json(t, uptime_s)
+                    doc = _topic_stats_json(t, uptime_s)
+                    by_domain.setdefault(t.domain, {})[t.name] = self._measured(doc) if self.rate_noise else doc
             return out
+
+    def _measured(self, stats: Mapping[str, Any]) -> dict[str, Any]:
+        """``stats`` as measured: each rate and throughput times ``1 + N(0, rate_noise)`` (the closed loop's
+        ``ClusterModel._noisy``); a topic's publishers and consumers in proportion to its own totals."""
+        out = dict(stats)
+        gauss, sigma = self._rate_rng.gauss, self.rate_noise
+        factors = {f: max(0.0, 1.0 + gauss(0.0, sigma)) for f in ClusterModel.RATE_FIELDS}
+        for f, k in factors.items():
+            out[f] = stats[f] * k
+        if "publishers" in stats:  # a topic's stats: its parts add up to its totals, as a broker's do
+            out["publishers"] = [
+                {
+                    **p,
+                    "msgRateIn": p["msgRateIn"] * factors["msgRateIn"],
+                    "msgThroughputIn": p["msgThroughputIn"] * factors["msgThroughputIn"],
+                }
+                for p in stats["publishers"]
+            ]
+            subs = {}
+            for name, sub in stats["subscriptions"].items():
+                scaled = {
+                    "msgRateOut": sub["msgRateOut"] * factors["msgRateOut"],
+                    "msgThroughputOut": sub["msgThroughputOut"] * factors["msgThroughputOut"],
+                }
+                consumers = [
+                    {
+                        **c,
+                        "msgRateOut": c["msgRateOut"] * factors["msgRateOut"],
+                        "msgThroughputOut": c["msgThroughputOut"] * factors["msgThroughputOut"],
+                    }
+                    for c in sub["consumers"]
+                ]
+                subs[name] = {**sub, **scaled, "consumers": consumers}
+            out["subscriptions"] = subs
+        return out
 
     def owned_namespaces(self, broker_id: str) -> dict[str, Any]:
         """``GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces``: bundle -> NamespaceOwnershipStatus."""
@@ -1036,6 +1085,7 @@ class ClusterState:
                 "loadModel": self.load_model_name,
                 "loadModelSeed": self.load_model_seed,
                 "cpuNoise": self.cpu_noise,
+                "rateNoise": self.rate_noise,
                 "machines": {
                     b: {"key": self._machine_keys[b], "cores": m.cores, "nicMbps": m.nic_mbps}
                     for b, m in self._machines.items()
@@ -1067,6 +1117,7 @@ class ClusterState:
                 load_model_seed=data.get("loadModelSeed", 0),
                 machines=data.get("machines"),
                 cpu_noise=data.get("cpuNoise", 0.0),
+                rate_noise=data.get("rateNoise", 0.0),
             )
         except KeyError as exc:
             raise ValueError(f"state is missing field {exc.args[0]!r}") from None
@@ -1086,12 +1137,13 @@ class ClusterState:
         heap_mb: float = 4096.0,
         direct_memory_mb: float = 4096.0,
         cpu_noise: float | None = None,
+        rate_noise: float | None = None,
     ) -> ClusterState:
-        """The closed-loop model's cluster as it is now, served steady (CPU noise: ``cpu_noise``, by default the
-        model's own): its live brokers (the i-th as ``host:port_base+i``, ``host:i`` for ``port_base`` 0, its
-        machine as the model configured it, its closed-loop id the machine key), namespaces and bundle boundaries, ownership, topics at their current
-        rates (each with its closed-loop consumer count as one subscription), the same load model instance
-        and seed. Without noise its load reports are then the closed loop's noise-free ones, number for number.
+        """The closed-loop model's cluster as it is now, served steady (CPU noise: ``cpu_noise``, rate noise:
+        ``rate_noise``, by default the model's own): its live brokers (the i-th as ``host:port_base+i``,
+        ``host:i`` for ``port_base`` 0, its machine as the model configured it, its closed-loop id the machine
+        key), namespaces and bundle boundaries, ownership, topics at their current rates (each with its
+        closed-loop consumer count as one subscription), the same load model instance and seed. Without noise its load reports are then the closed loop's noise-free ones, number for number.
         ``ValueError`` for a model with placement constraints (their broker regexes name the closed loop's
         ids)."""
         if not model.placement.empty:
@@ -1126,6 +1178,7 @@ class ClusterState:
             load_model_seed=model.seed,
             machines=machines,
             cpu_noise=model.noise if cpu_noise is None else cpu_noise,
+            rate_noise=model.rate_noise if rate_noise is None else rate_noise,
         )
 
     @classmethod

@@ -65,6 +65,7 @@ def generate_cluster(
     direct_memory_mb: float = 4096.0,
     load_model: str | None = None,
     cpu_noise: float = 0.0,
+    rate_noise: float = 0.0,
 ) -> ClusterState:
     """Build a deterministic :class:`ClusterState`.
 
@@ -84,6 +85,7 @@ def generate_cluster(
             ``load_model``: ``linear`` by default, any of the closed loop's models, ``random-<k>``); its
             per-broker draws use ``seed``. A model may scale the NICs or cores it is given.
         cpu_noise: noise on the reported CPU (``ClusterState``'s ``cpu_noise``; 0 to 1).
+        rate_noise: noise on the reported rates (``ClusterState``'s ``rate_noise``; 0 to 1).
 
     Raises:
         ConfigError: a parameter is out of range or an unknown load model (``key`` names it).
@@ -99,6 +101,7 @@ def generate_cluster(
     _require(bundles_per_namespace >= 1, "bundles_per_namespace", "bundles_per_namespace must be >= 1")
     _require(math.isfinite(skew) and skew > 0, "skew", f"skew must be a positive number, got {skew}")
     _require(0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")
+    _require(0 <= rate_noise <= 1, "rate_noise", f"rate_noise must be from 0 to 1, got {rate_noise}")
     if load_model is not None:
         try:
             resolve_load_model(load_model)
@@ -160,6 +163,7 @@ def generate_cluster(
         load_model=load_model,
         load_model_seed=seed,
         cpu_noise=cpu_noise,
+        rate_noise=rate_noise,
     )
 
 
@@ -209,11 +213,12 @@ def scenario_model_and_cluster(
     host: str = "127.0.0.1",
     port_base: int = DEFAULT_PORT_BASE,
     cpu_noise: float | None = None,
+    rate_noise: float = 0.0,
 ) -> tuple[ClusterModel, ClusterState]:
     """The closed-loop benchmark's scenario ``name`` for ``seed`` under ``load_model``, and the same cluster at
     its first cycle as a :class:`ClusterState` to serve over HTTP, a view of that model (to run its clock:
     :class:`pulsar_rebalance.simulator.live.LiveCluster`); CPU noise ``cpu_noise``, by default the scenario's
-    own (2-3 %).
+    own (2-3 %); noise on the reported rates ``rate_noise`` (the model's, so the closed loop's reports have it too).
 
     Raises:
         ConfigError: an unknown scenario or load model (``key`` names it), or one the HTTP side cannot serve.
@@ -221,13 +226,14 @@ def scenario_model_and_cluster(
     from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 
     _require(cpu_noise is None or 0 <= cpu_noise <= 1, "cpu_noise", f"cpu_noise must be from 0 to 1, got {cpu_noise}")
+    _require(0 <= rate_noise <= 1, "rate_noise", f"rate_noise must be from 0 to 1, got {rate_noise}")
     _require(name in SCENARIOS, "scenario", f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     try:
         model = resolve_load_model(load_model or "linear")
     except ValueError as exc:
         raise ConfigError(str(exc), key="load_model") from None
     try:
-        run = build(name, seed, load_model=model)
+        run = build(name, seed, load_model=model, rate_noise=rate_noise)
         state = ClusterState.from_model(run.model, cluster=cluster, host=host, port_base=port_base, cpu_noise=cpu_noise)
     except ValueError as exc:
         raise ConfigError(f"scenario {name}: {exc}", key="scenario") from None
