@@ -433,6 +433,19 @@ def test_split_parts_are_sized_for_the_room_the_do_no_harm_guard_allows() -> Non
     assert result.max_usage[-1] < result.max_usage[0] - 0.1, result.max_usage
 
 
+def test_a_big_broker_left_with_split_halves_too_big_for_any_other_broker_splits_them_again() -> None:
+    # random-95 (unseen when found): the hot bundle sits on a broker with 1.5x the capacity; after its first
+    # split the broker held two halves, each too big for every smaller broker. Split-to-fit declined because
+    # the other half alone covered the excess - by moves none could make - and the broker stayed at 0.90
+    # for the whole run (no-action 1.06, ThresholdShedder 0.66 with 43 moves).
+    from pulsar_rebalance.simulator.random_models import random_model
+
+    run = build("hot-bundle-needs-split", 2, load_model=random_model("random-95"), rate_noise=0.03)
+    result = run_closed_loop(run, "GlobalPlanner", decisions=8)
+    assert result.splits >= 2, (result.splits, result.warnings)
+    assert max(result.max_usage[-2:]) < 0.72, result.max_usage  # was 0.90: stuck after one split
+
+
 def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None:
     run = build("hot-single-topic-unsplittable", 2)
     model = run.model

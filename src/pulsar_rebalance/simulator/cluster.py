@@ -675,7 +675,9 @@ class ClusterState:
         ``ClusterModel._noisy``); a topic's publishers and consumers in proportion to its own totals."""
         out = dict(stats)
         gauss, sigma = self._rate_rng.gauss, self.rate_noise
-        factors = {f: max(0.0, 1.0 + gauss(0.0, sigma)) for f in ClusterModel.RATE_FIELDS}
+        factors = {
+            f: max(0.0, 1.0 + gauss(0.0, sigma)) for f in ClusterModel._RATE_FIELDS
+        }  # the closed loop's noisy fields
         for f, k in factors.items():
             out[f] = stats[f] * k
         if "publishers" in stats:  # a topic's stats: its parts add up to its totals, as a broker's do

@@ -342,15 +342,14 @@ class ClusterModel:
         }
         return self._noisy(out) if reported and self.rate_noise else out
 
-    RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
-    """The reported fields ``rate_noise`` applies to."""
+    _RATE_FIELDS = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")
 
     def _noisy(self, stats: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         gauss, sigma = self.rate_rng.gauss, self.rate_noise
         out: dict[str, dict[str, Any]] = {}
         for key, s in stats.items():
             copy = dict(s)
-            for f in self.RATE_FIELDS:
+            for f in self._RATE_FIELDS:
                 copy[f] = s[f] * max(0.0, 1.0 + gauss(0.0, sigma))
             out[key] = copy
         return out

@@ -13,8 +13,8 @@ unloads are the diff of the model's assignment before and after (:mod:`.proposal
   below its source by at least the minimum gain.
 - **Band** (soft goals, tried in this order on the busiest source until one acts):
   :class:`CloseTheGap` (the smallest bundle that alone brings the source to the target),
-  :class:`SplitToFit` (split when no move can: the biggest bundle fits nowhere and the others are too
-  small), :class:`MostGapPerMove` (the largest bundle that fits), :class:`LowerThePair` (the move that
+  :class:`SplitToFit` (split when no move can: the biggest bundle fits nowhere and the others a move
+  can place are too small), :class:`MostGapPerMove` (the largest bundle that fits), :class:`LowerThePair` (the move that
   lowers max(source, destination) the most).
 - **Isolate** (:class:`Isolate`): a source no band goal can lower, pinned above the target by a bundle
   nothing can split or move, gives that bundle the broker to itself.
@@ -304,7 +304,7 @@ class CloseTheGap:
 
 class SplitToFit:
     """2. Split, only when moves cannot do it: the biggest bundle fits on no broker below the target, and the
-    other movable bundles together are smaller than the excess. The parts sized for a destination's room
+    other bundles a move can place (:func:`_placeable`) together are smaller than the excess. The parts sized for a destination's room
     move there in the same plan."""
 
     def act(self, dx: Descent, src: Source) -> bool:
@@ -314,8 +314,7 @@ class SplitToFit:
         view, lv, s = dx.view, dx.levels, src.broker
         bl = view.bundles[biggest[1]]
         fits = any(view.landing(d, view.arrival(bl.vec, s, d)) <= lv.target for d in src.dests)
-        others = sum(size for size, name, _ in src.cands if name != biggest[1])
-        if fits or biggest[0] <= src.excess or others >= src.excess:
+        if fits or biggest[0] <= src.excess or _placeable(dx, src, biggest[1]) >= src.excess:
             return False
         placed: dict[str, str] = {}
         split = split_bundle(
@@ -348,6 +347,23 @@ class SplitToFit:
             if a < us_c and bd <= lv.target:
                 dx.record(s, child, d, us_c, a, bd, f", part of {biggest[1]} sized for {d}")
         return True
+
+
+def _placeable(dx: Descent, src: Source, but: str) -> float:
+    """How much of the source's excess its other bundles can take away by moves (each to a destination
+    it fits within the target), biggest first, counted until it covers the excess. Bundles that fit
+    nowhere do not count: a broker holding two halves of a split hot bundle, each too big for every
+    other broker (a big broker's bundle is a bigger share of a smaller one), is split again, not left."""
+    total = 0.0
+    for size, name, _ in reversed(src.cands):
+        if name == but:
+            continue
+        found = Capacity.best_destination(dx, src, name)
+        if found is not None and found[0] <= src.cap:
+            total += size
+            if total >= src.excess:
+                break
+    return total
 
 
 class MostGapPerMove:
