@@ -630,7 +630,9 @@ class ClusterState:
             return load_report_json(
                 spec,
                 bundle_stats,
-                reported_stats={b: self._measured(st) for b, st in bundle_stats.items()} if self.rate_noise else None,
+                reported_stats={b: {**st, **self._measured(st)} for b, st in bundle_stats.items()}
+                if self.rate_noise
+                else None,
                 previous_bundles=previous,
                 now_ms=int(time.time() * 1000),
                 model=self.load_model,
@@ -666,46 +668,15 @@ class ClusterState:
                 namespace, _, rng = bundle.rpartition("/")
                 by_domain = out.setdefault(namespace, {}).setdefault(rng, {})
                 for t in sorted(topics, key=lambda x: x.name):
-                    doc = _topic_stats_json(t, uptime_s)
-                    by_domain.setdefault(t.domain, {})[t.name] = self._measured(doc) if self.rate_noise else doc
+                    measured = self._measured(_topic_rates(t)) if self.rate_noise else None
+                    by_domain.setdefault(t.domain, {})[t.name] = _topic_stats_json(t, uptime_s, measured)
             return out
 
-    def _measured(self, stats: Mapping[str, Any]) -> dict[str, Any]:
-        """``stats`` as measured: each rate and throughput times ``1 + N(0, rate_noise)`` (the closed loop's
-        ``ClusterModel._noisy``); a topic's publishers and consumers in proportion to its own totals."""
-        out = dict(stats)
+    def _measured(self, rates: Mapping[str, Any]) -> dict[str, float]:
+        """The rates and throughputs of ``rates`` (a bundle's stats, a topic's) as measured: each times
+        ``1 + N(0, rate_noise)``, a fresh draw per field (the fields ``ClusterModel._noisy`` draws)."""
         gauss, sigma = self._rate_rng.gauss, self.rate_noise
-        factors = {
-            f: max(0.0, 1.0 + gauss(0.0, sigma)) for f in ClusterModel._RATE_FIELDS
-        }  # the closed loop's noisy fields
-        for f, k in factors.items():
-            out[f] = stats[f] * k
-        if "publishers" in stats:  # a topic's stats: its parts add up to its totals, as a broker's do
-            out["publishers"] = [
-                {
-                    **p,
-                    "msgRateIn": p["msgRateIn"] * factors["msgRateIn"],
-                    "msgThroughputIn": p["msgThroughputIn"] * factors["msgThroughputIn"],
-                }
-                for p in stats["publishers"]
-            ]
-            subs = {}
-            for name, sub in stats["subscriptions"].items():
-                scaled = {
-                    "msgRateOut": sub["msgRateOut"] * factors["msgRateOut"],
-                    "msgThroughputOut": sub["msgThroughputOut"] * factors["msgThroughputOut"],
-                }
-                consumers = [
-                    {
-                        **c,
-                        "msgRateOut": c["msgRateOut"] * factors["msgRateOut"],
-                        "msgThroughputOut": c["msgThroughputOut"] * factors["msgThroughputOut"],
-                    }
-                    for c in sub["consumers"]
-                ]
-                subs[name] = {**sub, **scaled, "consumers": consumers}
-            out["subscriptions"] = subs
-        return out
+        return {f: rates[f] * max(0.0, 1.0 + gauss(0.0, sigma)) for f in ClusterModel._RATE_FIELDS}
 
     def owned_namespaces(self, broker_id: str) -> dict[str, Any]:
         """``GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces``: bundle -> NamespaceOwnershipStatus."""
@@ -1145,7 +1116,8 @@ class ClusterState:
         ``rate_noise``, by default the model's own): its live brokers (the i-th as ``host:port_base+i``,
         ``host:i`` for ``port_base`` 0, its machine as the model configured it, its closed-loop id the machine
         key), namespaces and bundle boundaries, ownership, topics at their current rates (each with its
-        closed-loop consumer count as one subscription), the same load model instance and seed. Without noise its load reports are then the closed loop's noise-free ones, number for number.
+        closed-loop consumer count as one subscription), the same load model instance and seed. Without noise
+        its load reports are then the closed loop's noise-free ones, number for number.
         ``ValueError`` for a model with placement constraints (their broker regexes name the closed loop's
         ids)."""
         if not model.placement.empty:
@@ -1318,15 +1290,28 @@ class ClusterState:
         return out
 
 
-def _topic_stats_json(t: TopicLoad, uptime_s: float) -> dict[str, Any]:
+def _topic_rates(t: TopicLoad) -> dict[str, float]:
+    return {
+        "msgRateIn": t.msg_rate_in,
+        "msgRateOut": t.msg_rate_out,
+        "msgThroughputIn": t.msg_throughput_in,
+        "msgThroughputOut": t.msg_throughput_out,
+    }
+
+
+def _topic_stats_json(t: TopicLoad, uptime_s: float, measured: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """A topic's stats as ``broker-stats/topics`` shows them; ``measured``: its four rates as measured (rate
+    noise), which its publishers and consumers share out; the counters and average size are the true rates'."""
+    m = measured or _topic_rates(t)
+    rate_in, rate_out, thr_in, thr_out = m["msgRateIn"], m["msgRateOut"], m["msgThroughputIn"], m["msgThroughputOut"]
     avg_size = t.msg_throughput_in / t.msg_rate_in if t.msg_rate_in else 0.0
     producers = max(t.producers, 0)
     publishers = [
         {
             "producerId": i,
             "producerName": f"sim-producer-{i}",
-            "msgRateIn": t.msg_rate_in / producers,
-            "msgThroughputIn": t.msg_throughput_in / producers,
+            "msgRateIn": rate_in / producers,
+            "msgThroughputIn": thr_in / producers,
             "averageMsgSize": avg_size,
         }
         for i in range(producers)
@@ -1334,8 +1319,8 @@ def _topic_stats_json(t: TopicLoad, uptime_s: float) -> dict[str, Any]:
     subs: dict[str, Any] = {}
     n_subs = len(t.subscriptions)
     for name, consumers in sorted(t.subscriptions.items()):
-        sub_rate = t.msg_rate_out / n_subs
-        sub_thr = t.msg_throughput_out / n_subs
+        sub_rate = rate_out / n_subs
+        sub_thr = thr_out / n_subs
         subs[name] = {
             "consumers": [
                 {
@@ -1364,14 +1349,14 @@ def _topic_stats_json(t: TopicLoad, uptime_s: float) -> dict[str, Any]:
         "subscriptions": subs,
         "producerCount": producers,
         "averageMsgSize": avg_size,
-        "msgRateIn": t.msg_rate_in,
-        "msgRateOut": t.msg_rate_out,
+        "msgRateIn": rate_in,
+        "msgRateOut": rate_out,
         "msgInCount": int(t.msg_rate_in * uptime_s),
         "bytesInCount": int(t.msg_throughput_in * uptime_s),
         "msgOutCount": int(t.msg_rate_out * uptime_s),
         "bytesOutCount": int(t.msg_throughput_out * uptime_s),
-        "msgThroughputIn": t.msg_throughput_in,
-        "msgThroughputOut": t.msg_throughput_out,
+        "msgThroughputIn": thr_in,
+        "msgThroughputOut": thr_out,
         "storageSize": 0,
         "backlogSize": 0,
         "pendingAddEntriesCount": 0,

@@ -14,8 +14,8 @@ unloads are the diff of the model's assignment before and after (:mod:`.proposal
 - **Band** (soft goals, tried in this order on the busiest source until one acts):
   :class:`CloseTheGap` (the smallest bundle that alone brings the source to the target),
   :class:`SplitToFit` (split when no move can: the biggest bundle fits nowhere and the others a move
-  can place are too small), :class:`MostGapPerMove` (the largest bundle that fits), :class:`LowerThePair` (the move that
-  lowers max(source, destination) the most).
+  can place are too small), :class:`MostGapPerMove` (the largest bundle that fits), :class:`LowerThePair`
+  (the move that lowers max(source, destination) the most).
 - **Isolate** (:class:`Isolate`): a source no band goal can lower, pinned above the target by a bundle
   nothing can split or move, gives that bundle the broker to itself.
 - **Fill** (:class:`FillMove`, the band's lower edge): brokers far below the ideal are filled from the
@@ -304,8 +304,8 @@ class CloseTheGap:
 
 class SplitToFit:
     """2. Split, only when moves cannot do it: the biggest bundle fits on no broker below the target, and the
-    other bundles a move can place (:func:`_placeable`) together are smaller than the excess. The parts sized for a destination's room
-    move there in the same plan."""
+    other bundles a move can place (:func:`_placeable`) together are smaller than the excess. The parts sized
+    for a destination's room move there in the same plan."""
 
     def act(self, dx: Descent, src: Source) -> bool:
         biggest = src.biggest
