@@ -174,6 +174,34 @@ def test_overload_relief_predicts_the_destination_at_its_own_cost_per_message_wh
     assert guard(reps, [Move(x, "over", "mid")], W, LIMITS).kept == ()
 
 
+def test_a_hot_bundle_that_lands_above_the_threshold_everywhere_goes_where_it_lands_lowest():
+    """One hot topic no split can spread (90 % of a 300 % broker's traffic): at every destination's own cost
+    (at least the median's, 0.1 points per message) it is 90 points, above the threshold on every broker.
+    Refusing it everywhere left such a broker at 2,000 % for a whole run (unseen random-104, a convex CPU and
+    a half-size broker) where ThresholdShedder's unload reached 93 %. Relief takes it where it lands lowest,
+    and only there; the other relief checks still hold."""
+    x, y = "t/n/0x00000000_0x80000000", "t/n/0x80000000_0xffffffff"
+    reps = {
+        "over": report(300.0, {x: 900.0, y: 100.0}),
+        "cool": report(20.0, {"t/m/0x00000000_0xffffffff": 400.0}),  # 20 -> 110 %
+        "mid": report(40.0, {"t/o/0x00000000_0xffffffff": 400.0}),  # 40 -> 130 %
+    }
+    r = guard(reps, [Move(x, "over", "cool")], W, LIMITS)
+    assert r.kept == (0,) and r.failed == ()
+    (v,) = r.relieved
+    assert "cool ends at 110.0%" in v.relief and "at most 200.0% were the prediction off by 100 %" in v.relief
+    assert "lands above the threshold on every broker (at least 110.0%), and cool is where it lands lowest" in v.relief
+    assert r.max_after == pytest.approx(1.1)  # over 300 -> 30 %, cool the busiest at 110 %
+    # not where it lands higher: mid is cut, and re-placement puts it on cool
+    (v,) = guard(reps, [Move(x, "over", "mid")], W, LIMITS).failed
+    assert "overload-threshold" in v.rules and not v.relief
+    (v,) = guard_plan(reps, [Move(x, "over", "mid")], W, LIMITS).verdicts
+    assert v.passed and v.destination == "cool" and v.planned_destination == "mid"
+    # not when twice the predicted arrival would reach the source: cool 20 + 2 x 90 = 200 % >= 190 %
+    reps["over"] = report(190.0, {x: 900.0, y: 100.0})
+    assert guard(reps, [Move(x, "over", "cool")], W, LIMITS).kept == ()
+
+
 def test_a_move_that_cannot_be_predicted_is_dropped():
     moves = [Move("t/n/0xdead0000_0xdead0001", "hot", "cool1"), Move(A, "hot", "gone")]
     r = guard(REPORTS, moves, W, LIMITS)

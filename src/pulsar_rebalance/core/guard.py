@@ -27,7 +27,10 @@ each on top of the moves kept before it; a move is kept only if, after it:
   lower of two estimates from the reports: the bundle's share of its source's usage, and its messages
   at the destination's own CPU cost per message (at least the median broker's): a source near
   saturation (a queue, a convex CPU curve) pays several times per message what an idle broker will, and
-  its share alone would keep its hot bundle from every destination. Such a move's verdict says so
+  its share alone would keep its hot bundle from every destination. A bundle that lands above the
+  threshold on every broker it may go to (one hot topic no split can spread) may take its destination
+  above the threshold too, on the broker where it lands lowest only (the other two checks still hold).
+  Such a move's verdict says so
   (``relief``, with what the destination takes when the second estimate was used: the stored plan's
   prediction uses it too) and its action's reason names it;
 * **isolation-policy** - its destination is a broker Pulsar's ``applyNamespacePolicies`` allows for the
@@ -543,7 +546,7 @@ def _check_move(
         if refused is not None:
             out.append((_POLICY_RULES[refused[0]], refused[1]))
     if out and all(r in RELIEF_RULES for r, _ in out) and source_now > limits.overload + TOLERANCE:
-        relief = _relief(load, m, before, max_before, limits, source_now, [r for r, _ in out])
+        relief = _relief(load, m, before, max_before, limits, source_now, [r for r, _ in out], placement, cordoned)
         if relief is not None:
             return [], relief
     return out, None
@@ -557,13 +560,19 @@ def _relief(
     limits: GuardLimits,
     source_now: float,
     broken: list[Rule],
+    placement: _Placement | None = None,
+    cordoned: frozenset[str] = frozenset(),
 ) -> Relief | None:
     """The overload relief for ``m`` off a source above the threshold (module docstring), or None.
 
     The destination is predicted at the lower of two estimates from the reports: the bundle's share of its
     source's usage, and its messages at the destination's own CPU cost per message (at least the median
     broker's). A source near saturation pays more per message than an idle destination will (a queue, a
-    convex CPU curve), and its share then puts a hot bundle far above what it costs elsewhere."""
+    convex CPU curve), and its share then puts a hot bundle far above what it costs elsewhere.
+
+    A bundle that lands above the threshold on every broker (one hot topic no split can spread) may end its
+    destination above it, on the broker where it lands lowest only: the other relief checks still hold
+    (no broker above the busiest now, and twice the predicted arrival still below the source)."""
     amounts = load.arrival_amounts(m)
     if amounts is None:
         return None
@@ -573,12 +582,17 @@ def _relief(
     dst = m.destination
     dst_after = usages[dst]
     pessimistic = before[dst] + 2 * (dst_after - before[dst])
-    if (
-        dst_after > limits.overload + TOLERANCE
-        or max(usages.values()) > max_before + TOLERANCE
-        or pessimistic >= source_now - TOLERANCE
-    ):
+    if max(usages.values()) > max_before + TOLERANCE or pessimistic >= source_now - TOLERANCE:
         return None
+    above = ""
+    if dst_after > limits.overload + TOLERANCE:
+        lowest = _lowest_landing(load, m, placement, cordoned)
+        if lowest is None or lowest[0] <= limits.overload + TOLERANCE or dst_after > lowest[0] + TOLERANCE:
+            return None
+        above = (
+            f"; {m.bundle} lands above the threshold on every broker (at least {lowest[0]:.1%}), and {dst} is "
+            "where it lands lowest"
+        )
     share = load.copy()
     share.apply(m)
     at_share = share.usage(dst)
@@ -591,9 +605,33 @@ def _relief(
     return Relief(
         f"overload relief: {m.source} is at {source_now:.1%}, above Pulsar's overload threshold "
         f"{limits.overload:.0%}; {dst} ends at {dst_after:.1%}{cheaper} (at most {pessimistic:.1%} were the "
-        f"prediction off by 100 %, still below {m.source}), so the {' and '.join(broken)} rule(s) were waived",
+        f"prediction off by 100 %, still below {m.source}){above}, so the {' and '.join(broken)} rule(s) were waived",
         amounts if at_share > dst_after + TOLERANCE else None,
     )
+
+
+def _lowest_landing(
+    load: LoadState, m: Move, placement: _Placement | None, cordoned: frozenset[str]
+) -> tuple[float, str] | None:
+    """Where ``m``'s bundle lands lowest (its usage there and the broker) among the brokers it may go to:
+    every reporting broker but its source, a cordoned one, or one the placement constraints refuse; each
+    predicted as :func:`_relief` predicts it (None: nowhere)."""
+    best: tuple[float, str] | None = None
+    for b in load.usages():
+        if (
+            b == m.source
+            or b in cordoned
+            or (placement is not None and not placement.check.permits(m.bundle, m.source, b))
+        ):
+            continue
+        trial = Move(bundle=m.bundle, source=m.source, destination=b)
+        amounts = load.arrival_amounts(trial)
+        if amounts is None:
+            continue
+        landed = load.destination_after(b, amounts)
+        if best is None or (landed, b) < best:
+            best = (landed, b)
+    return best
 
 
 _POLICY_RULES: dict[str, Rule] = {"isolation-policy": "isolation-policy", "anti-affinity-group": "anti-affinity-group"}

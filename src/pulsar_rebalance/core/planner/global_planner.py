@@ -511,7 +511,7 @@ class GlobalPlanner:
                 ), new_state
             warnings += cyc.waits
         landed = {u.destination for u in unloads}
-        after = {b: view.usage(b) + (view.lift.get(b, 0.0) if b in landed else 0.0) for b in view.brokers}
+        after = {b: view.as_destination(b) if b in landed else view.usage(b) for b in view.brokers}
         stats["maxUsageAfter"] = rounded(max((after[b] for b in cyc.eligible), default=0.0))
         stats["brokers"] = {b: {"usage": rounded(before[b]), "predictedUsage": rounded(after[b])} for b in view.brokers}
         stats["warnings"] = warnings
@@ -624,6 +624,7 @@ class GlobalPlanner:
             modelled = view.usage(b)
             if level is not None and modelled > level and b not in received:
                 view.clip(b, level)
+                view.lift_to(b, modelled)  # a destination as busy as modelled: both errors point the safe way
                 out[b] = (modelled, view.usage(b))
         return out
 
@@ -652,8 +653,7 @@ class GlobalPlanner:
             if high is None or b in moved or not any(n in mem.peaks for n in view.owned[b]):
                 continue
             planned = view.usage(b)
-            view.lift_to(b, high["usage"])
-            if b in view.lift:
+            if view.lift_to(b, high["usage"]):
                 out[b] = (planned, high["usage"])
         return out
 

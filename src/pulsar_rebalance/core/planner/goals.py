@@ -148,25 +148,32 @@ class Descent:
         """What :meth:`record` says a move is for: relief of its source, or the fill of its destination."""
         self.fill_dropped: list[str] = []
         """Why the fill was not worth it (empty: it was, or there was none)."""
-        # lazy heaps of (usage, broker): the busiest first, the least used first
+        self.sources: set[str] = set()
+        """Brokers a bundle left in this plan."""
+        # lazy heaps: (usage, broker), the busiest first; (usage as a destination, broker), the least used first
         self.busiest = [(-view.usage(b), b) for b in eligible]
-        # a broker clipped to its reports is no destination: the model and its reports disagree on its room
-        self.idlest = [(view.usage(b), b) for b in eligible if not view.clipped(b)]
+        self.idlest = [(view.as_destination(b), b) for b in eligible]
         heapq.heapify(self.busiest)
         heapq.heapify(self.idlest)
 
     def changed_usage(self, *brokers: str) -> None:
         for b in brokers:
             heapq.heappush(self.busiest, (-self.view.usage(b), b))
-            if not self.view.clipped(b):
-                heapq.heappush(self.idlest, (self.view.usage(b), b))
+            if self.destination(b):
+                heapq.heappush(self.idlest, (self.view.as_destination(b), b))
+
+    def destination(self, b: str) -> bool:
+        """Whether ``b`` may receive bundles. A broker clipped to its reports may, planned as busy as the model
+        put it (``ClusterView.as_destination``), until a bundle leaves it: it is relieved only in proportion,
+        and its room as a destination is then known to neither the model nor its reports."""
+        return not (b in self.sources and self.view.clipped(b))
 
     def dest_candidates(self, exclude: str) -> list[str]:
         out: list[tuple[float, str]] = []
         n = self.settings.candidate_destinations
         while self.idlest and len(out) < n + 1:
             u, b = heapq.heappop(self.idlest)
-            if u != self.view.usage(b) or any(b == o for _, o in out):
+            if u != self.view.as_destination(b) or not self.destination(b) or any(b == o for _, o in out):
                 continue
             out.append((u, b))
         for entry in out:
@@ -179,8 +186,9 @@ class Descent:
     def record(self, s: str, name: str, d: str, us: float, a: float, bd: float, why: str) -> None:
         """Move ``name`` from ``s`` to ``d`` on the model, with its rationale (``why`` is appended to the cause)."""
         view, lv = self.view, self.levels
-        ud = view.usage(d) + view.lift.get(d, 0.0)
+        ud = view.as_destination(d)
         bl = view.bundles[name]
+        self.sources.add(s)
         view.move(name, d)
         self.allowed.moved(name, s, d)
         self.room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
@@ -255,7 +263,7 @@ class Capacity:
         traffic = (bl.msg_rate, bl.feat_in, bl.feat_out)
         guarded = dx.room.load.usage(s) <= lv.overload
         for d in src.dests:
-            if d == back or view.usage(d) >= lv.overload or not dx.allowed.permits(name, s, d):
+            if d == back or view.as_destination(d) >= lv.overload or not dx.allowed.permits(name, s, d):
                 continue
             if src.into is not None and (d not in src.into or view.usage(d) >= lv.fill_to):
                 continue
@@ -421,7 +429,7 @@ class Isolate:
             back = dx.history.get(name, {}).get("from")
             best: tuple[float, str] | None = None
             for d in dx.dest_candidates(s):
-                if d == back or view.usage(d) >= lv.overload or not dx.allowed.permits(name, s, d):
+                if d == back or view.as_destination(d) >= lv.overload or not dx.allowed.permits(name, s, d):
                     continue
                 bd = view.landing(d, view.arrival(view.bundles[name].vec, s, d))
                 if bd <= level and bd < a and (best is None or bd < best[0]):

@@ -543,14 +543,21 @@ class ClusterView:
                 used[i] = level / k
         self._usage.pop(broker, None)
 
-    def lift_to(self, broker: str, level: float) -> None:
-        """As a destination, ``broker`` is at least at ``level`` (what its own reports showed in its busy
-        phase): what arrives there lands on top of that (:meth:`landing`). Its usage as a source is unchanged.
-        The mirror image of :meth:`clip`, for a broker whose load swings and that the model plans emptier
-        than its reports showed it."""
+    def lift_to(self, broker: str, level: float) -> bool:
+        """As a destination, ``broker`` is at least at ``level``: what arrives there lands on top of that
+        (:meth:`landing`). Its usage as a source is unchanged. For a broker whose load swings and that the
+        model plans emptier than its reports showed it in its busy phase, and for a broker :meth:`clip`
+        lowered to its reports (as a destination it stays as busy as the model put it). Returns whether
+        this raised its level (a lift only ever rises)."""
         gap = level - self.usage(broker)
-        if gap > 0:
+        if gap > self.lift.get(broker, 0.0):
             self.lift[broker] = gap
+            return True
+        return False
+
+    def as_destination(self, broker: str) -> float:
+        """``broker``'s usage as a destination before anything arrives: :meth:`usage`, lifted."""
+        return self.usage(broker) + self.lift.get(broker, 0.0)
 
     def landing(self, broker: str, vec: Sequence[float]) -> float:
         """Usage of ``broker`` as a destination once ``vec`` arrives: :meth:`usage_after`, lifted

@@ -76,7 +76,7 @@ def fitted_parts(
     model's room would then be cut with its split. The guard's points are converted to the model's
     by the ratio of the two estimates for the whole bundle on the least-used destination."""
     n = len(topic_loads)
-    rooms = sorted((d for d in dests if view.usage(d) < target), key=lambda d: (view.usage(d), d))
+    rooms = sorted((d for d in dests if view.as_destination(d) < target), key=lambda d: (view.as_destination(d), d))
     if n < 2 or not rooms:
         return [], []
     ref = rooms[0]
@@ -84,7 +84,7 @@ def fitted_parts(
     prefix = [0.0]
     for x in size:
         prefix.append(prefix[-1] + x)
-    eff = {d: target - view.usage(d) for d in rooms}
+    eff = {d: target - view.as_destination(d) for d in rooms}
     if room is not None and prefix[-1] > 0:
         whole = (
             sum(f[0] for *_, f in topic_loads),
@@ -94,7 +94,7 @@ def fitted_parts(
         ratio = room.added(bl.broker, ref, whole) / prefix[-1]
         if ratio > 0:
             eff = {d: min(r, room.room(d) / ratio) for d, r in eff.items()}
-    rooms = sorted((d for d in rooms if eff[d] > 0), key=lambda d: (-eff[d], view.usage(d), d))
+    rooms = sorted((d for d in rooms if eff[d] > 0), key=lambda d: (-eff[d], view.as_destination(d), d))
     if not rooms:
         return [], []
     best: tuple[float, list[tuple[int, int]]] | None = None
