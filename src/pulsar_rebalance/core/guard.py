@@ -617,7 +617,7 @@ def _lowest_landing(
     every reporting broker but its source, a cordoned one, or one the placement constraints refuse; each
     predicted as :func:`_relief` predicts it (None: nowhere)."""
     best: tuple[float, str] | None = None
-    for b in load.usages():
+    for b in load.state:
         if (
             b == m.source
             or b in cordoned

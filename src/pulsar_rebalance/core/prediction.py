@@ -38,6 +38,20 @@ def _res(d: LocalBrokerData) -> dict[str, ResourceUsage]:
     }
 
 
+def _cpu_costs(parsed: Mapping[str, LocalBrokerData]) -> tuple[dict[str, float], float] | None:
+    """Each broker's CPU cost per message (its report's CPU over its message rate) and the median broker's
+    (None: no broker reports a message): from the reports alone, so computed once per set of reports."""
+    per_msg = {
+        b: d.cpu.usage / (d.msg_rate_in + d.msg_rate_out)
+        for b, d in parsed.items()
+        if d.msg_rate_in + d.msg_rate_out > 0
+    }
+    if not per_msg:
+        return None
+    costs = sorted(per_msg.values())
+    return per_msg, costs[len(costs) // 2]
+
+
 def _weighted(res: Mapping[str, tuple[float, float]], weights: tuple[float, float, float, float, float]) -> float:
     keys = ("cpu", "memory", "directMemory", "bandwidthIn", "bandwidthOut")
     return max(ResourceUsage(*res[k]).percent_usage() * w for k, w in zip(keys, weights)) / 100.0
@@ -64,6 +78,7 @@ class LoadState:
         self.weights = weights
         self.parsed = parsed
         self.extra_stats = {}
+        self._costs = _cpu_costs(parsed)
         self.state: dict[str, dict[str, Any]] = {}
         for b, d in self.parsed.items():
             self.state[b] = {
@@ -86,6 +101,7 @@ class LoadState:
     def copy(self) -> LoadState:
         other = object.__new__(LoadState)
         other.weights, other.parsed, other.extra_stats = self.weights, self.parsed, self.extra_stats
+        other._costs = self._costs
         other.state = {b: {**s, "res": dict(s["res"])} for b, s in self.state.items()}
         return other
 
@@ -159,15 +175,9 @@ class LoadState:
         if st is None:
             return None
         out = self._amounts(m, st)
-        per_msg = {
-            b: d.cpu.usage / (d.msg_rate_in + d.msg_rate_out)
-            for b, d in self.parsed.items()
-            if d.msg_rate_in + d.msg_rate_out > 0
-        }
-        if not per_msg:
+        if self._costs is None:
             return out
-        costs = sorted(per_msg.values())
-        typical = costs[len(costs) // 2]
+        per_msg, typical = self._costs
         rate = st.msg_rate_in + st.msg_rate_out
         at_destination = rate * max(per_msg.get(m.destination, typical), typical)
         out["cpu"] = min(out["cpu"], at_destination)
