@@ -457,6 +457,23 @@ def test_brokers_the_model_puts_above_their_reports_still_receive_bundles_planne
     assert result.moves <= 40, result.moves_per_cycle
 
 
+def test_a_hot_topic_that_lands_lower_elsewhere_than_alone_where_it_is_moves_whole() -> None:
+    # random-112 (unseen when found: convex CPU K=0.5, capacities x1/x1.5): the hot topic sat on a x1 broker at
+    # 1.72. The planner moved its 14 neighbours off (isolation), then proposed the topic itself, which the guard
+    # cut: after the neighbours' moves its source was at 0.93, below twice the topic's predicted arrival. The
+    # broker stayed at 0.79 with the topic alone for the whole run, where AvgShedder ended at 0.58. A topic that
+    # lands lower on another broker than its source would keep with it alone now moves whole, before the moves
+    # that would isolate it.
+    run = build("hot-single-topic-unsplittable", 1, load_model=random_model("random-112"), rate_noise=0.03)
+    model = run.model
+    hot = max(model.topics, key=lambda t: t.burst)
+    start = model.owners[model.bundle_of_topic(hot.name)]
+    result = run_closed_loop(run, "GlobalPlanner", cadence="minute", decisions=4)
+    assert model.owners[model.bundle_of_topic(hot.name)] != start
+    assert result.max_usage[0] > 1.5 and max(result.max_usage[-2:]) < 0.65, result.max_usage  # was 0.76
+    assert result.summary()["guard_cut"] == 0, result.summary()
+
+
 def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None:
     run = build("hot-single-topic-unsplittable", 2)
     model = run.model

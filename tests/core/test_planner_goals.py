@@ -22,6 +22,7 @@ from pulsar_rebalance.core.planner.goals import (
     Levels,
     LowerThePair,
     MostGapPerMove,
+    MoveWhole,
     SplitToFit,
     optimize,
 )
@@ -76,9 +77,9 @@ def test_a_rollback_forgets_the_moves_made_after_its_checkpoint() -> None:
     assert [u.bundle for u in p.diff({"a": "b2", "b": "b1"}.items())] == ["a"]
 
 
-def _descent(name: str, **levels: float) -> Descent:
+def _descent(name: str, load_model: Any = None, **levels: float) -> Descent:
     """A search on a scenario's cluster as one load report shows it (``levels``: band levels overridden)."""
-    model = build(name, 1).model
+    model = (build(name, 1) if load_model is None else build(name, 1, load_model=load_model)).model
     stats = model.bundle_stats()
     reports = model.load_reports(stats)
     brokers = {b: local_broker_data_from_json(r, b) for b, r in reports.items()}
@@ -142,10 +143,10 @@ def test_each_band_goal_makes_the_move_it_is_named_for() -> None:
 
 
 def test_the_search_tries_the_goals_in_priority_order() -> None:
-    assert [type(g) for g in BAND_GOALS] == [CloseTheGap, SplitToFit, MostGapPerMove, LowerThePair]
+    assert [type(g) for g in BAND_GOALS] == [CloseTheGap, SplitToFit, MoveWhole, MostGapPerMove, LowerThePair]
     for levels, first in (
         (_near_target(), CloseTheGap()),  # a bundle closes the gap: the first goal acts
-        ({}, MostGapPerMove()),  # none does: the first two decline, the third acts
+        ({}, MostGapPerMove()),  # none does: the first three decline, the fourth acts
     ):
         dx = _descent("one-hot-broker", **levels)
         src = _busiest(dx)
@@ -155,6 +156,39 @@ def test_the_search_tries_the_goals_in_priority_order() -> None:
         # the search leaves the source within the target and no destination above it
         assert dx.view.usage(src.broker) <= dx.levels.target + dx.levels.min_gain
         assert all(dx.view.usage(u.destination) <= dx.levels.target for u in unloads if u.destination)
+
+
+@pytest.mark.parametrize(
+    ("load_model", "levels", "moves"),
+    [(None, {}, False), ("random-112", {}, True), ("random-112", {"min_gain": 0.3}, False)],
+)
+def test_a_bundle_nothing_can_split_moves_whole_only_where_it_lands_below_its_source_with_it_alone(
+    load_model: str | None, levels: dict[str, float], moves: bool
+) -> None:
+    # MoveWhole: on equal brokers a hot topic lands on any other broker on top of that broker's load, higher than
+    # its own broker with the topic alone (isolating it is better); on random-112's x1.5 brokers under a convex
+    # CPU it costs less elsewhere, and one move beats the many that would isolate it - by the minimum gain
+    from pulsar_rebalance.simulator.random_models import random_model
+
+    dx = _descent("hot-single-topic-unsplittable", None if load_model is None else random_model(load_model), **levels)
+    src = _busiest(dx)
+    assert src.biggest is not None
+    big = src.biggest[1]
+    assert not MoveWhole().act(dx, src)  # not known to be unsplittable: SplitToFit tries first
+    dx.unsplittable.add(big)
+    view = dx.view
+    rest = [sum(view.bundles[n].vec[i] for n in view.owned[src.broker] if n != big) for i in range(5)]
+    alone = view.usage_after(src.broker, rest, -1.0)
+    lowest = min(view.landing(d, view.arrival(view.bundles[big].vec, src.broker, d)) for d in src.dests)
+    assert lowest > src.cap  # it fits within the target nowhere
+    assert (lowest < alone - dx.levels.min_gain) is moves, (lowest, alone)
+    assert MoveWhole().act(dx, src) is moves
+    if moves:
+        [u] = dx.unloads()
+        assert u.bundle == big and u.predicted["destinationAfter"] == pytest.approx(lowest, abs=1e-4)
+        assert "moved whole to where it lands lowest" in u.reason
+    else:
+        assert dx.unloads() == []
 
 
 def test_a_hard_goal_refusal_leaves_the_source_stuck_with_a_warning_not_a_bad_move() -> None:
