@@ -376,10 +376,11 @@ def _placeable(dx: Descent, src: Source, but: str) -> float:
 
 
 class MoveWhole:
-    """2b. The biggest bundle is one hot topic no split can spread (:class:`SplitToFit` found it
-    unsplittable) and fits on no broker within the target: move it whole to the broker where it lands
-    lowest, when that is lower than its source would stay with it alone (every other bundle moved off:
-    what :class:`Isolate` reaches at best) by at least the minimum gain. On a cluster whose brokers
+    """2b. The biggest bundle is one no split can spread (:class:`SplitToFit` found it unsplittable: one
+    hot topic, a namespace at its bundle limit, a swing whose peak no topic shows now) and fits on no
+    broker within the target: move it whole to the broker where it lands lowest, when that is lower than
+    its source would stay with it alone (every other bundle moved off: what :class:`Isolate` reaches at
+    best) by at least the minimum gain. On a cluster whose brokers
     differ (a bigger CPU, a convex cost that an idle broker pays less of), the hot topic costs less
     elsewhere than where it is, and one move lowers the worst broker further than the many that would
     isolate it (unseen random-112, capacities x1/x1.5: isolating it left its broker at 0.79, where a
@@ -408,7 +409,7 @@ class MoveWhole:
             src.usage,
             a,
             found[0],
-            f", one hot topic no split can spread: moved whole to where it lands lowest, below the {alone:.4f} "
+            f", no split can spread it: moved whole to where it lands lowest, below the {alone:.4f} "
             f"{s} would keep with it alone",
         )
         return True
