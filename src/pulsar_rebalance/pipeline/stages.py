@@ -277,6 +277,7 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
         live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in boundaries.items() for a, b in zip(bs, bs[1:])}
         averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
         bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
+        del averages  # its entries also hold the run's starting values, as big again: freed for decide()
         grace_ms = cfg.load_balancer_shedding_grace_period_minutes * 60_000
         since = dt.datetime.fromtimestamp((now_ms - grace_ms) / 1000, dt.UTC)
         recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)

@@ -380,13 +380,13 @@ class MoveWhole:
     hot topic, a namespace at its bundle limit, a swing whose peak no topic shows now) and fits on no
     broker within the target: move it whole to the broker where it lands lowest, when that is lower than
     its source would stay with it alone (every other bundle moved off: what :class:`Isolate` reaches at
-    best) by at least the minimum gain. On a cluster whose brokers
-    differ (a bigger CPU, a convex cost that an idle broker pays less of), the hot topic costs less
-    elsewhere than where it is, and one move lowers the worst broker further than the many that would
-    isolate it (unseen random-112, capacities x1/x1.5: isolating it left its broker at 0.79, where a
-    Pulsar shedder that moved it ended at 0.58). Decided before the moves that would isolate it, so the
-    do-no-harm guard checks it against its source's usage before them (its overload relief keeps a
-    destination predicted at twice its arrival below the source)."""
+    best) by at least the minimum gain. On a cluster whose brokers differ (a bigger CPU, a convex cost
+    that an idle broker pays less of), the hot topic costs less elsewhere than where it is, and one move
+    lowers the worst broker further than the many that would isolate it (unseen random-112, capacities
+    x1/x1.5: isolating it left its broker at 0.79, where a Pulsar shedder that moved it ended at 0.58).
+    Decided before the moves that would isolate it, so the do-no-harm guard checks it against its
+    source's usage before them (its overload relief keeps a destination predicted at twice its arrival
+    below the source)."""
 
     def act(self, dx: Descent, src: Source) -> bool:
         biggest = src.biggest
@@ -396,9 +396,7 @@ class MoveWhole:
         found = Capacity.best_destination(dx, src, name)
         if found is None or found[0] <= src.cap:
             return False  # none, or it fits within the target: the band goals place it
-        others = [n for n in view.owned[s] if n != name]
-        rest = [sum(view.bundles[n].vec[i] for n in others) for i in range(5)]
-        alone = view.usage_after(s, rest, -1.0)
+        alone = view.usage_without(s, [n for n in view.owned[s] if n != name])
         if found[0] > alone - dx.levels.min_gain:
             return False
         a = view.usage_after(s, view.bundles[name].vec, -1.0)
@@ -460,8 +458,7 @@ class Isolate:
         gain = {n: us0 - view.usage_after(s, view.bundles[n].vec, -1.0) for n in others}
         # what s would carry with only what pins it: no destination may end above that (nor above the target
         # if that is lower), so every move lowers the cluster's worst broker and none makes a new one
-        rest = [sum(view.bundles[n].vec[i] for n in others) for i in range(5)]
-        level = max(lv.target, view.usage_after(s, rest, -1.0))
+        level = max(lv.target, view.usage_without(s, others))
         for name in sorted(gain, key=lambda n: (-gain[n], n)):
             us = view.usage(s)
             a = view.usage_after(s, view.bundles[name].vec, -1.0)

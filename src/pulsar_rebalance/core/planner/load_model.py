@@ -585,6 +585,12 @@ class ClusterView:
             return max(((used[i] - vec[i] * relief[i]) * k for i, k in self._scale[broker]), default=0.0)
         return max(((used[i] + sign * vec[i]) * k for i, k in self._scale[broker]), default=0.0)
 
+    def usage_without(self, broker: str, names: Sequence[str]) -> float:
+        """Usage of ``broker`` with the bundles ``names`` removed (:meth:`usage_after` of their summed load):
+        what it would carry if only its other bundles stayed."""
+        total = [sum(self.bundles[n].vec[i] for n in names) for i in range(5)]
+        return self.usage_after(broker, total, -1.0)
+
     def arrival(self, vec: Sequence[float], source: str, dest: str) -> list[float]:
         """What ``vec`` (a contribution at ``source``'s usage per unit of load) costs on ``dest``.
 
