@@ -166,15 +166,17 @@ def test_the_dag_param_enums_are_the_registry():
     assert shedding.value == strategies.DEFAULT_SHEDDER and placement.value == strategies.DEFAULT_PLACEMENT
 
 
-def test_the_quickstart_offers_the_selectable_shedders():
+def test_the_quickstart_offers_the_selectable_shedders_and_runs_the_dags_default():
     import argparse
 
     from pulsar_rebalance.cli import quickstart
+    from pulsar_rebalance.pipeline.params import RunParams
 
     parser = argparse.ArgumentParser()
     quickstart.register(parser.add_subparsers())
-    demo = parser.parse_args(["demo", "--strategy", "GlobalPlanner"])
-    assert demo.strategy == "GlobalPlanner"
+    assert parser.parse_args(["demo"]).strategy == RunParams().shedding_strategy == "GlobalPlanner"
+    demo = parser.parse_args(["demo", "--strategy", "ThresholdShedder"])
+    assert demo.strategy == "ThresholdShedder"
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     choices = next(a.choices for a in sub.choices["demo"]._actions if a.dest == "strategy")
     assert list(choices) == list(SELECTABLE_SHEDDERS)

@@ -40,7 +40,7 @@ def redact_url(url: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pulsar_rebalance.core.pulsar.shedders import SELECTABLE_SHEDDERS
+    from pulsar_rebalance.core.pulsar.shedders import DEFAULT_SHEDDER, SELECTABLE_SHEDDERS
 
     p = sub.add_parser("demo", help="run one complete rebalance on embedded defaults (the README's main job)")
     p.add_argument("--state-dir", default=str(REPO / ".state"), help="where Postgres data, logs and Airflow home live")
@@ -54,9 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--strategy",
-        default="ThresholdShedder",
+        default=DEFAULT_SHEDDER,
         choices=SELECTABLE_SHEDDERS,
-        help="shedding strategy for this run (ThresholdShedder: plans on the first run, unlike AvgShedder)",
+        help=f"shedding strategy for this run (default: the DAG's, {DEFAULT_SHEDDER}; Pulsar's AvgShedder plans "
+        "nothing on a first run: it sheds only after repeated hits)",
     )
     p.add_argument("--dry-run", action="store_true", help="plan and approve, but call no admin API")
     p.add_argument("--timeout-minutes", type=float, default=90.0, help="hard limit for the whole DAG run")
