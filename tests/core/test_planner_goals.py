@@ -159,15 +159,17 @@ def test_the_search_tries_the_goals_in_priority_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("load_model", "levels", "moves"),
-    [(None, {}, False), ("random-112", {}, True), ("random-112", {"min_gain": 0.3}, False)],
+    ("load_model", "levels", "outcome"),
+    [(None, {}, "stays"), ("random-112", {}, "whole"), ("random-112", {"min_gain": 0.3}, "room")],
 )
 def test_a_bundle_nothing_can_split_moves_whole_only_where_it_lands_below_its_source_with_it_alone(
-    load_model: str | None, levels: dict[str, float], moves: bool
+    load_model: str | None, levels: dict[str, float], outcome: str
 ) -> None:
     # MoveWhole: on equal brokers a hot topic lands on any other broker on top of that broker's load, higher than
     # its own broker with the topic alone (isolating it is better); on random-112's x1.5 brokers under a convex
-    # CPU it costs less elsewhere, and one move beats the many that would isolate it - by the minimum gain
+    # CPU it costs less elsewhere, and one move beats the many that would isolate it - by the minimum gain.
+    # Where the gain is too small for that one move but the source stays above the overload threshold even with
+    # the bundle alone, MakeRoom empties the broker where it lands lowest alone and moves it there.
     from pulsar_rebalance.simulator.random_models import random_model
 
     dx = _descent("hot-single-topic-unsplittable", None if load_model is None else random_model(load_model), **levels)
@@ -177,18 +179,29 @@ def test_a_bundle_nothing_can_split_moves_whole_only_where_it_lands_below_its_so
     assert not MoveWhole().act(dx, src)  # not known to be unsplittable: SplitToFit tries first
     dx.unsplittable.add(big)
     view = dx.view
-    rest = [sum(view.bundles[n].vec[i] for n in view.owned[src.broker] if n != big) for i in range(5)]
-    alone = view.usage_after(src.broker, rest, -1.0)
+    alone = view.usage_without(src.broker, [n for n in view.owned[src.broker] if n != big])
     lowest = min(view.landing(d, view.arrival(view.bundles[big].vec, src.broker, d)) for d in src.dests)
     assert lowest > src.cap  # it fits within the target nowhere
-    assert (lowest < alone - dx.levels.min_gain) is moves, (lowest, alone)
-    assert MoveWhole().act(dx, src) is moves
-    if moves:
-        [u] = dx.unloads()
+    assert (lowest < alone - dx.levels.min_gain) is (outcome == "whole"), (lowest, alone)
+    assert (alone > dx.levels.overload) is (outcome != "stays"), alone
+    owned_before = {b: list(ns) for b, ns in view.owned.items()}
+    assert MoveWhole().act(dx, src) is (outcome != "stays")
+    unloads = dx.unloads()
+    if outcome == "stays":
+        assert unloads == []
+    elif outcome == "whole":
+        [u] = unloads
         assert u.bundle == big and u.predicted["destinationAfter"] == pytest.approx(lowest, abs=1e-4)
         assert "moved whole to where it lands lowest" in u.reason
     else:
-        assert dx.unloads() == []
+        *cleared, last = unloads
+        emptied = last.destination
+        assert last.bundle == big and "emptied for it in this plan" in last.reason
+        assert {u.bundle for u in cleared} == set(owned_before[emptied])  # every bundle it had, and only those
+        assert all(u.destination not in (emptied, src.broker) for u in cleared)
+        assert all(u.predicted["destinationAfter"] <= dx.levels.target + 1e-9 for u in cleared)
+        landed = last.predicted["destinationAfter"]
+        assert landed <= dx.levels.overload and landed < alone - dx.levels.min_gain, (landed, alone)
 
 
 def test_a_hard_goal_refusal_leaves_the_source_stuck_with_a_warning_not_a_bad_move() -> None:
