@@ -426,8 +426,8 @@ def _room_copy(room: DestinationRoom) -> DestinationRoom:
 
 class MakeRoom:
     """2c. The bundle :class:`MoveWhole` could not place keeps its broker above Pulsar's overload threshold even
-    alone there, and lands lower nowhere as the brokers are: empty the broker where it would land lowest on
-    its own (each of that broker's bundles to a broker that stays within the target, the tightest fit
+    alone there, and lands lower nowhere as the brokers are: empty the bigger broker (:meth:`bigger`) where it
+    would land lowest on its own (each of that broker's bundles to a broker that stays within the target, the tightest fit
     first) and move it there, in the same plan. Only where it lands at most at the threshold, and the
     do-no-harm guard's own prediction (from the reports) accepts the last move as overload relief (at most
     at the threshold, and twice the predicted arrival still below the source): otherwise the broker would
@@ -438,6 +438,8 @@ class MakeRoom:
 
     TRIED = 3
     """Destinations tried at most, the lowest landing first (each trial places the destination's bundles)."""
+    BIGGER = 1.2
+    """How much more capacity (reported limit) a broker needs to be emptied for a bundle."""
 
     @staticmethod
     def act(dx: Descent, src: Source, name: str, alone: float) -> bool:
@@ -449,6 +451,8 @@ class MakeRoom:
         options: list[tuple[float, int, str]] = []
         for d in dx.eligible:
             if d in (s, back) or view.clipped(d) or not dx.destination(d) or not dx.allowed.permits(name, s, d):
+                continue
+            if not MakeRoom.bigger(dx, s, d):
                 continue
             owned = view.owned[d]
             if not all(dx.movable(n) for n in owned):
@@ -493,6 +497,20 @@ class MakeRoom:
             )
             return True
         return False
+
+    @staticmethod
+    def bigger(dx: Descent, s: str, d: str) -> bool:
+        """Whether ``d`` reports more capacity than ``s``: limits at least as high for CPU and both NICs, one
+        of them :data:`BIGGER` times as high. On brokers of one size the bundle alone costs what it costs
+        alone where it is, where the model, which sees an idle broker's lower cost per message near
+        saturation, puts it lower on an emptied broker (seen convex-cpu model, equal brokers, the DAG's
+        cadence: 14 more moves for the same final worst broker)."""
+        a, b = dx.inp.brokers.get(s), dx.inp.brokers.get(d)
+        if a is None or b is None:
+            return False
+        pairs = [(a.cpu.limit, b.cpu.limit), (a.bandwidth_in.limit, b.bandwidth_in.limit)]
+        pairs.append((a.bandwidth_out.limit, b.bandwidth_out.limit))
+        return all(y >= x for x, y in pairs) and any(y >= MakeRoom.BIGGER * x for x, y in pairs)
 
     @staticmethod
     def _placements(dx: Descent, s: str, d: str) -> list[tuple[str, str]] | None:
