@@ -457,6 +457,17 @@ def test_brokers_the_model_puts_above_their_reports_still_receive_bundles_planne
     assert result.moves <= 40, result.moves_per_cycle
 
 
+def _hot_topic_loop(load_model: str | None, decisions: int) -> tuple[Any, str, str, Any]:
+    """hot-single-topic-unsplittable, seed 1, under ``load_model``, for ``decisions`` minute cycles of the
+    planner: (the model, the hot topic's broker before, after, the loop's result)."""
+    run = build("hot-single-topic-unsplittable", 1, load_model=load_model and random_model(load_model), rate_noise=0.03)
+    model = run.model
+    hot = max(model.topics, key=lambda t: t.burst)
+    start = model.owners[model.bundle_of_topic(hot.name)]
+    result = run_closed_loop(run, "GlobalPlanner", cadence="minute", decisions=decisions)
+    return model, start, model.owners[model.bundle_of_topic(hot.name)], result
+
+
 def test_a_hot_topic_that_lands_lower_elsewhere_than_alone_where_it_is_moves_whole() -> None:
     # random-112 (unseen when found: convex CPU K=0.5, capacities x1/x1.5): the hot topic sat on a x1 broker at
     # 1.72. The planner moved its 14 neighbours off (isolation), then proposed the topic itself, which the guard
@@ -464,12 +475,8 @@ def test_a_hot_topic_that_lands_lower_elsewhere_than_alone_where_it_is_moves_who
     # broker stayed at 0.79 with the topic alone for the whole run, where AvgShedder ended at 0.58. A topic that
     # lands lower on another broker than its source would keep with it alone now moves whole, before the moves
     # that would isolate it.
-    run = build("hot-single-topic-unsplittable", 1, load_model=random_model("random-112"), rate_noise=0.03)
-    model = run.model
-    hot = max(model.topics, key=lambda t: t.burst)
-    start = model.owners[model.bundle_of_topic(hot.name)]
-    result = run_closed_loop(run, "GlobalPlanner", cadence="minute", decisions=4)
-    assert model.owners[model.bundle_of_topic(hot.name)] != start
+    _, start, end, result = _hot_topic_loop("random-112", 4)
+    assert end != start
     assert result.max_usage[0] > 1.5 and max(result.max_usage[-2:]) < 0.65, result.max_usage  # was 0.76
     assert result.summary()["guard_cut"] == 0, result.summary()
 
@@ -479,12 +486,7 @@ def test_a_hot_topic_overloading_even_its_own_broker_gets_a_bigger_broker_emptie
     # broker, at 1.68 even alone there, and would land above 0.85 on every other broker as they are. The planner
     # gave it its broker to itself and stopped (1.50 at the end), where ThresholdShedder, unloading it again and
     # again, ended at 0.67. Now a broker where it lands lowest alone is emptied for it in the same plan.
-    run = build("hot-single-topic-unsplittable", 1, load_model=random_model("random-135"), rate_noise=0.03)
-    model = run.model
-    hot = max(model.topics, key=lambda t: t.burst)
-    start = model.owners[model.bundle_of_topic(hot.name)]
-    result = run_closed_loop(run, "GlobalPlanner", cadence="minute", decisions=6)
-    end = model.owners[model.bundle_of_topic(hot.name)]
+    model, start, end, result = _hot_topic_loop("random-135", 6)
     assert end != start and model.brokers[end].cores > model.brokers[start].cores
     assert result.max_usage[0] > 1.5 and max(result.max_usage[-2:]) < 0.7, result.max_usage  # was 1.45
     assert result.summary()["guard_cut"] == 0, result.summary()
@@ -493,12 +495,8 @@ def test_a_hot_topic_overloading_even_its_own_broker_gets_a_bigger_broker_emptie
 def test_no_broker_is_emptied_for_a_hot_topic_its_broker_carries_below_the_overload_threshold() -> None:
     # the same scenario on equal brokers: alone, the topic keeps its broker below 85 %, and emptying another
     # one would lower nothing (it lands as high anywhere): the planner isolates it where it is, as before
-    run = build("hot-single-topic-unsplittable", 1, rate_noise=0.03)
-    model = run.model
-    hot = max(model.topics, key=lambda t: t.burst)
-    start = model.owners[model.bundle_of_topic(hot.name)]
-    run_closed_loop(run, "GlobalPlanner", cadence="minute", decisions=6)
-    assert model.owners[model.bundle_of_topic(hot.name)] == start
+    _, start, end, _ = _hot_topic_loop(None, 6)
+    assert end == start
 
 
 def test_a_broker_held_up_by_one_hot_topic_is_left_to_that_topic_alone() -> None:
