@@ -427,8 +427,8 @@ def _room_copy(room: DestinationRoom) -> DestinationRoom:
 class MakeRoom:
     """2c. The bundle :class:`MoveWhole` could not place keeps its broker above Pulsar's overload threshold even
     alone there, and lands lower nowhere as the brokers are: empty the bigger broker (:meth:`bigger`) where it
-    would land lowest on its own (each of that broker's bundles to a broker that stays within the target, the tightest fit
-    first) and move it there, in the same plan. Only where it lands at most at the threshold, and the
+    would land lowest on its own (each of that broker's bundles to a broker that stays within the target, the
+    tightest fit first) and move it there, in the same plan. Only where it lands at most at the threshold, and the
     do-no-harm guard's own prediction (from the reports) accepts the last move as overload relief (at most
     at the threshold, and twice the predicted arrival still below the source): otherwise the broker would
     be emptied for nothing. On a cluster whose brokers differ (twice the cores, a convex CPU curve), a hot
@@ -564,14 +564,6 @@ class MakeRoom:
         before = room.load.usage(d)
         after = trial.destination_after(d, arriving)
         return after <= lv.overload and before + 2 * (after - before) < room.load.usage(s)
-        # above the threshold: kept only where it lands lowest of all the brokers it may go to
-        for b in trial.state:
-            if b in (s, d) or not dx.allowed.permits(name, s, b):
-                continue
-            elsewhere = trial.arrival_amounts(Move(bundle=name, source=s, destination=b))
-            if elsewhere is not None and trial.destination_after(b, elsewhere) < after:
-                return False
-        return True
 
 
 class MostGapPerMove:
