@@ -5,6 +5,12 @@ Usage::
     .venv/bin/python benchmarks/bench_random_models.py --jobs 2   # writes docs/benchmarks/random-models.json + .md
     .venv/bin/python benchmarks/bench_random_models.py --render   # redraws the plot and blocks from the JSON
     .venv/bin/python benchmarks/bench_random_models.py --merge --jobs 2   # after a planner-only change
+    .venv/bin/python benchmarks/bench_random_models.py --unseen --first K --jobs 2   # draws never run before
+
+``--unseen`` (with ``--first`` past every draw run so far) writes its own report,
+``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the README's ``random-unseen-headline``
+block, and leaves the stored ``random-models`` report alone: the record of the planner on cost models nobody
+had run it on when it was measured (after that run they are seen; the next check takes the next ``--first``).
 
 ``--merge`` re-runs only the planner's runs (a quarter of them) and merges them into the stored report;
 it refuses, naming the files, when a source the runs import changed outside ``core/planner/`` (the other
@@ -48,6 +54,9 @@ SCRIPT = "benchmarks/bench_random_models.py"
 JSON = ROOT / "docs" / "benchmarks" / "random-models.json"
 DOC = ROOT / "docs" / "benchmarks" / "random-models.md"
 PNG = ROOT / "docs" / "benchmarks" / "random-models.png"
+UNSEEN_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen.json"
+UNSEEN_DOC = ROOT / "docs" / "benchmarks" / "random-models-unseen.md"
+UNSEEN_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen.png"
 PLANNER = "GlobalPlanner"
 NO_ACTION = "no-action"
 STRATEGIES = (PLANNER, NO_ACTION, "AvgShedder", "ThresholdShedder")
@@ -96,12 +105,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--merge", action="store_true", help="re-run only the planner and merge into the stored report (see above)"
     )
+    ap.add_argument(
+        "--unseen",
+        action="store_true",
+        help="draws never run before: write the random-models-unseen report instead of random-models (see above)",
+    )
     args = ap.parse_args(argv)
+    json_path, png, targets = (UNSEEN_JSON, UNSEEN_PNG, UNSEEN_TARGETS) if args.unseen else (JSON, PNG, TARGETS)
     if args.render:
-        doc = json.loads(JSON.read_text(encoding="utf-8"))
-        plot(doc, PNG)
-        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
+        doc = json.loads(json_path.read_text(encoding="utf-8"))
+        plot(doc, png)
+        figures.update(SCRIPT, _rel(json_path), doc, targets)
         return 0
+    if args.unseen and args.merge:
+        ap.error("--unseen reports draws run once, as they came out: it does not merge")
     if NO_ACTION not in args.strategies or PLANNER not in args.strategies:
         ap.error(f"--strategies must include {PLANNER} and {NO_ACTION} (the baseline)")
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
@@ -157,14 +174,21 @@ def main(argv: list[str] | None = None) -> int:
         "args": run_args,
         "sources": digests,
     }
+    if args.unseen:
+        doc["unseen"] = True
     if stored is not None:
         doc = merge_doc(stored, doc)
     print(render(doc))
     if not args.no_write:
-        figures.write_json(JSON, doc)
-        plot(doc, PNG)
-        figures.update(SCRIPT, str(JSON.relative_to(ROOT)), doc, TARGETS)
+        figures.write_json(json_path, doc)
+        plot(doc, png)
+        figures.update(SCRIPT, _rel(json_path), doc, targets)
     return 0
+
+
+def _rel(path: Path) -> str:
+    """``path`` as the docs' markers name it: relative to the repository (as given when it is elsewhere)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def merge_problems(stored: dict[str, Any], run_args: dict[str, Any], digests: dict[str, str]) -> list[str]:
@@ -337,9 +361,15 @@ def render_headline(doc: dict[str, Any]) -> str:
     )
     models = len(doc["models"])
     cells, passing, fails = criteria_counts(criteria(doc))
+    drawn = (
+        f"On {models} load models drawn at random and never run before this measurement ({_span(doc)}; the "
+        "planner's source is the one whose digests the report records)"
+        if doc.get("unseen")
+        else f"On {models} load models drawn at random (costs per message, NICs, curves, capacities and speeds "
+        "nobody tuned on)"
+    )
     return (
-        f"On {models} load models drawn at random (costs per message, NICs, curves, capacities and speeds "
-        f"nobody tuned on), {p['runs']} runs of the planner: it ends above doing nothing (by more than half a "
+        f"{drawn}, {p['runs']} runs of the planner: it ends above doing nothing (by more than half a "
         f"point, per seed) in **{len(p['worse'])}**, drives a broker above {HOT:.0%} where doing nothing stays "
         f"below in **{len(p['hot'])}**, ends lower in {p['below']}; its worst run: {_where(p['excess'])} "
         f"({p['excess_by']:+.3f} vs doing nothing). Pulsar's shedders on the same runs: {others}. Where it does "
@@ -347,6 +377,11 @@ def render_headline(doc: dict[str, Any]) -> str:
         "than the planner (the report lists them). By the balance benchmark's criteria (per scenario, model and "
         f"cadence, seeds paired): {passing} of {cells} cells meet every one; failed: {_fails_text(fails)}."
     )
+
+
+def _span(doc: dict[str, Any]) -> str:
+    names = list(doc["models"])
+    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]}"
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -363,7 +398,7 @@ def render(doc: dict[str, Any]) -> str:
         f"drift_tolerance 0.5; {doc['seconds']:.0f} s in all. Every count is per run (one seed) against doing "
         "nothing on the same seed.",
         "",
-        "![final worst broker minus doing nothing's, per run](random-models.png)",
+        f"![final worst broker minus doing nothing's, per run]({(UNSEEN_PNG if doc.get('unseen') else PNG).name})",
         "",
         figures.table(
             [
@@ -561,8 +596,14 @@ def plot(doc: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
-BLOCKS = {"random-models-report": render, "random-models-headline": render_headline}
+BLOCKS = {
+    "random-models-report": render,
+    "random-models-headline": render_headline,
+    "random-unseen-report": render,
+    "random-unseen-headline": render_headline,
+}
 TARGETS = {"random-models-report": [DOC], "random-models-headline": [ROOT / "README.md"]}
+UNSEEN_TARGETS = {"random-unseen-report": [UNSEEN_DOC], "random-unseen-headline": [ROOT / "README.md"]}
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -4,6 +4,7 @@ scenario, and the benchmark that runs them (benchmarks/bench_random_models.py)."
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -297,3 +298,36 @@ def test_a_steady_broker_just_below_the_trigger_is_not_confirmed_by_noisy_sample
 
     run = build("steady-with-noise", 2, load_model="tls-crypto", rate_noise=0.03)
     assert run_closed_loop(run, "GlobalPlanner").summary()["moves"] == 0
+
+
+def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_report_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_random_models as bench
+
+    report, readme, data = tmp_path / "unseen.md", tmp_path / "README.md", tmp_path / "unseen.json"
+    for path, name in ((report, "random-unseen-report"), (readme, "random-unseen-headline")):
+        path.write_text(
+            f"before\n<!-- {name}:start (written by {bench.SCRIPT} from {data}) -->\n<!-- {name}:end -->\nafter\n",
+            encoding="utf-8",
+        )
+    monkeypatch.setattr(bench, "UNSEEN_JSON", data)
+    monkeypatch.setattr(bench, "UNSEEN_PNG", tmp_path / "unseen.png")
+    monkeypatch.setattr(bench, "UNSEEN_TARGETS", {"random-unseen-report": [report], "random-unseen-headline": [readme]})
+    stored = {p: p.read_bytes() for p in (bench.JSON, bench.DOC, ROOT / "README.md")}
+    argv = ["--models", "1", "--first", "2", "--scenarios", "steady-with-noise", "--seeds", "1", "--cadences", "minute"]
+    argv += ["--strategies", "GlobalPlanner", "no-action"]
+
+    assert bench.main([*argv, "--unseen"]) == 0
+
+    doc = json.loads(data.read_text(encoding="utf-8"))
+    assert doc["unseen"] is True and list(doc["models"]) == ["random-2"]
+    headline = readme.read_text(encoding="utf-8")
+    assert headline.startswith("before\n") and headline.endswith("after\n")
+    assert "never run before this measurement (random-2; " in headline and "runs of the planner" in headline
+    assert "(random-models-unseen.png)" in report.read_text(encoding="utf-8")
+    assert (tmp_path / "unseen.png").stat().st_size > 0
+    assert {p: p.read_bytes() for p in stored} == stored  # the seen report and the README untouched
+    with pytest.raises(SystemExit):
+        bench.main([*argv, "--unseen", "--merge"])  # a check on unseen draws is one run, as it came out
