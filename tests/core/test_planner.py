@@ -492,6 +492,18 @@ def test_a_hot_topic_overloading_even_its_own_broker_gets_a_bigger_broker_emptie
     assert result.summary()["guard_cut"] == 0, result.summary()
 
 
+def test_a_hot_topic_move_the_guard_would_refuse_is_not_planned_and_its_broker_is_lowered_instead() -> None:
+    # random-157 (unseen when found: linear CPU, capacities x1/x1.5): the hot topic's broker sat at 1.07. The
+    # planner planned the topic whole onto the broker where it would land lowest (0.69), every minute, and the
+    # guard cut it every time (twice the arrival the guard predicts would not stay below the source): the broker
+    # stayed at 1.07 for the whole run, where AvgShedder ended at 0.68. Now a whole move the guard would refuse
+    # is not planned, and the moves that lower the topic's broker (its other bundles off) are.
+    _, start, end, result = _hot_topic_loop("random-157", 4)
+    assert end == start
+    assert result.max_usage[0] > 1.0 and max(result.max_usage[-2:]) < 0.8, result.max_usage  # was 1.07
+    assert result.summary()["guard_cut"] == 0, result.summary()
+
+
 def test_no_broker_is_emptied_for_a_hot_topic_its_broker_carries_below_the_overload_threshold() -> None:
     # the same scenario on equal brokers: alone, the topic keeps its broker below 85 %, and emptying another
     # one would lower nothing (it lands as high anywhere): the planner isolates it where it is, as before

@@ -38,6 +38,7 @@ from pulsar_rebalance.core.planner.proposals import PlannedUnload, Proposals, Ra
 from pulsar_rebalance.core.planner.split_to_fit import TopicLoad, split_bundle
 from pulsar_rebalance.core.prediction import Move
 from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
+from pulsar_rebalance.core.pulsar.load import NamespaceBundleStats
 from pulsar_rebalance.core.pulsar.policies import DestinationFilter
 
 if TYPE_CHECKING:  # global_planner imports this module
@@ -389,8 +390,14 @@ class MoveWhole:
     lowers the worst broker further than the many that would isolate it (unseen random-112, capacities
     x1/x1.5: isolating it left its broker at 0.79, where a Pulsar shedder that moved it ended at 0.58).
     Decided before the moves that would isolate it, so the do-no-harm guard checks it against its
-    source's usage before them (its overload relief keeps a destination predicted at twice its arrival
-    below the source). Where no broker takes it lower than that, :class:`MakeRoom` may."""
+    source's usage before them. Only a move the guard keeps: within the room it lets the destination
+    take (:class:`DestinationRoom`), or as overload relief (:func:`_guard_relief`: its source above the
+    threshold, and twice the arrival the guard predicts from the reports still below the source); any
+    other would be cut from the plan, every cycle, while the moves that isolate
+    the topic, which the guard does keep, were never planned (unseen random-157, capacities x1/x1.5: the
+    topic's broker stayed at 1.07 for the whole run, the same refused move planned each minute, where
+    AvgShedder ended at 0.68). Where no broker takes it lower, :class:`MakeRoom` may; where the guard
+    would refuse it, the goals after this one lower its source (:class:`Isolate`)."""
 
     def act(self, dx: Descent, src: Source) -> bool:
         biggest = src.biggest
@@ -403,7 +410,11 @@ class MoveWhole:
         alone = view.usage_without(s, [n for n in view.owned[s] if n != name])
         if found is None or found[0] > alone - dx.levels.min_gain:
             return MakeRoom.act(dx, src, name, alone)
-        a = view.usage_after(s, view.bundles[name].vec, -1.0)
+        bl = view.bundles[name]
+        kept = dx.room.fits(s, found[1], (bl.msg_rate, bl.feat_in, bl.feat_out))
+        if not kept and not _guard_relief(dx, s, found[1], name, (), at_most_overload=False):
+            return MakeRoom.act(dx, src, name, alone)
+        a = view.usage_after(s, bl.vec, -1.0)
         dx.record(
             s,
             name,
@@ -415,6 +426,41 @@ class MoveWhole:
             f"{s} would keep with it alone",
         )
         return True
+
+
+def _guard_relief(
+    dx: Descent, s: str, d: str, name: str, placed: Sequence[tuple[str, str]], *, at_most_overload: bool
+) -> bool:
+    """Whether the do-no-harm guard, predicting from the reports, keeps the move of ``name`` from ``s`` onto
+    ``d`` (once ``placed`` emptied it) as overload relief: ``s`` above the overload threshold and, were the
+    prediction off by 100 %, ``d`` still below ``s`` (the guard's destination estimate is the lower of the
+    bundle's share of ``s`` and its messages at ``d``'s own cost per message). ``at_most_overload``: ``d``
+    must also end at or below the threshold (the guard lets it end above only where the bundle lands above
+    the threshold everywhere, on the broker where it lands lowest: what an emptied broker is not made for)."""
+    room, lv = dx.room, dx.levels
+    source_now = room.load.usage(s)
+    if source_now <= lv.overload:
+        return False
+    trial = room.load.copy()
+    for n, e in placed:
+        bl = dx.view.bundles[n]
+        amounts = room.amounts(d, (bl.msg_rate, bl.feat_in, bl.feat_out))
+        if amounts is None:
+            return False
+        trial.add(d, e, amounts)
+    bl = dx.view.bundles[name]
+    move = Move(bundle=name, source=s, destination=d)
+    if trial.bundle_stats(move) is None:  # a child of a split in this plan: the guard has its stats, as here
+        stats = NamespaceBundleStats(
+            msg_rate_in=bl.msg_rate, msg_throughput_in=bl.feat_in, msg_throughput_out=bl.feat_out
+        )
+        trial.extra_stats = {**trial.extra_stats, name: stats}
+    arriving = trial.arrival_amounts(move)
+    if arriving is None:
+        return False
+    before = room.load.usage(d)
+    after = trial.destination_after(d, arriving)
+    return (after <= lv.overload or not at_most_overload) and before + 2 * (after - before) < source_now
 
 
 def _room_copy(room: DestinationRoom) -> DestinationRoom:
@@ -464,7 +510,7 @@ class MakeRoom:
                 options.append((empty, len(owned), d))
         for _empty, _, d in sorted(options)[: MakeRoom.TRIED]:
             placed = MakeRoom._placements(dx, s, d)
-            if placed is None or not MakeRoom._relief_holds(dx, s, d, name, placed):
+            if placed is None or not _guard_relief(dx, s, d, name, placed, at_most_overload=True):
                 continue
             cause = (
                 f"Overloaded: GlobalPlanner: {s} predicted usage {src.usage:.4f} > target {lv.target:.4f} (ideal "
@@ -540,30 +586,6 @@ class MakeRoom:
             room.take(d, e, traffic)
             out.append((n, e))
         return out
-
-    @staticmethod
-    def _relief_holds(dx: Descent, s: str, d: str, name: str, placed: Sequence[tuple[str, str]]) -> bool:
-        """Whether the guard, predicting from the reports, keeps the move of ``name`` onto ``d`` once ``placed``
-        emptied it: ``d`` ends at or below the overload threshold and, were the prediction off by 100 %, still
-        below ``s`` (its overload relief; the guard's destination estimate is the lower of the bundle's
-        share of ``s`` and its messages at ``d``'s own cost per message)."""
-        room, lv = dx.room, dx.levels
-        trial = room.load.copy()
-        for n, e in placed:
-            bl = dx.view.bundles[n]
-            amounts = room.amounts(d, (bl.msg_rate, bl.feat_in, bl.feat_out))
-            if amounts is None:
-                return False
-            trial.add(d, e, amounts)
-        bl = dx.view.bundles[name]
-        arriving = trial.arrival_amounts(Move(bundle=name, source=s, destination=d)) or room.amounts(
-            s, (bl.msg_rate, bl.feat_in, bl.feat_out)
-        )
-        if arriving is None:
-            return False
-        before = room.load.usage(d)
-        after = trial.destination_after(d, arriving)
-        return after <= lv.overload and before + 2 * (after - before) < room.load.usage(s)
 
 
 class MostGapPerMove:
