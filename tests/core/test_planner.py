@@ -549,6 +549,9 @@ def test_a_hot_topics_broker_is_left_to_it_even_by_bundles_the_model_puts_below_
     moved = {u["bundle"] for u in cyc["unloads"]}
     assert mid in moved and tiny in moved and hot not in moved, cyc["unloads"]
     assert any("single hot topic" in w for w in cyc["stats"]["warnings"])
+    # what stays above the target says why, and what an operator who knows a faster broker can do
+    [why] = [w for w in cyc["stats"]["warnings"] if "stays above target" in w]
+    assert "a faster broker is not credited" in why and "namespaces unload <namespace> -b <range> -d <broker>" in why
 
 
 def test_a_swinging_bundle_is_planned_at_its_peak_and_nothing_chases_the_swing() -> None:

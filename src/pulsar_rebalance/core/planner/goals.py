@@ -732,7 +732,11 @@ def why_stuck(dx: Descent, src: Source) -> str:
             f"more than half a point and than the noise its reports show, {lv.noise:.4f}), so they wait for reports "
             "that tell such a gain apart"
         )
-    return "no bundle can move without overloading its destination"
+    return (
+        "no bundle can move without overloading its destination as predicted (at no less than a typical broker's "
+        "cost per message: a faster broker is not credited; `pulsar-admin namespaces unload <namespace> -b <range> "
+        "-d <broker>` moves a bundle by hand)"
+    )
 
 
 def descend(dx: Descent, srcs: set[str], under: set[str]) -> None:

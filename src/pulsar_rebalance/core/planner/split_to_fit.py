@@ -237,7 +237,8 @@ def split_bundle(
         return None
     if bl.topics <= 1 or (topic_loads is not None and len(topic_loads) == 1):
         warnings.append(
-            f"{bundle} on {bl.broker}: a single hot topic carries it; no split or move can lower {bl.broker} further"
+            f"{bundle} on {bl.broker}: a single hot topic carries it; Pulsar splits a bundle only between topics, "
+            "so no split can spread it"
         )
         return None
     if not rng.can_split():
