@@ -583,8 +583,9 @@ def plot(doc: dict[str, Any], out: Path) -> None:
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels(models, fontsize=8)
     ax.set_ylabel("final worst broker − doing nothing's", fontsize=8)
+    what = "Random load models never run before (unseen)" if doc.get("unseen") else "Random load models"
     ax.set_title(
-        "Random load models: each dot one run (scenario, cadence, seed); below 0 = better than doing nothing",
+        f"{what}: each dot one run (scenario, cadence, seed); below 0 = better than doing nothing",
         fontsize=9,
     )
     ax.tick_params(labelsize=7)

@@ -670,7 +670,8 @@ class Isolate:
                     us,
                     a,
                     best[0],
-                    f", held there by {', '.join(pinned)} (one hot topic: no split or move lowers it): giving it the broker to itself",
+                    f", held there by {', '.join(pinned)} (one hot topic: no split spreads it, no destination is predicted to carry it lower): "
+                    "giving it the broker to itself",
                 )
 
 

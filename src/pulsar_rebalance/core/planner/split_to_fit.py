@@ -255,7 +255,7 @@ def split_bundle(
             if total - size[top] < st.min_split_gain:
                 warnings.append(
                     f"{bundle} on {bl.broker}: one topic carries {size[top] / total:.0%} of it; isolating it would free only "
-                    f"{total - size[top]:.4f} of {bl.broker} (< {st.min_split_gain}): not split, no split or move can fix this topic"
+                    f"{total - size[top]:.4f} of {bl.broker} (< {st.min_split_gain}): not split (no split can spread one topic)"
                 )
                 return None
             h = topic_loads[top][0]
