@@ -88,6 +88,33 @@ def test_scenarios_are_deterministic_per_seed_and_feed_decide(name: str) -> None
         assert out["cycles"][0]["label"] in ("Success", "Skip")
 
 
+def test_a_scenario_can_be_built_with_another_broker_count_and_load() -> None:
+    base = build("one-hot-broker", 1).model
+    small = build("one-hot-broker", 1, brokers=3).model
+    busy = build("one-hot-broker", 1, utilization=1.5).model
+    assert len(base.brokers) == 10 and len(small.brokers) == 3
+    assert set(small.owners.values()) <= set(small.brokers) and len(small.bundles()) == len(base.bundles())
+    assert base.ideal_usage() == pytest.approx(0.45, abs=0.01)
+    assert busy.ideal_usage() == pytest.approx(1.5 * 0.45, abs=0.01) and small.ideal_usage() == pytest.approx(
+        0.45, abs=0.01
+    )
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"brokers": 5, "name": "scale-up"}, "names its brokers in its events"),
+        ({"brokers": 1}, "brokers must be at least 2"),
+        ({"utilization": 0.0}, "utilization must be within"),
+        ({"utilization": 2.5}, "utilization must be within"),
+    ],
+)
+def test_a_broker_count_or_load_a_scenario_cannot_take_is_refused_by_name(kw: dict, message: str) -> None:
+    name = kw.pop("name", "steady-with-noise")
+    with pytest.raises(ValueError, match=message):
+        build(name, 1, **kw)
+
+
 @pytest.mark.slow
 def test_large_zipf_has_the_required_size() -> None:
     run = build("large-zipf", 1)

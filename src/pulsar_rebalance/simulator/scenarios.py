@@ -85,6 +85,7 @@ def _calibrate(model: ClusterModel, target: float) -> None:
     The load model first sets any per-cluster costs and, if it has parts the rates do not scale, solves
     the scaling exactly (``LoadModel.fit``); then three rounds (an affine load model is exact after one),
     20 for a convex one (``LoadModel.calibration_rounds``)."""
+    target *= _OPTIONS.current.get("utilization", 1.0)
     model.load_model.fit(model, target)
     rounds = model.load_model.calibration_rounds
     for _ in range(rounds):
@@ -189,6 +190,8 @@ def _new_model(
     opts = _OPTIONS.current
     if opts.get("noise") is not None:
         noise = opts["noise"]
+    if opts.get("brokers") is not None:
+        n_brokers = opts["brokers"]
     rng = random.Random(seed)
     if namespace_bundles is None:
         namespace_bundles = {f"tenant-{i % 4}/ns-{i}": bundles_per_ns for i in range(n_namespaces)}
@@ -460,6 +463,13 @@ def _options(**opts: Any) -> Iterator[None]:
         _OPTIONS.current = saved
 
 
+FIXED_SIZE = frozenset({"scale-up", "scale-down", "rolling-restart"})
+"""Scenarios whose events name brokers (``broker-8`` joins, ``broker-0`` restarts): their broker count is fixed."""
+
+MAX_UTILIZATION = 1.8
+"""The largest ``utilization`` factor :func:`build` takes (the scenarios' own loads are 40-60 % of the cluster)."""
+
+
 def build(
     name: str,
     seed: int = 0,
@@ -467,17 +477,36 @@ def build(
     load_model: str | LoadModel | None = None,
     noise: float | None = None,
     rate_noise: float = 0.0,
+    brokers: int | None = None,
+    utilization: float = 1.0,
 ) -> ScenarioRun:
     """The named scenario for ``seed``; ``KeyError`` lists the known names.
 
     ``load_model``: a name of :data:`pulsar_rebalance.simulator.load_models.LOAD_MODELS` (default
     ``linear``); ``noise``: the CPU noise (default: the scenario's own, 2-3 %); ``rate_noise``: noise on
-    the reported bundle and topic rates (default 0)."""
+    the reported bundle and topic rates (default 0); ``brokers``: the cluster's broker count instead of
+    the scenario's own (not for :data:`FIXED_SIZE`); ``utilization``: the cluster's load as a multiple of
+    the scenario's own (its ideal usage, 40-60 %, times this). ``ValueError`` names a bad one."""
     if name not in SCENARIOS:
         raise KeyError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     get_load_model(load_model)  # an unknown name fails here, before anything is built
-    with _options(load_model=load_model, noise=noise, rate_noise=rate_noise):
+    if brokers is not None and name in FIXED_SIZE:
+        raise ValueError(f"scenario {name!r} names its brokers in its events: its broker count cannot be changed")
+    if brokers is not None and brokers < 2:
+        raise ValueError(f"brokers must be at least 2 (got {brokers})")
+    if not 0 < utilization <= MAX_UTILIZATION:
+        raise ValueError(f"utilization must be within (0, {MAX_UTILIZATION}] (got {utilization})")
+    with _options(load_model=load_model, noise=noise, rate_noise=rate_noise, brokers=brokers, utilization=utilization):
         return SCENARIOS[name](seed)
 
 
-__all__ = ["PLACEMENT_CONSTRAINTS", "SCENARIOS", "ScenarioRun", "build", "isolation_policy", "placement_constraints"]
+__all__ = [
+    "FIXED_SIZE",
+    "MAX_UTILIZATION",
+    "PLACEMENT_CONSTRAINTS",
+    "SCENARIOS",
+    "ScenarioRun",
+    "build",
+    "isolation_policy",
+    "placement_constraints",
+]
