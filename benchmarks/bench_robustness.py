@@ -38,16 +38,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "src"))
 
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
+from bench_random_models import HOT, NO_ACTION, PLANNER, STEADY, TIE  # noqa: E402  (counted as that report counts)
+
+from pulsar_rebalance.simulator.closed_loop import APPROVAL_DELAY_MIN  # noqa: E402
+from pulsar_rebalance.simulator.scenarios import MAX_UTILIZATION  # noqa: E402
 
 SCRIPT = "benchmarks/bench_robustness.py"
 JSON = ROOT / "docs" / "benchmarks" / "robustness.json"
 DOC = ROOT / "docs" / "benchmarks" / "robustness.md"
-PLANNER = "GlobalPlanner"
-NO_ACTION = "no-action"
-TIE = 0.005
-"""Ends above doing nothing: more than this above no-action's final max on the same run."""
-HOT = 0.85
-STEADY = "steady-with-noise"
 SKIPPED = ("large-zipf",)
 """100 brokers and 200,000 topics: minutes per run, measured in the balance benchmark itself."""
 CONDITIONS = (
@@ -71,9 +69,8 @@ MODELS = (
     "random-188",
 )
 """Three the planner was tuned on, one held out (``tls-crypto``) and four draws of the random family."""
-DEFAULT_DELAY = 15
-"""The balance benchmark's approval delay at the DAG's cadence (minutes)."""
 RATE_NOISE = 0.03
+"""The balance benchmark's rate noise."""
 
 
 def parse_condition(text: str) -> tuple[str, float]:
@@ -85,7 +82,7 @@ def parse_condition(text: str) -> tuple[str, float]:
         number = float(value)
     except ValueError:
         raise ValueError(f"condition {text!r}: {value!r} is not a number") from None
-    limits = {"utilization": (0.0, 1.8), "brokers": (2, 100), "noise": (0.0, 0.1), "delay": (0, 24 * 60)}
+    limits = {"utilization": (0.0, MAX_UTILIZATION), "brokers": (2, 100), "noise": (0.0, 0.1), "delay": (0, 24 * 60)}
     lo, hi = limits[key]
     if not (lo < number <= hi if key == "utilization" else lo <= number <= hi):
         raise ValueError(f"condition {text!r}: {key} must be within {lo}-{hi}")
@@ -141,8 +138,7 @@ def _run(task: tuple[Any, ...]) -> dict[str, Any]:
         run,
         strategy,
         cadence=cadence,
-        approval_delay_min=int(value) if key == "delay" else DEFAULT_DELAY,
-        drift_tolerance=0.5,
+        approval_delay_min=int(value) if key == "delay" else APPROVAL_DELAY_MIN,
     )
     s = result.summary()
     return {
@@ -187,17 +183,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--cadences: minute and/or dag")
     tasks = [t for c in args.conditions for t in tasks_for(c, args.models, args.seeds, args.cadences, args.scenarios)]
     # the slow ones (20 brokers) first, so the pool ends together
-    tasks.sort(key=lambda t: -parse_condition(t[0])[1] if parse_condition(t[0])[0] == "brokers" else 0)
-    load = figures.LoadSampler()
-    load.__enter__()
+    brokers = {c: n for c in args.conditions for k, n in [parse_condition(c)] if k == "brokers"}
+    tasks.sort(key=lambda t: -brokers.get(t[0], 0))
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with figures.LoadSampler() as load, ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for i, row in enumerate(pool.map(_run, tasks, chunksize=4), 1):
             rows.append(row)
             if i % 50 == 0 or i == len(tasks):
                 print(f"{i}/{len(tasks)} runs, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    load.__exit__(None, None, None)
     doc = {
         "meta": figures.meta(load),
         "conditions": args.conditions,
@@ -268,7 +262,7 @@ def render(doc: dict[str, Any]) -> str:
         )
         + f" (with `brokers=N`, not {', '.join(doc['fixed_size'])}); both cadences (with "
         f"`delay=M`, the DAG's only); otherwise the balance benchmark's conditions (rate noise {RATE_NOISE:.0%}, "
-        f"approval delay {DEFAULT_DELAY} min); {doc['seconds']:.0f} s in all.",
+        f"approval delay {APPROVAL_DELAY_MIN} min); {doc['seconds']:.0f} s in all.",
         "",
         f"| condition | planner runs | ends above doing nothing (> +{TIE}) | a broker above {HOT:.0%} where doing "
         "nothing stays below | ends lower | moves in all | moves on the steady scenario |",
