@@ -364,7 +364,7 @@ class GlobalPlanner:
         loaded: dict[str, int] = {}
         if now is not None and (st.confirm_reports - 1) * cyc.cycle_ms > st.cooldown_ms:
             for m in mem.moves.values():
-                if m.get("to") in seen and m["atMs"] >= now - st.history_ms:
+                if m.get("to") in seen:  # mem.moves holds the history window only (pruned above)
                     loaded[m["to"]] = max(loaded.get(m["to"], m["atMs"]), m["atMs"])
         sources = cyc.sources = {
             b

@@ -36,7 +36,7 @@ from pulsar_rebalance.core.guard import DestinationRoom, GuardLimits, resource_w
 from pulsar_rebalance.core.planner.load_model import ClusterView
 from pulsar_rebalance.core.planner.proposals import PlannedUnload, Proposals, Rationale, rounded
 from pulsar_rebalance.core.planner.split_to_fit import TopicLoad, split_bundle
-from pulsar_rebalance.core.prediction import Move
+from pulsar_rebalance.core.prediction import LoadState, Move
 from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
 from pulsar_rebalance.core.pulsar.load import NamespaceBundleStats
 from pulsar_rebalance.core.pulsar.policies import DestinationFilter
@@ -408,11 +408,15 @@ class MoveWhole:
         if found is not None and found[0] <= src.cap:
             return False  # it fits within the target: the band goals place it
         alone = view.usage_without(s, [n for n in view.owned[s] if n != name])
+        over = ""
+        if found is None:  # it lands above the threshold on every broker: where it lands lowest, as relief
+            found = MoveWhole.lowest_over(dx, src, name)
+            over = " (it lands above the overload threshold on every broker)"
         if found is None or found[0] > alone - dx.levels.min_gain:
             return MakeRoom.act(dx, src, name, alone)
         bl = view.bundles[name]
-        kept = dx.room.fits(s, found[1], (bl.msg_rate, bl.feat_in, bl.feat_out))
-        if not kept and not _guard_relief(dx, s, found[1], name, (), anywhere=True):
+        kept = not over and dx.room.fits(s, found[1], (bl.msg_rate, bl.feat_in, bl.feat_out))
+        if not kept and not _guard_relief(dx, s, found[1], name, (), anywhere=not over):
             return MakeRoom.act(dx, src, name, alone)
         a = view.usage_after(s, bl.vec, -1.0)
         dx.record(
@@ -422,10 +426,81 @@ class MoveWhole:
             src.usage,
             a,
             found[0],
-            f", no split can spread it: moved whole to where it lands lowest, below the {alone:.4f} "
+            f", no split can spread it: moved whole to where it lands lowest{over}, below the {alone:.4f} "
             f"{s} would keep with it alone",
         )
         return True
+
+    @staticmethod
+    def lowest_over(dx: Descent, src: Source, name: str) -> tuple[float, str] | None:
+        """Where ``name`` goes once it lands above the overload threshold on every destination
+        :class:`Capacity` may pick (so it picked none): the broker where the do-no-harm guard predicts it
+        lands lowest (the only one the guard keeps such a move on), as this model predicts it there (at no
+        less than a typical broker's cost per message: a faster broker is not credited), and only where
+        that is below what its source would keep with it alone even were part of its cost there queueing
+        (:meth:`alone_if_queueing`). A hot topic on a slower broker (an
+        older CPU, a background load) costs less on a typical one; kept where it is, isolated, its broker
+        stayed the cluster's worst (unseen random-212, hidden speeds up to +60 %: 2.11 where AvgShedder,
+        moving it, ended at 1.69)."""
+        view, lv, s = dx.view, dx.levels, src.broker
+        lowest = _guard_lowest(dx, s, name)
+        if lowest is None:
+            return None
+        d = lowest[1]
+        if d not in dx.eligible or d == dx.history.get(name, {}).get("from") or not dx.destination(d):
+            return None
+        if view.as_destination(d) >= lv.overload:
+            return None
+        bd = view.landing(d, view.arrival(view.bundles[name].vec, s, d))
+        return (bd, d) if bd < MoveWhole.alone_if_queueing(dx, s, name) - lv.min_gain else None
+
+    @staticmethod
+    def alone_if_queueing(dx: Descent, s: str, name: str) -> float:
+        """What ``s`` would keep with ``name`` alone were half of what it pays per message above a typical broker
+        queueing (a convex CPU near saturation, which leaves with the load the other bundles take) rather
+        than its own slowness (which stays). A broker that reports more per message than the fit cannot tell
+        which from one report; only a move that wins either way is made (unseen random-207, a convex cost:
+        alone 0.94 by the source's cost per message, 0.87 where it landed, 1.24 where it really landed, and
+        0.70 alone where it was)."""
+        view = dx.view
+        vec, ss, typical = view.bundles[name].vec, view.scale[s], view.typical_scale
+        removed = [sum(view.bundles[n].vec[i] for n in view.owned[s] if n != name) for i in range(5)]
+        for i in range(5):
+            t = typical[i] if typical[i] > 0 else 1.0
+            if ss[i] > t:
+                removed[i] += vec[i] * (ss[i] - t) / (2 * ss[i])
+        return view.usage_after(s, removed, -1.0)
+
+
+def _guard_trial(dx: Descent, s: str, name: str) -> LoadState:
+    """A copy of the guard's prediction from the reports that knows ``name`` on ``s`` (a child of a split in this
+    plan has no sample of its own: the guard has its stats from the split, as here)."""
+    trial = dx.room.load.copy()
+    bl = dx.view.bundles[name]
+    if s in trial.parsed and name not in trial.parsed[s].last_stats and name not in trial.extra_stats:
+        stats = NamespaceBundleStats(
+            msg_rate_in=bl.msg_rate, msg_throughput_in=bl.feat_in, msg_throughput_out=bl.feat_out
+        )
+        trial.extra_stats = {**trial.extra_stats, name: stats}
+    return trial
+
+
+def _guard_lowest(
+    dx: Descent, s: str, name: str, trial: LoadState | None = None, but: str | None = None
+) -> tuple[float, str] | None:
+    """Where the do-no-harm guard predicts ``name`` (off ``s``) lands lowest among the brokers it may go to (on
+    ``trial``, by default the reports as they are; other than ``but``), and its usage there (None: nowhere)."""
+    trial = _guard_trial(dx, s, name) if trial is None else trial
+    best: tuple[float, str] | None = None
+    for b in trial.state:
+        if b in (s, but) or not dx.allowed.permits(name, s, b):
+            continue
+        amounts = trial.arrival_amounts(Move(bundle=name, source=s, destination=b))
+        if amounts is not None:
+            landed = trial.destination_after(b, amounts)
+            if best is None or (landed, b) < best:
+                best = (landed, b)
+    return best
 
 
 def _guard_relief(dx: Descent, s: str, d: str, name: str, placed: Sequence[tuple[str, str]], *, anywhere: bool) -> bool:
@@ -441,20 +516,14 @@ def _guard_relief(dx: Descent, s: str, d: str, name: str, placed: Sequence[tuple
     source_now = room.load.usage(s)
     if source_now <= lv.overload:
         return False
-    trial = room.load.copy()
+    trial = _guard_trial(dx, s, name)
     for n, e in placed:
         bl = dx.view.bundles[n]
         amounts = room.amounts(d, (bl.msg_rate, bl.feat_in, bl.feat_out))
         if amounts is None:
             return False
         trial.add(d, e, amounts)
-    bl = dx.view.bundles[name]
     move = Move(bundle=name, source=s, destination=d)
-    if trial.bundle_stats(move) is None:  # a child of a split in this plan: the guard has its stats, as here
-        stats = NamespaceBundleStats(
-            msg_rate_in=bl.msg_rate, msg_throughput_in=bl.feat_in, msg_throughput_out=bl.feat_out
-        )
-        trial.extra_stats = {**trial.extra_stats, name: stats}
     arriving = trial.arrival_amounts(move)
     if arriving is None:
         return False
@@ -466,13 +535,8 @@ def _guard_relief(dx: Descent, s: str, d: str, name: str, placed: Sequence[tuple
         return True
     # above the threshold: only where the bundle lands above it on every broker it may go to, and lowest on d
     # (the guard's rule, on the brokers as they are once ``placed`` emptied d)
-    for b in trial.state:
-        if b in (s, d) or not dx.allowed.permits(name, s, b):
-            continue
-        elsewhere = trial.arrival_amounts(Move(bundle=name, source=s, destination=b))
-        if elsewhere is not None and trial.destination_after(b, elsewhere) < after:
-            return False
-    return True
+    elsewhere = _guard_lowest(dx, s, name, trial, but=d)
+    return elsewhere is None or elsewhere[0] >= after
 
 
 def _room_copy(room: DestinationRoom) -> DestinationRoom:
