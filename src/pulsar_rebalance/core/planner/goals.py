@@ -393,11 +393,13 @@ class MoveWhole:
     source's usage before them. Only a move the guard keeps: within the room it lets the destination
     take (:class:`DestinationRoom`), or as overload relief (:func:`_guard_relief`: its source above the
     threshold, and twice the arrival the guard predicts from the reports still below the source); any
-    other would be cut from the plan, every cycle, while the moves that isolate
-    the topic, which the guard does keep, were never planned (unseen random-157, capacities x1/x1.5: the
-    topic's broker stayed at 1.07 for the whole run, the same refused move planned each minute, where
-    AvgShedder ended at 0.68). Where no broker takes it lower, :class:`MakeRoom` may; where the guard
-    would refuse it, the goals after this one lower its source (:class:`Isolate`)."""
+    other would be cut from the plan, every cycle, while the moves that isolate the topic, which the
+    guard does keep, were never planned (unseen random-157, capacities x1/x1.5: the topic's broker
+    stayed at 1.07 for the whole run, the same refused move planned each minute, where AvgShedder ended
+    at 0.68). Where it lands above the overload threshold on every broker, it goes only
+    to the one where the guard predicts it lands lowest (:meth:`lowest_over`). Where no broker takes it
+    lower, :class:`MakeRoom` may; where the guard would refuse it, the goals after this one lower its
+    source (:class:`Isolate`)."""
 
     def act(self, dx: Descent, src: Source) -> bool:
         biggest = src.biggest
@@ -438,10 +440,9 @@ class MoveWhole:
         lands lowest (the only one the guard keeps such a move on), as this model predicts it there (at no
         less than a typical broker's cost per message: a faster broker is not credited), and only where
         that is below what its source would keep with it alone even were part of its cost there queueing
-        (:meth:`alone_if_queueing`). A hot topic on a slower broker (an
-        older CPU, a background load) costs less on a typical one; kept where it is, isolated, its broker
-        stayed the cluster's worst (unseen random-212, hidden speeds up to +60 %: 2.11 where AvgShedder,
-        moving it, ended at 1.69)."""
+        (:meth:`alone_if_queueing`). A hot topic on a slower broker (an older CPU, a background load) costs
+        less on a typical one; kept where it is, isolated, its broker stayed the cluster's worst (unseen
+        random-212, hidden speeds up to +60 %: 2.11 where AvgShedder, moving it, ended at 1.69)."""
         view, lv, s = dx.view, dx.levels, src.broker
         lowest = _guard_lowest(dx, s, name)
         if lowest is None:
