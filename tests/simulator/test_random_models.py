@@ -331,3 +331,20 @@ def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_rep
     assert {p: p.read_bytes() for p in stored} == stored  # the seen report and the README untouched
     with pytest.raises(SystemExit):
         bench.main([*argv, "--unseen", "--merge"])  # a check on unseen draws is one run, as it came out
+
+
+@pytest.mark.slow
+def test_a_broker_relieved_of_all_but_a_swinging_topic_is_not_relieved_again_in_its_off_phase() -> None:
+    """random-5, seed 2, periodic jitter at one decision a minute: after 16 hours an on/off consumer's topic takes
+    its broker to the overload threshold (0.85). The plan splits the topic off and moves the broker's 6 other
+    bundles away, predicting 0.75 for it. One minute later, in the topic's off phase, the model planned the
+    broker with the topic's remembered peak at 1.92, clipped to the 0.85 its reports had shown before the
+    moves, and moved the topic whole to another broker, then 11 bundles off that one: 18 moves in 3 minutes.
+    Believed at what the plan predicted until a report shows more, the broker keeps its topic: 6 moves."""
+    from pulsar_rebalance.simulator.closed_loop import run_closed_loop
+
+    run = build("periodic-jitter", 2, load_model=RandomCostModel(5), rate_noise=0.03)
+    result = run_closed_loop(run, "GlobalPlanner", decisions=995)
+    moves = [(minute, n) for minute, n in enumerate(result.moves_per_cycle) if n]
+    assert moves == [(985, 6)]
+    assert max(result.max_usage[986:]) < 0.8  # the topic alone on its broker stays below the threshold
