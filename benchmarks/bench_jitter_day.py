@@ -210,20 +210,22 @@ def _closing(doc: dict[str, Any]) -> str:
     )
 
 
-def render_headline(doc: dict[str, Any]) -> str:
+def _headline_tail(doc: dict[str, Any]) -> str:
+    """The headlines' last sentences: the runs the planner ends above doing nothing, and over the day."""
     worse = _worse(doc)
+    runs = (
+        "no run."
+        if not worse
+        else f"{len(worse)} run(s): " + "; ".join(f"{r['model']} seed {r['seed']}" for r in worse) + "."
+    )
+    return f"The planner ends above doing nothing (by more than half a point) in {runs} {_day_text(doc)}"
+
+
+def render_headline(doc: dict[str, Any]) -> str:
     return (
         f"Periodic jitter for a whole simulated day (one decision a minute, {MINUTES} in all) under every load "
         f"model, the held-out ones included; criterion at most {JITTER_MOVES_PER_DAY:g} moves per simulated day: {verdict(doc)}. "
-        + (
-            "The planner ends above doing nothing (by more than half a point) in no run."
-            if not worse
-            else f"The planner ends above doing nothing (by more than half a point) in {len(worse)} run(s): "
-            + "; ".join(f"{r['model']} seed {r['seed']}" for r in worse)
-            + "."
-        )
-        + " "
-        + _day_text(doc)
+        + _headline_tail(doc)
     )
 
 
@@ -301,18 +303,10 @@ def _over_text(doc: dict[str, Any]) -> str:
 
 def render_random_headline(doc: dict[str, Any]) -> str:
     models = list(dict.fromkeys(r["model"] for r in doc["rows"]))
-    worse = _worse(doc)
     return (
         f"Periodic jitter for a whole simulated day (one decision a minute) under {len(models)} draws of the random "
         f"load-model family ({', '.join(models)}); criterion at most {JITTER_MOVES_PER_DAY:g} moves per simulated day: "
-        f"{verdict(doc)}. {_after_text(doc)} The planner ends above doing nothing (by more than half a point) in "
-        + (
-            "no run."
-            if not worse
-            else f"{len(worse)} run(s): " + "; ".join(f"{r['model']} seed {r['seed']}" for r in worse) + "."
-        )
-        + " "
-        + _day_text(doc)
+        f"{verdict(doc)}. {_after_text(doc)} {_headline_tail(doc)}"
     )
 
 
