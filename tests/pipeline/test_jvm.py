@@ -70,3 +70,21 @@ def test_built_archive_serves_spark_classes_to_a_job_and_a_foreign_archive_is_ig
     foreign.write_bytes(b"not an archive")
     loaded = warm_up(f"-XX:SharedArchiveFile={foreign}")  # ignored: the job still runs, classes come from the jars
     assert "shared objects file (top)" not in loaded and " org.apache.spark.SparkContext " in loaded
+
+
+def test_release_heap_gives_the_driver_jvms_free_heap_back_and_starts_no_session(spark):
+    from pulsar_rebalance.pipeline.jobs import LazySession
+
+    lazy = LazySession("never started")
+    jvm.release_heap(lazy)
+    assert not lazy.started
+
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    # a sort of 3M rows of ~80 bytes commits a few hundred MiB of heap that is garbage once collected
+    rows = spark.range(0, 3_000_000).selectExpr("id", "uuid() u", "repeat('x', 40) pad").orderBy("u").limit(10)
+    assert len(rows.collect()) == 10
+    grown = runtime.totalMemory()
+    jvm.release_heap(spark)
+    after, used = runtime.totalMemory(), runtime.totalMemory() - runtime.freeMemory()
+    assert after < grown, (grown >> 20, after >> 20)
+    assert after <= max(used / 0.3, 64 * 2**20) + 8 * 2**20, (after >> 20, used >> 20)  # MaxHeapFreeRatio=70

@@ -64,6 +64,19 @@ def driver_java_options(environ: Mapping[str, str] = os.environ) -> str:
     return " ".join(options)
 
 
+def release_heap(spark) -> None:
+    """Ask the driver JVM to give its free heap back to the OS once a job's Spark part is done and a
+    Python-heavy part follows (detect_overload: the topics of the split candidates, then the decision).
+
+    ``System.gc()`` is a full collection for G1 (the JVM's default here), after which G1 shrinks the
+    committed heap to ``MaxHeapFreeRatio`` (70 %) of what is live: the heap the topic scan committed
+    (up to ``--driver-memory``) is returned instead of being held while the Python driver peaks. A
+    session that never started (``LazySession``) is not started for this.
+    """
+    if getattr(spark, "started", True):
+        spark.sparkContext._jvm.java.lang.System.gc()
+
+
 def build_archive(path: Path | None = None, *, spark_submit: str | None = None, timeout_s: float = 900) -> Path:
     """Run ``spark_jobs/warm_up.py`` once with ``-XX:ArchiveClassesAtExit`` and put the archive at ``path``
     (written next to it, then renamed: a job starting meanwhile sees the old archive or the new one)."""

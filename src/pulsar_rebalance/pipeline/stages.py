@@ -268,25 +268,23 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
 
 
 def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None) -> dict[str, Any]:
+    """The configured strategy's decision on the run's data; a planner's split candidates' topics from Spark.
+
+    The Spark part (the topics of the split candidates, a scan of every topic) runs before the bundle-level
+    data is loaded, and the driver JVM then gives its free heap back (:func:`jvm.release_heap`), so the JVM's
+    peak and the decision's Python peak are not held at the same time (at 10M topics each is ~1 GiB).
+    """
     now_ms = now_ms or int(time.time() * 1000)
     with session_scope(engine) as s:
         run, params = _run(s, ctx.run_id)
         cfg = params.lb_config()
         reports = repo.broker_reports(s, run_id=ctx.run_id)
         boundaries = repo.live_boundaries(s, cluster_id=run.cluster_id)
-        live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in boundaries.items() for a, b in zip(bs, bs[1:])}
-        averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
-        bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
-        del averages  # its entries also hold the run's starting values, as big again: freed for decide()
-        grace_ms = cfg.load_balancer_shedding_grace_period_minutes * 60_000
-        since = dt.datetime.fromtimestamp((now_ms - grace_ms) / 1000, dt.UTC)
-        recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
-        name = state_name(params)
-        state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
-        policies = repo.placement_policies(s, run_id=ctx.run_id)
+    live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in boundaries.items() for a, b in zip(bs, bs[1:])}
     bundle_topics: dict[str, dict[str, dict[str, float]]] | None = None
     if params.shedding_strategy in PLANNERS:  # the planner splits on topic rates: its candidates' topics
         from pulsar_rebalance.pipeline import transforms as T
+        from pulsar_rebalance.pipeline.jvm import release_heap
 
         wanted = [b for b in split_candidates(reports) if b in live]  # a transitional answer's bundle is left out
         bundle_topics = {}
@@ -297,6 +295,17 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
                 "msgThroughputIn": r.msg_throughput_in,
                 "msgThroughputOut": r.msg_throughput_out,
             }
+        release_heap(spark)
+    with session_scope(engine) as s:
+        averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
+        bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
+        del averages  # its entries also hold the run's starting values, as big again: freed for decide()
+        grace_ms = cfg.load_balancer_shedding_grace_period_minutes * 60_000
+        since = dt.datetime.fromtimestamp((now_ms - grace_ms) / 1000, dt.UTC)
+        recent = repo.recently_unloaded_bundles(s, cluster_id=run.cluster_id, since=since)
+        name = state_name(params)
+        state = carried(repo.load_strategy_state(s, cluster_id=run.cluster_id, name=name), ctx.run_id)
+        policies = repo.placement_policies(s, run_id=ctx.run_id)
     scenario = build_scenario(
         params=params,
         reports=reports,
