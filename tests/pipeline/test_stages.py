@@ -150,6 +150,25 @@ def test_the_default_planner_runs_through_the_stages_and_its_plan_executes(spark
     assert report["max_usage_after"] < report["max_usage_before"]
 
 
+def test_the_planner_reads_no_topics_and_starts_no_spark_when_no_bundle_is_a_split_candidate(
+    spark, sim, db_url, tmp_path, monkeypatch
+):
+    """No bundle carries a large share of its broker (a big cluster of small bundles): detect_overload decides
+    without the topic scan, so it starts no Spark session (the plan is the same: no candidate, no topics)."""
+    from pulsar_rebalance.pipeline import stages
+
+    engine = make_engine(db_url)
+    client = PulsarAdminClient.from_url(sim.admin_url)
+    ctx = JobContext("manual__2026-11-22T02:30:00+00:00", str(tmp_path / "work"))
+    stages.stage_collect(spark, ctx, params_doc={}, engine=engine, client=client)
+    stages.stage_compute_usage(spark, ctx, engine=engine)
+    monkeypatch.setattr(stages, "split_candidates", lambda reports: [])
+    detected = stages.stage_detect(_NoSpark(), ctx, engine=engine)
+    assert detected["label"] == "Success" and detected["unloads"] > 0, detected
+    scenario = stages.read_json(spark, ctx.path(stages.SCENARIO_JSON))
+    assert scenario["shedding"] == "GlobalPlanner" and not scenario["cycles"][0].get("bundleTopics")
+
+
 def test_unreachable_admin_url_fails_clearly_and_writes_nothing(spark, db_url, tmp_path):
     from pulsar_rebalance.pipeline import stages
 

@@ -267,12 +267,31 @@ def stage_compute_usage(spark, ctx: C.JobContext, *, engine) -> dict[str, Any]:
     }
 
 
+def topic_rates(
+    spark, ctx: C.JobContext, bundles: list[str], boundaries: dict[str, list[int]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """The rates of every topic of ``bundles`` (full names of live ranges), read from the run's
+    ``topics.parquet`` by Spark: ``{bundle: {topic: {msgRateIn, msgRateOut, msgThroughputIn, msgThroughputOut}}}``."""
+    from pulsar_rebalance.pipeline import transforms as T
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), bundles, boundaries).collect():
+        out.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
+            "msgRateIn": r.msg_rate_in,
+            "msgRateOut": r.msg_rate_out,
+            "msgThroughputIn": r.msg_throughput_in,
+            "msgThroughputOut": r.msg_throughput_out,
+        }
+    return out
+
+
 def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None) -> dict[str, Any]:
     """The configured strategy's decision on the run's data; a planner's split candidates' topics from Spark.
 
-    The Spark part (the topics of the split candidates, a scan of every topic) runs before the bundle-level
-    data is loaded, and the driver JVM then gives its free heap back (:func:`jvm.release_heap`), so the JVM's
-    peak and the decision's Python peak are not held at the same time (at 10M topics each is ~1 GiB).
+    The Spark part (the topics of the split candidates, a scan of every topic; skipped, with no session
+    started, when no bundle is a candidate) runs before the bundle-level data is loaded, and the driver JVM
+    then gives its free heap back (:func:`jvm.release_heap`), so the JVM's peak and the decision's Python peak
+    are not held at the same time (at 10M topics ~1 GiB and ~0.7 GiB).
     """
     now_ms = now_ms or int(time.time() * 1000)
     with session_scope(engine) as s:
@@ -283,19 +302,16 @@ def stage_detect(spark, ctx: C.JobContext, *, engine, now_ms: int | None = None)
     live = {f"{ns}/0x{a:08x}_0x{b:08x}" for ns, bs in boundaries.items() for a, b in zip(bs, bs[1:])}
     bundle_topics: dict[str, dict[str, dict[str, float]]] | None = None
     if params.shedding_strategy in PLANNERS:  # the planner splits on topic rates: its candidates' topics
-        from pulsar_rebalance.pipeline import transforms as T
         from pulsar_rebalance.pipeline.jvm import release_heap
 
         wanted = [b for b in split_candidates(reports) if b in live]  # a transitional answer's bundle is left out
         bundle_topics = {}
-        for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), wanted, boundaries).collect():
-            bundle_topics.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
-                "msgRateIn": r.msg_rate_in,
-                "msgRateOut": r.msg_rate_out,
-                "msgThroughputIn": r.msg_throughput_in,
-                "msgThroughputOut": r.msg_throughput_out,
-            }
-        release_heap(spark)
+        if wanted:  # none (no bundle carries a large share of its broker): no Spark session at all
+            bundle_topics = topic_rates(spark, ctx, wanted, boundaries)
+            release_heap(spark)
+        log.info(
+            "Topic rates read for %d split candidate(s) (%d topics)", len(wanted), sum(map(len, bundle_topics.values()))
+        )
     with session_scope(engine) as s:
         averages = repo.load_bundle_time_averages(s, cluster_id=run.cluster_id)
         bundle_data = {b: latest(e) for b, e in averages.items() if b in live}
@@ -361,7 +377,6 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
     """Plan the run. A *scheduled* run that finds a pending plan of its cluster still within its approval
     window stores an empty plan ("skipped: plan X awaits a decision") and supersedes nothing: the
     operator's plan under review stays. Any other run's plan supersedes the cluster's pending plans."""
-    from pulsar_rebalance.pipeline import transforms as T
     from pulsar_rebalance.pipeline.planning import build_plan
 
     now = now or dt.datetime.now(dt.UTC)
@@ -461,13 +476,7 @@ def stage_plan(spark, ctx: C.JobContext, *, engine, now=None, run_type: str | No
     topics_by_bundle: dict[str, dict[str, dict[str, float]]] = {}
     t0 = time.perf_counter()
     if split_bundles:  # topic rows of the (at most loadBalancerMaxNumberOfBundlesToSplitPerCycle) bundles to split
-        for r in T.topics_in_bundles(spark.read.parquet(ctx.path(C.TOPICS)), split_bundles, boundaries).collect():
-            topics_by_bundle.setdefault(f"{r.namespace}/{r.bundle}", {})[r.topic] = {
-                "msgRateIn": r.msg_rate_in,
-                "msgRateOut": r.msg_rate_out,
-                "msgThroughputIn": r.msg_throughput_in,
-                "msgThroughputOut": r.msg_throughput_out,
-            }
+        topics_by_bundle = topic_rates(spark, ctx, split_bundles, boundaries)
     topics_s = time.perf_counter() - t0
     draft = build_plan(
         decision=decision,
