@@ -21,7 +21,7 @@ whose worst broker over the run rose by more than the tie, and the largest rises
 report.
 
 This is how a planner change's effect on a re-measured report is summarised (``docs/planner-history.md``:
-"15 of 3,744 runs changed, 5 ending higher and 5 lower by more than half a point").
+"13 of 3,744 runs changed ..., 5 ending higher and 3 lower by more than half a point").
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TIE = 0.005
-"""The benchmarks' tie (``bench_balance.TIE``): half a point of a broker's usage."""
-KEY_FIELDS = ("load_model", "model", "condition", "level", "scenario", "cadence", "strategy", "seed")
+from bench_balance import TIE  # the benchmarks' tie: half a point of a broker's usage
+
+KEY_FIELDS = ("model", "condition", "level", "scenario", "cadence", "strategy", "seed")
 """The fields that name a run, in the order they are printed."""
 
 
@@ -68,11 +68,9 @@ def runs(doc: Any) -> Iterator[dict[str, Any]]:
 
 
 def run_key(run: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The identifying fields present in ``run`` (``load_model`` and ``model`` are one field)."""
-    fields = dict(run)
-    if "load_model" in fields and "model" not in fields:
-        fields["model"] = fields["load_model"]
-    return tuple((f, fields[f]) for f in KEY_FIELDS if f != "load_model" and f in fields)
+    """The identifying fields present in ``run`` (the balance reports name the model ``load_model``)."""
+    named = {"model": run.get("load_model"), **run}
+    return tuple((f, named[f]) for f in KEY_FIELDS if named.get(f) is not None)
 
 
 def key_text(key: tuple[tuple[str, Any], ...]) -> str:
