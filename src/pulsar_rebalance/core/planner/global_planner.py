@@ -35,9 +35,10 @@ assignment before and after (:mod:`.proposals`). The steps:
    move the *smallest* bundle that alone brings it to the target with its destination staying within
    the target (one move closes the whole gap); else the *largest* bundle whose destination stays
    within the target (the most gap closed per move); else the move that lowers max(source,
-   destination) the most. The destination is the tightest fit within the target among the
-   least-used brokers with reported limits (the roomiest stay free for bigger bundles), never above
-   Pulsar's overload threshold, never ending above the source. Each move strictly lowers the pair's
+   destination) the most. The destination is the tightest fit below the ideal among the least-used
+   brokers with reported limits (the roomiest stay free for bigger bundles; none is filled up to the
+   target, where its own next peak would make it the worst broker), else the one ending lowest; never
+   above Pulsar's overload threshold, never ending above the source. Each move strictly lowers the pair's
    maximum: the plan is never worse than before. Once the busiest broker is stuck, it sets the worst
    usage: only brokers above the trigger and above it (or above the overload threshold) still move.
 5. **Split when no move can help**: if the busiest broker's biggest bundle fits nowhere below the

@@ -255,17 +255,23 @@ class Capacity:
 
     @staticmethod
     def best_destination(dx: Descent, src: Source, name: str) -> tuple[float, str] | None:
-        """Where ``name`` goes (allowed destinations only): the tightest fit within the target (the
-        destination ending closest below it, which keeps the roomiest brokers for bigger bundles:
-        fewer moves in all), else the one ending lowest. Below the overload threshold (where the guard
-        may not keep a move as overload relief) only a destination the do-no-harm guard's own prediction
-        accepts: else the guard puts the bundle on another broker itself, the least used by this one
-        report, which may be one whose load swings (this model plans it at its peak; the guard cannot)."""
+        """Where ``name`` goes (allowed destinations only): the tightest fit below the ideal (the destination
+        ending closest below the cluster's ideal usage, and the source's cap, which keeps the roomiest brokers
+        for bigger bundles: fewer moves in all), else the one ending lowest. Never filled up to the target: a
+        destination filled to it is the cluster's next worst broker as soon as its own load rises (a daily
+        peak of its own, the moved bundles' own swing, a model that under-states it): on unseen random-146
+        and random-244, a broker whose topics peak together was relieved at its daily peak onto a few
+        brokers filled to the target, which then sat above doing nothing's worst broker in every quiet
+        hour. Below the overload threshold (where the guard may not keep a move as overload relief) only a
+        destination the do-no-harm guard's own prediction accepts: else the guard puts the bundle on another
+        broker itself, the least used by this one report, which may be one whose load swings (this model
+        plans it at its peak; the guard cannot)."""
         view, lv, s = dx.view, dx.levels, src.broker
         bl = view.bundles[name]
         back = dx.history.get(name, {}).get("from")
         best: tuple[float, str] | None = None
         tight: tuple[float, str] | None = None
+        fit_below = min(src.cap, lv.ideal)
         traffic = (bl.msg_rate, bl.feat_in, bl.feat_out)
         guarded = dx.room.load.usage(s) <= lv.overload
         for d in src.dests:
@@ -280,7 +286,7 @@ class Capacity:
                 continue
             if best is None or bd < best[0]:
                 best = (bd, d)
-            if bd <= src.cap and (tight is None or bd > tight[0]):
+            if bd <= fit_below and (tight is None or bd > tight[0]):
                 tight = (bd, d)
         return tight if tight is not None else best
 
