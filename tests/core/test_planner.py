@@ -1007,7 +1007,7 @@ def test_a_destination_whose_load_swings_is_taken_as_busy_as_its_reports_showed_
 def test_a_daily_peak_relieved_is_not_packed_onto_destinations_filled_to_the_target() -> None:
     # random-146 (unseen when found: convex CPU K=3, capacities x1/x1.5), periodic jitter for two simulated days
     # at the DAG's cadence: one broker's topics peak together; relieved at its peak, its bundles went to the
-    # tightest fits below the target, two big brokers filled to it, which then rose with the moved bundles'
+    # tightest fits below the target, two brokers filled to it, which then rose with the moved bundles'
     # own swing and sat above doing nothing's worst broker in every quiet hour (0.614 against 0.523 at the
     # end, 0.605 against 0.574 on average). Each bundle now goes to the tightest fit below the ideal (0.542 at
     # the end, the quietest hour of doing nothing's day; 0.550 on average).
