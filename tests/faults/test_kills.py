@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(600)
 
 SEED = 20261123
 MIN_KILLS = 24
-MAX_WORLDS = 10
+MAX_WORLDS = 16
 KILLS_PER_WORLD = 4
 
 
