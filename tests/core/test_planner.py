@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import statistics
 from typing import Any
 
 import pytest
@@ -1020,11 +1021,10 @@ def test_a_daily_peak_relieved_is_not_packed_onto_destinations_filled_to_the_tar
     assert planned.summary()["final_max"] < idle.summary()["final_max"] + 0.03, (planned.max_usage, idle.max_usage)
     day2 = slice(len(idle.max_usage) // 2, None)
     assert max(planned.max_usage[day2]) < max(idle.max_usage[day2]), (planned.max_usage, idle.max_usage)
-
-    def mean(xs: list[float]) -> float:
-        return sum(xs) / len(xs)
-
-    assert mean(planned.max_usage[1:]) < mean(idle.max_usage[1:]), (planned.max_usage, idle.max_usage)
+    assert statistics.mean(planned.max_usage[1:]) < statistics.mean(idle.max_usage[1:]), (
+        planned.max_usage,
+        idle.max_usage,
+    )
 
 
 def test_a_hot_topic_the_model_misplaces_is_still_proposed_so_the_guard_can_re_place_it() -> None:
