@@ -58,6 +58,9 @@ assignment before and after (:mod:`.proposals`). The steps:
    reports, is filled up to ideal - (target - ideal) from the brokers above the target, busiest first, down
    to the target (moves only, the largest bundle that leaves its source at or above that lower level),
    after the plan's other moves, when it closes at least half the busiest broker's excess over the target.
+   A fill once begun goes on up to that level in later plans (a broker a fill move reached within the
+   history window); a broker this plan's relief reaches while its reports show it below the start level is
+   filled in the same plan, before three reports confirm it.
 """
 
 from __future__ import annotations
@@ -208,6 +211,8 @@ class _Cycle:
     seen: dict[str, int] = field(default_factory=dict)
     sources: set[str] = field(default_factory=set)
     under: set[str] = field(default_factory=set)
+    refill: set[str] = field(default_factory=set)
+    """Brokers a fill reached within the history window, still below the level it fills to: filled on."""
     waits: list[str] = field(default_factory=list)
     """Brokers acted on from one report whose plan was not worth it: they wait for their reports to confirm them."""
     loaded: dict[str, int] = field(default_factory=dict)
@@ -394,7 +399,23 @@ class GlobalPlanner:
         if refused:  # far below, but a fill move to it landed elsewhere (see the history above)
             stats["fillRefused"] = refused
         cyc.under = {b for b, n in mem.below.items() if n >= st.confirm_reports and b not in mem.refused}
-        fill = bool(cyc.under)  # also when the busiest broker is above the trigger but not confirmed there
+        # a fill, once started, goes on up to the level it fills to (hysteresis: it starts far below the ideal,
+        # it ends at `fill_to`): a broker a fill move reached within the history window, still below that level
+        # in its planned usage and its reports, is filled on. Relief lands on the tightest fit below the ideal,
+        # an emptied broker among them, and can lift it above the start level while brokers between the target
+        # and the trigger wait: on random-1 to random-8's rolling restarts they ended 2 to 5 points higher
+        members = set(eligible)
+        cyc.refill = {
+            b
+            for b in {m["to"] for m in cyc.history.values() if m.get("fill")}
+            if b in members
+            and b not in cyc.under
+            and b not in mem.refused
+            and before[b] < lv.fill_to
+            and view.smoothed_usage(b) < lv.fill_to
+            and not view.clipped(b)
+        }
+        fill = bool(cyc.under or cyc.refill)  # also when the busiest broker is above the trigger but not confirmed
         if len(eligible) < 2:
             return skip(Reason.NO_BROKERS, f"{len(eligible)} broker(s) with reported limits: nothing to balance", stats)
         if max_before <= lv.trigger and not fill:
@@ -482,7 +503,7 @@ class GlobalPlanner:
             dx = Descent(
                 st, view, cyc.inp, cyc.config, lv, cyc.eligible, before, cyc.history, frozen, counts, cyc.unmet
             )
-            descend(dx, sources, cyc.under)
+            descend(dx, sources, cyc.under, cyc.refill)
             return dx
 
         fast = {b for b in cyc.sources if cyc.seen.get(b, 0) < st.confirm_reports and before[b] < lv.overload}
@@ -560,7 +581,7 @@ class GlobalPlanner:
             new_state = new_state.evolve(planner=mem.to_json())
         if dx.fill_dropped:
             stats["fillNotWorthIt"] = dx.fill_dropped[-1]
-        if not unloads and not splits and cyc.under and not cyc.sources:
+        if not unloads and not splits and (cyc.under or cyc.refill) and not cyc.sources:
             unfilled = (
                 dx.fill_dropped[-1]
                 if dx.fill_dropped
@@ -571,10 +592,19 @@ class GlobalPlanner:
                 if max_before <= trigger
                 else f"> trigger {trigger:.4f}, not confirmed there by {st.confirm_reports} load reports"
             )
+            which = []
+            if cyc.under:
+                which.append(
+                    f"{', '.join(sorted(cyc.under))} below {lv.low_level:.4f} in {st.confirm_reports}+ consecutive load reports"
+                )
+            if cyc.refill:
+                which.append(
+                    f"{', '.join(sorted(cyc.refill))} below {lv.fill_to:.4f}, a fill begun within "
+                    f"{st.history_ms / 3_600_000:g} h"
+                )
             return skip(
                 Reason.BALANCED if max_before <= trigger else Reason.HIT_COUNT,
-                f"busiest broker {max_before:.4f} {band} (ideal {ideal:.4f}); "
-                f"{', '.join(sorted(cyc.under))} below {lv.low_level:.4f} in {st.confirm_reports}+ consecutive load reports, but {unfilled}",
+                f"busiest broker {max_before:.4f} {band} (ideal {ideal:.4f}); {'; '.join(which)}, but {unfilled}",
                 stats,
             ), new_state
         if not unloads and not splits:
@@ -590,7 +620,7 @@ class GlobalPlanner:
         )
         filled = sorted({u.destination for u in unloads if u.bundle in fills and u.destination})
         if filled:
-            detail += f"; filling {', '.join(filled)} (below {lv.low_level:.4f})"
+            detail += f"; filling {', '.join(filled)} (up to {lv.fill_to:.4f})"
         for b in sorted(set(cyc.loaded) & {u.broker for u in unloads}):
             ago = "" if now is None else f" {(now - cyc.loaded[b]) / 60_000:.0f} min ago"
             detail += (

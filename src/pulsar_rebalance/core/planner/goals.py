@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -149,6 +149,8 @@ class Descent:
         self.actions = 0
         self.filling = False
         """What :meth:`record` says a move is for: relief of its source, or the fill of its destination."""
+        self.fill_started: dict[str, str] = {}
+        """Per broker filled (step 8): why its fill started (for the rationale of a move into it)."""
         self.fill_dropped: list[str] = []
         """Why the fill was not worth it (empty: it was, or there was none)."""
         self.sources: set[str] = set()
@@ -203,8 +205,8 @@ class Descent:
         cause = cause or (
             f"Overloaded: GlobalPlanner: {s} predicted usage {us:.4f} > target {lv.target:.4f} (ideal {lv.ideal:.4f})"
             if not self.filling
-            else f"Underloaded: GlobalPlanner: {d} predicted usage {self.before[d]:.4f} < {lv.low_level:.4f} (ideal {lv.ideal:.4f}: "
-            f"nearly empty) in {self.settings.confirm_reports}+ consecutive load reports; {s} predicted "
+            else f"Underloaded: GlobalPlanner: {d} predicted usage {self.before[d]:.4f} "
+            f"{self.fill_started.get(d) or FILL_START['under'].format(lv=lv, st=self.settings)}; {s} predicted "
             f"usage {us:.4f} > {lv.target:.4f}"
         )
         self.proposals.moved(
@@ -815,15 +817,39 @@ def why_stuck(dx: Descent, src: Source) -> str:
     )
 
 
-def descend(dx: Descent, srcs: set[str], under: set[str]) -> None:
-    """One greedy descent of the maximum from ``srcs`` (steps 4-6 of docs/planner.md), then the fill of the
-    brokers in ``under`` still far below the ideal (step 8), on the model."""
+FILL_START = {
+    "under": "< {lv.low_level:.4f} (ideal {lv.ideal:.4f}: nearly empty) in {st.confirm_reports}+ consecutive load reports",
+    "refill": "< {lv.fill_to:.4f} (ideal {lv.ideal:.4f}), filled up to there: a fill reached it within {hours:g} h",
+    "early": "< {lv.low_level:.4f} (ideal {lv.ideal:.4f}: nearly empty) in its load reports, and this plan's relief "
+    "already moves bundles to it",
+}
+"""Why a broker's fill (step 8) started: confirmed far below the ideal; begun by an earlier plan and not
+yet at its level; or reached by this plan's relief while far below the ideal, before its reports confirmed it."""
+
+
+def descend(dx: Descent, srcs: set[str], under: set[str], refill: Set[str] = frozenset()) -> None:
+    """One greedy descent of the maximum from ``srcs`` (steps 4-6 of docs/planner.md), then the fill (step 8)
+    of the brokers in ``under`` (confirmed far below the ideal) and ``refill`` (a fill begun within the history
+    window), and of those this plan's relief reached far below the ideal, while below the level a fill goes to."""
     view, lv, st = dx.view, dx.levels, dx.settings
     optimize(dx, srcs, None)
-    # 8. a broker confirmed far below the ideal (`under`) and still there once the plan is made: the brokers
-    # above the target are lowered into it, busiest first, down to the target, while that lowers the busiest
-    # (a broker that joined or came back from a restart does not stay empty inside the band)
-    still = {b for b in under if view.usage(b) < lv.low_level}
+    # 8. a broker confirmed far below the ideal (`under`), or whose fill began in an earlier plan (`refill`),
+    # and still below the fill's level once the plan is made: the brokers above the target are lowered into it,
+    # busiest first, down to the target, while that lowers the busiest (a broker that joined or came back from a
+    # restart does not stay empty inside the band). So is a broker whose first reports show it far below the
+    # ideal once this plan's relief lands on it: a rolling restart's emptied broker takes an overloaded
+    # broker's relief before its reports confirm it, and its fill would otherwise never start
+    landed = {u.destination for u in dx.unloads() if u.destination} - under - set(refill)
+    early = {
+        b
+        for b in landed
+        if dx.before[b] < lv.low_level and view.smoothed_usage(b) < lv.low_level and not view.clipped(b)
+    }
+    hours = st.history_ms / 3_600_000
+    for kind, brokers in (("under", under), ("refill", refill), ("early", early)):
+        for b in brokers:
+            dx.fill_started[b] = FILL_START[kind].format(lv=lv, st=st, hours=hours)
+    still = {b for b in dx.fill_started if view.usage(b) < lv.fill_to}
     if not still:
         return
     # (a broker still above the trigger that nothing can lower leaves no gain: dropped below)
@@ -847,6 +873,7 @@ def descend(dx: Descent, srcs: set[str], under: set[str]) -> None:
 __all__ = [
     "BAND_GOALS",
     "FILL_GOALS",
+    "FILL_START",
     "Capacity",
     "CloseTheGap",
     "Descent",

@@ -15,7 +15,8 @@ like the rest of the state)::
      "fell": {"<broker>": ms}}
 
 * ``moves``: the planner's own moves (hysteresis: cool-down, never straight back to where it came from);
-  ``fill`` (optional, default false): a move that filled a broker far below the ideal;
+  ``fill`` (optional, default false): a move that filled a broker far below the ideal (its destination is
+  filled on, up to the fill's level, while such a move is in the window);
 * ``membership``: the brokers of the last cycle, when it was, and when the set of brokers last changed
   (a broker joined, left, or came back from a restart): the planner waits for the membership to be
   stable before re-planning (a rolling restart gets one corrective plan at its end, not one per broker);
