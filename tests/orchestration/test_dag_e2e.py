@@ -431,6 +431,7 @@ def test_whole_dag_runs_on_a_spark_standalone_cluster(airflow_db, wired, tmp_pat
     from spark_standalone import StandaloneCluster
 
     sim, db_url = wired
+    monkeypatch.delenv("PULSAR_REBALANCE_SPARK_JIT")  # the JVM's default JIT here (conftest sets C1 for the rest)
     # what the workers need: this Python (PYSPARK_PYTHON) with this checkout's src (PYTHONPATH, set by
     # conftest and inherited), and the run's work directory, which is a path on this machine's disk
     with StandaloneCluster(tmp_path / "spark-cluster", workers=2, worker_cores=1, worker_memory="1g") as spark_cluster:
