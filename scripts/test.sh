@@ -23,7 +23,8 @@ check "mypy --strict (pulsar_rebalance.core)" .venv/bin/mypy --strict --cache-di
 check "import layering (lint-imports)" env PYTHONPATH=src .venv/bin/lint-imports --no-logo
 
 set +e
-.venv/bin/python -m pytest -p no:cacheprovider "$@"
+# --durations: the CI log names the slowest tests, so a suite drifting towards CI's time limit shows where
+.venv/bin/python -m pytest -p no:cacheprovider --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi

