@@ -23,8 +23,11 @@ check "mypy --strict (pulsar_rebalance.core)" .venv/bin/mypy --strict --cache-di
 check "import layering (lint-imports)" env PYTHONPATH=src .venv/bin/lint-imports --no-logo
 
 set +e
-# --durations: the CI log names the slowest tests, so a suite drifting towards CI's time limit shows where
-.venv/bin/python -m pytest -p no:cacheprovider --durations=30 "$@"
+# --durations: the CI log names the slowest tests, so a suite drifting towards CI's time limit shows where.
+# -n: two pytest-xdist workers (PULSAR_REBALANCE_TEST_WORKERS; 0 = one process), each with its own Postgres and
+# SparkSession; --dist worksteal: a worker that runs out takes half of the other's queue. A later -n in "$@" wins.
+.venv/bin/python -m pytest -p no:cacheprovider --durations=30 -n "${PULSAR_REBALANCE_TEST_WORKERS:-2}" \
+  --dist worksteal "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi

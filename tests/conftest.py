@@ -211,6 +211,13 @@ def airflow_db():
     db.initdb()
 
 
+def pytest_collection_modifyitems(config, items):
+    """The ``slow`` tests first, in their collected order: on two workers (scripts/test.sh) the long end-to-end
+    tests start early and the quick ones fill the gaps, rather than one 5-minute test starting last while the
+    other worker idles (as one did for the last minutes of the first two-worker run)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_sessionfinish(session, exitstatus):
     import shutil
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pytest
@@ -89,6 +89,21 @@ def _table() -> list[str]:
         name = f"**{r.case}**" if r is total else f"`{r.case}`"
         lines.append(f"| {name} | {r.faults} | {r.survived} | {r.duplicates} | {r.lost} | {r.note} |")
     return lines
+
+
+def pytest_sessionfinish(session):
+    """On a pytest-xdist worker: hand this worker's rows to the controller, which prints the table."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["fault_ledger"] = [asdict(r) for r in _LEDGER.values()]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """On the controller (when it loaded this conftest: ``tests/faults`` named on the command line, as
+    scripts/fault-report.sh does): collect a finished worker's rows."""
+    for row in getattr(node, "workeroutput", {}).get("fault_ledger", []):
+        _LEDGER[row["case"]] = Figures(**row)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
