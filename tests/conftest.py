@@ -212,9 +212,9 @@ def airflow_db():
 
 
 def pytest_collection_modifyitems(config, items):
-    """The ``slow`` tests first, in their collected order: on two workers (scripts/test.sh) the long end-to-end
-    tests start early and the quick ones fill the gaps, rather than one 5-minute test starting last while the
-    other worker idles (as one did for the last minutes of the first two-worker run)."""
+    """The ``slow`` tests first, in their collected order: on two workers (scripts/test.sh, worksteal) the long
+    end-to-end tests start before the quick ones, and a worker that runs out steals quick ones from the other's
+    queue. A short tail remains: in a fresh-clone run the last long test (test_jvm's, 142 s) ran alone."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -13,7 +13,7 @@ simulator executed with what Postgres recorded:
   or skipped action without its reason.
 
 Each case reports its figures (faults injected, survived, duplicates, lost) to a ledger; the terminal
-summary prints them as a table and, with ``PULSAR_REBALANCE_FAULT_REPORT=PATH`` set, writes them to
+summary prints them as a table (on two pytest-xdist workers, when ``tests/faults`` is named on the command line) and, with ``PULSAR_REBALANCE_FAULT_REPORT=PATH`` set, writes them to
 ``docs/benchmarks/faults.json`` and renders the marked table block in PATH from it (``benchmarks/figures.py``;
 ``bash scripts/fault-report.sh`` regenerates ``docs/fault-injection.md``).
 """
