@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults import ledger as fault_ledger  # stdlib only; imported now so its clock starts with the session
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # The tests never reach a real system of the user's: the product's variables that point at one (its state
@@ -216,6 +218,19 @@ def pytest_collection_modifyitems(config, items):
     end-to-end tests start before the quick ones, and a worker that runs out steals quick ones from the other's
     queue. A short tail remains: in a fresh-clone run the last long test (test_jvm's, 142 s) ran alone."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """On the pytest-xdist controller: a finished worker's fault-injection rows (``tests/faults/ledger.py``)."""
+    fault_ledger.merge(getattr(node, "workeroutput", {}).get(fault_ledger.WORKER_OUTPUT_KEY, []))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The fault-injection figure table, whenever any of its cases ran (a full-suite run included)."""
+    if hasattr(config, "workerinput"):
+        return
+    fault_ledger.terminal_summary(terminalreporter, exitstatus)
 
 
 def pytest_sessionfinish(session, exitstatus):

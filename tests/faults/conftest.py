@@ -12,10 +12,11 @@ simulator executed with what Postgres recorded:
   (or the reverse), an action left ``pending``/``in_progress``, a plan not in a final status, a failed
   or skipped action without its reason.
 
-Each case reports its figures (faults injected, survived, duplicates, lost) to a ledger; the terminal
-summary prints them as a table (on two pytest-xdist workers, when ``tests/faults`` is named on the command line) and, with ``PULSAR_REBALANCE_FAULT_REPORT=PATH`` set, writes them to
-``docs/benchmarks/faults.json`` and renders the marked table block in PATH from it (``benchmarks/figures.py``;
-``bash scripts/fault-report.sh`` regenerates ``docs/fault-injection.md``).
+Each case reports its figures (faults injected, survived, duplicates, lost) to a ledger
+(``tests/faults/ledger.py``); the terminal summary prints them as a table, in a full-suite run too, and,
+with ``PULSAR_REBALANCE_FAULT_REPORT=PATH`` set, writes them to ``docs/benchmarks/faults.json`` and renders
+the marked table block in PATH from it (``bash scripts/fault-report.sh`` regenerates
+``docs/fault-injection.md``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -39,106 +39,31 @@ from pulsar_rebalance.simulator.generator import generate_cluster
 from pulsar_rebalance.simulator.server import SimulatedPulsar
 from pulsar_rebalance.store import repository as repo
 from pulsar_rebalance.store.engine import make_engine, session_scope
+from tests.faults.ledger import LEDGER, WORKER_OUTPUT_KEY, Figures, to_rows
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTE_JOB = ROOT / "spark_jobs" / "execute_unload.py"
 FINAL_PLAN_STATUSES = ("executed", "partially_executed", "failed")
-REPORT_ENV = "PULSAR_REBALANCE_FAULT_REPORT"
 
 
 # ------------------------------------------------------------------------------------------ ledger
-
-
-@dataclass
-class Figures:
-    case: str
-    faults: int = 0
-    survived: int = 0
-    duplicates: int = 0
-    lost: int = 0
-    note: str = ""
-
-    def record(self, faults: int, inv: Invariants, *, ok: bool = True, note: str = "") -> None:
-        """One case's figures from its final check: all ``faults`` survived iff ``ok`` and the invariants hold."""
-        self.faults, self.duplicates, self.lost, self.note = faults, inv.duplicates, inv.lost, note
-        self.survived = faults if ok and inv.ok else 0
-
-
-_LEDGER: dict[str, Figures] = {}
-_STARTED = time.monotonic()  # this conftest is imported when collection starts
-_LOAD_START = os.getloadavg()
 
 
 @pytest.fixture
 def figures(request) -> Figures:
     """This case's row of the figure table (filled by the test, kept even if it fails)."""
     name = request.node.name.removeprefix("test_")
-    row = _LEDGER[name] = Figures(case=name)
+    row = LEDGER[name] = Figures(case=name)
     return row
 
 
-def _table() -> list[str]:
-    rows = sorted(_LEDGER.values(), key=lambda r: r.case)
-    total = Figures("total", *(sum(getattr(r, k) for r in rows) for k in ("faults", "survived", "duplicates", "lost")))
-    lines = [
-        "| case | faults injected | survived | duplicate actions | lost records | what happened |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
-    for r in [*rows, total]:
-        name = f"**{r.case}**" if r is total else f"`{r.case}`"
-        lines.append(f"| {name} | {r.faults} | {r.survived} | {r.duplicates} | {r.lost} | {r.note} |")
-    return lines
-
-
 def pytest_sessionfinish(session):
-    """On a pytest-xdist worker: hand this worker's rows to the controller, which prints the table."""
+    """On a pytest-xdist worker: hand this worker's rows to the controller, which prints the table
+    (``tests/conftest.py``)."""
     out = getattr(session.config, "workeroutput", None)
     if out is not None:
-        out["fault_ledger"] = [asdict(r) for r in _LEDGER.values()]
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error):
-    """On the controller (when it loaded this conftest: ``tests/faults`` named on the command line, as
-    scripts/fault-report.sh does): collect a finished worker's rows."""
-    for row in getattr(node, "workeroutput", {}).get("fault_ledger", []):
-        _LEDGER[row["case"]] = Figures(**row)
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _LEDGER:
-        return
-    terminalreporter.section("fault injection: figures")
-    for line in _table():
-        terminalreporter.write_line(line)
-    target = os.environ.get(REPORT_ENV)
-    if target:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        import fault_table
-        import figures as doc_figures
-
-        load = doc_figures.LoadSampler()
-        load.start, load.end, load.samples = _LOAD_START, os.getloadavg(), [_LOAD_START[0], os.getloadavg()[0]]
-        doc = {
-            "meta": doc_figures.meta(load, cmd="bash scripts/fault-report.sh"),
-            "exit_status": int(exitstatus),
-            "wall_s": time.monotonic() - _STARTED,
-            "rows": [
-                {
-                    "case": r.case,
-                    "faults": r.faults,
-                    "survived": r.survived,
-                    "duplicates": r.duplicates,
-                    "lost": r.lost,
-                    "note": r.note,
-                }
-                for r in sorted(_LEDGER.values(), key=lambda r: r.case)
-            ],
-        }
-        doc_figures.write_json(ROOT / fault_table.JSON, doc)
-        doc_figures.update(fault_table.SCRIPT, fault_table.JSON, doc, {"fault-table": [Path(target)]})
-        terminalreporter.write_line(f"fault figures written to {fault_table.JSON} and {target}")
+        out[WORKER_OUTPUT_KEY] = to_rows()
 
 
 # ------------------------------------------------------------------------------------------- world
