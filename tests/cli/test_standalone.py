@@ -306,3 +306,45 @@ def test_user_flag_refuses_duplicates_and_admin(tmp_path):
     for flags in (["--user", "admin:viewer"], ["--user", "bob:user", "--user", "bob:op"]):
         with pytest.raises(ConfigError, match="must be unique"):
             airflow_users(_standalone_args(tmp_path, *flags).user)
+
+
+# --------------------------------------------------------------------------- the key Airflow signs its tokens with
+
+
+def test_airflow_tokens_are_signed_with_a_kept_key_long_enough_for_hs512(tmp_path, monkeypatch):
+    import base64
+    import stat
+    import warnings
+
+    import jwt
+    from jwt.warnings import InsecureKeyLengthWarning
+
+    from pulsar_rebalance.cli.quickstart import JWT_SECRET_ENV, standalone_env
+
+    def warns(key: str) -> bool:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            jwt.decode(jwt.encode({"sub": "admin"}, key, algorithm="HS512"), key, algorithms=["HS512"])
+        return any(issubclass(w.category, InsecureKeyLengthWarning) for w in seen)
+
+    # Airflow's own generated default (configuration.py: 16 random bytes, base64) is flagged on every token
+    assert warns(base64.b64encode(os.urandom(16)).decode())
+
+    monkeypatch.delenv(JWT_SECRET_ENV, raising=False)
+    state = tmp_path / "state"
+    args = _standalone_args(state)
+    env = standalone_env(state, "x", "y", "z", args, "")
+    key = env[JWT_SECRET_ENV]
+    assert len(key.encode()) >= 64 and not warns(key)
+    kept = state / "airflow" / "jwt_secret"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert standalone_env(state, "x", "y", "z", args, "")[JWT_SECRET_ENV] == key  # every process, every restart
+    assert standalone_env(tmp_path / "other", "x", "y", "z", args, "")[JWT_SECRET_ENV] != key
+    # Airflow reads it from that variable (never from argv); one set by the operator wins
+    got = _in_airflow(
+        {k: v for k, v in env.items() if not k.startswith("AIRFLOW__") or k == JWT_SECRET_ENV},
+        "from airflow.configuration import conf\nprint(conf.get('api_auth', 'jwt_secret'))",
+    )
+    assert got == key
+    monkeypatch.setenv(JWT_SECRET_ENV, "operator's own")
+    assert standalone_env(state, "x", "y", "z", args, "")[JWT_SECRET_ENV] == "operator's own"

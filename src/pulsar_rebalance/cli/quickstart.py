@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -288,7 +289,27 @@ def _airflow_env(
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{_client_url(host, port)}/execution/",
         }
     )
+    env.setdefault(JWT_SECRET_ENV, jwt_secret(state))
     return env
+
+
+JWT_SECRET_ENV = "AIRFLOW__API_AUTH__JWT_SECRET"
+
+
+def jwt_secret(state: Path) -> str:
+    """The key Airflow signs its API tokens with (``[api_auth] jwt_secret``), kept in ``STATE/airflow/jwt_secret``
+    (mode 0600; made on first use, the same for every process and restart). Airflow's own generated default is
+    16 random bytes, which PyJWT flags on every token it signs or checks (``InsecureKeyLengthWarning``: HS512
+    wants 64 bytes or more); this is 64. A value already in the environment is kept instead (``_airflow_env``)."""
+    path = state / "airflow" / "jwt_secret"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(64) + "\n")
+    return path.read_text().strip()
 
 
 def _client_url(host: str, port: int) -> str:
