@@ -10,7 +10,6 @@ import json
 import re
 import socket
 import threading
-import warnings
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -78,16 +77,15 @@ class SmtpServer:
                 return "250 OK"
 
         self.port = free_port()
-        with warnings.catch_warnings():  # AUTH without TLS: a local test server
-            warnings.simplefilter("ignore", UserWarning)
-            self.controller = Controller(
-                Handler(),
-                hostname="127.0.0.1",
-                port=self.port,
-                authenticator=authenticator,
-                auth_require_tls=False,
-                auth_required=True,
-            )
+        # AUTH without TLS on a local test server: aiosmtpd warns at every session (pyproject's filterwarnings)
+        self.controller = Controller(
+            Handler(),
+            hostname="127.0.0.1",
+            port=self.port,
+            authenticator=authenticator,
+            auth_require_tls=False,
+            auth_required=True,
+        )
 
     def connection(self, to: str = "oncall@example.test") -> dict[str, Any]:
         return {

