@@ -682,6 +682,20 @@ def closest_pulsar(by: dict[str, list[dict[str, Any]]]) -> str | None:
     return min(pulsar, key=lambda s: (round(_mean(by[s], "final_max"), 9), _mean(by[s], "moves"), s))
 
 
+def _jitter_detail(r: dict[str, Any], base: dict[str, Any] | None) -> str:
+    """A run over the jitter budget, with what tells one relief from churn where the run recorded it: in how many
+    decisions the moves came, and where it ended against doing nothing."""
+    out = f"seed {r['seed']}: {r['moves']} moves = {r['moves_per_day']:.1f}/day"
+    plans = r.get("plans")
+    if plans is not None:
+        out += f" in {plans} plan{'' if plans == 1 else 's'}"
+    if base is not None:
+        diff = r["final_max"] - base["final_max"]
+        side = "level with" if abs(diff) < 0.0005 else f"{abs(diff):.3f} {'below' if diff < 0 else 'above'}"
+        out += f", ending {side} no-action"
+    return out
+
+
 def done_when(scenario: str, by: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The planner's "Done when" criteria on one scenario x load model x cadence (seeds paired by seed).
 
@@ -733,8 +747,7 @@ def done_when(scenario: str, by: dict[str, list[dict[str, Any]]]) -> list[dict[s
             "jitter",
             CRITERIA[3][1],
             not busy,
-            "; ".join(f"seed {r['seed']}: {r['moves']} moves = {r['moves_per_day']:.1f}/day" for r in busy)
-            or f"{_mean(p, 'moves_per_day'):.1f}/day",
+            "; ".join(_jitter_detail(r, na.get(r["seed"])) for r in busy) or f"{_mean(p, 'moves_per_day'):.1f}/day",
         )
     else:
         add("jitter", CRITERIA[3][1], None, "n/a")

@@ -83,6 +83,7 @@ def _run(task: tuple[str, str, str, str, int]) -> dict[str, Any]:
         "final_max": round(summary["final_max"], 5),
         "worst_max": round(summary["worst_max"], 5),
         "moves": summary["moves"],
+        "plans": summary["plans"],
         "ideal": round(summary["ideal"], 5),
         "sim_minutes": summary["sim_minutes"],
     }

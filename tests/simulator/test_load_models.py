@@ -336,6 +336,14 @@ def test_the_verdict_flags_each_broken_criterion() -> None:
     jitter = {k: [_row(1, 0.5)] for k in good}
     assert failed("periodic-jitter", {**jitter, "GlobalPlanner": [_row(1, 0.5, moves=3, minutes=2880)]}) == set()
     assert failed("periodic-jitter", {**jitter, "GlobalPlanner": [_row(1, 0.5, moves=1, minutes=60)]}) == {"jitter"}
+    # its detail tells one relief from churn: in how many plans the moves came, and where the run ended
+    over = {
+        **jitter,
+        "no-action": [_row(1, 0.62)],
+        "GlobalPlanner": [{**_row(1, 0.55, moves=6, minutes=2880), "plans": 1}],
+    }
+    (cell,) = [c for c in bench.done_when("periodic-jitter", over) if c["key"] == "jitter"]
+    assert (cell["ok"], cell["detail"]) == (False, "seed 1: 6 moves = 3.0/day in 1 plan, ending 0.070 below no-action")
     # lower than the closest Pulsar strategy, but with more than 1.5x its moves
     assert failed("one-hot-broker", {**good, "GlobalPlanner": [_row(1, 0.55, moves=4)]}) == {"moves"}
     (moves,) = [
