@@ -682,6 +682,19 @@ def closest_pulsar(by: dict[str, list[dict[str, Any]]]) -> str | None:
     return min(pulsar, key=lambda s: (round(_mean(by[s], "final_max"), 9), _mean(by[s], "moves"), s))
 
 
+def _steady_detail(r: dict[str, Any], base: dict[str, Any] | None) -> str:
+    """A steady run the planner moved in, with how far from balanced doing nothing left that cluster (a load model
+    whose brokers differ in ways their reports do not show leaves a "steady" cluster unbalanced) and where the
+    planner ended."""
+    out = f"seed {r['seed']}: {r['moves']} moves"
+    if base is not None:
+        out += (
+            f" (doing nothing ends {base['final_max'] - base['ideal']:+.3f} from the ideal,"
+            f" the planner {r['final_max'] - r['ideal']:+.3f})"
+        )
+    return out
+
+
 def _jitter_detail(r: dict[str, Any], base: dict[str, Any] | None) -> str:
     """A run over the jitter budget, with what tells one relief from churn where the run recorded it: in how many
     decisions the moves came, and where it ended against doing nothing."""
@@ -737,7 +750,7 @@ def done_when(scenario: str, by: dict[str, list[dict[str, Any]]]) -> list[dict[s
             "steady",
             CRITERIA[2][1],
             not moved,
-            "; ".join(f"seed {r['seed']}: {r['moves']} moves" for r in moved) or "0 moves",
+            "; ".join(_steady_detail(r, na.get(r["seed"])) for r in moved) or "0 moves",
         )
     else:
         add("steady", CRITERIA[2][1], None, "n/a")

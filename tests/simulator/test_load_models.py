@@ -330,6 +330,9 @@ def test_the_verdict_flags_each_broken_criterion() -> None:
     steady = {k: [_row(1, 0.5)] for k in good}
     assert failed("steady-with-noise", steady) == set()
     assert failed("steady-with-noise", {**steady, "GlobalPlanner": [_row(1, 0.5, moves=1)]}) == {"steady"}
+    unbalanced = {**steady, "no-action": [_row(1, 0.69)], "GlobalPlanner": [_row(1, 0.57, moves=4)]}
+    (cell,) = [c for c in bench.done_when("steady-with-noise", unbalanced) if c["key"] == "steady"]
+    assert cell["detail"] == "seed 1: 4 moves (doing nothing ends +0.190 from the ideal, the planner +0.070)"
     loud = {k: [_row(1, 0.5, noise=0.08)] for k in good} | {"GlobalPlanner": [_row(1, 0.5, moves=1, noise=0.08)]}
     assert failed("steady-with-noise", loud) == set()
     # periodic jitter: <= 2 moves per simulated day (3 moves in 2 days is fine, 1 move in an hour is not)
