@@ -170,6 +170,9 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float],
         guard=guard,
     )
     summary = r.summary()
+    # decisions that moved at least one bundle (one relief in several moves, or churn), counted here rather than in
+    # the closed loop's summary so that its source, which every stored run's digests name, stays as they ran it
+    summary["plans"] = sum(1 for n in r.moves_per_cycle if n)
     summary["noise"] = run.model.noise
     summary["rate_noise"] = run.model.rate_noise
     return task, summary, r.max_usage, r.ideal, time.perf_counter() - t0

@@ -33,8 +33,7 @@ over the same window), ``ideal`` (highest over the window), ``gap`` (final max -
 (the ideal, or the hottest topic alone on a broker if higher: no plan can go below it), ``moves``, ``splits``, ``moves_to_steady`` (moves made until the worst-broker usage
 stays within 0.02 of its final value), ``churn`` (moves in the last third), ``ping_pong`` (a bundle
 moved again within 30 minutes of its previous move), ``clients_disconnected``, ``warnings``,
-``skipped`` (dag cadence: planned moves the executor skipped), ``sim_minutes``, ``moves_per_day`` and ``plans``
-(decisions that moved at least one bundle: one relief in several moves, or churn).
+``skipped`` (dag cadence: planned moves the executor skipped), ``sim_minutes`` and ``moves_per_day``.
 Usages are sampled once per decision, just before it (at the dag cadence: hourly, so ``final_max``
 spans the last 5 hours). All of it under the run's load model.
 
@@ -165,7 +164,6 @@ class LoopResult:
             "cadence": self.cadence,
             "sim_minutes": self.sim_minutes,
             "moves_per_day": self.moves * DAY_MIN / max(self.sim_minutes, 1),
-            "plans": sum(1 for n in self.moves_per_cycle if n),
             "skipped": self.skipped,
             "guard_cut": self.guard_cut,
             "guard_replaced": self.guard_replaced,
