@@ -11,7 +11,8 @@ Usage::
     # the held-out load models (simulator/held_out_models.py, nobody tuned on them): exactly those, written to
     # docs/benchmarks/balance-held-out.md + .json instead of the main files
     .venv/bin/python benchmarks/bench_balance.py --held-out --rate-noise 0.03
-    # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json
+    # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json;
+    # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -51,7 +52,8 @@ sys.path.insert(0, str(ROOT / "src"))
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
 
 from pulsar_rebalance.simulator.closed_loop import CADENCES, NO_ACTION, STRATEGIES, run_closed_loop  # noqa: E402
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_MODELS, HELD_OUT_MODELS_2, HELD_OUT_SETS  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models import HELD_OUT_SETS as HELD_OUT_SETS_1_2  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3, HELD_OUT_MODELS_3  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -60,7 +62,12 @@ PULSAR = [s for s in STRATEGIES if s not in (PLANNER, NO_ACTION)]
 LARGE = {"large-zipf"}
 QUICK_STRATEGIES = [PLANNER, NO_ACTION, "ThresholdShedder"]
 FORMAT = 2
-MODELS = [*LOAD_MODELS, *HELD_OUT_MODELS, *HELD_OUT_MODELS_2]
+HELD_OUT_SETS = {**HELD_OUT_SETS_1_2, "3": HELD_OUT_MODELS_3}
+"""The held-out sets by ``--held-out`` key. The third lives in a module of its own (``simulator/held_out_models_3.py``)
+so that the first two sets' module, which every stored run imported, is unchanged: ``--merge`` compares it."""
+HELD_OUT = [m for models in HELD_OUT_SETS.values() for m in models]
+"""Every held-out load model, set by set."""
+MODELS = [*LOAD_MODELS, *HELD_OUT]
 """Every load model ``--models`` accepts: the default set (the ones the planner was tuned on), then the held-out ones."""
 """balance.json's format: 1 (no ``format`` key) = one load model, minute cadence; 2 = models x cadences."""
 
@@ -159,7 +166,10 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float],
     scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run, guard = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
-    run = build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise)
+    load_model = (
+        HELD_OUT_LOAD_MODELS_3[model]() if isinstance(model, str) and model in HELD_OUT_LOAD_MODELS_3 else model
+    )
+    run = build(scenario, seed, load_model=load_model, noise=noise, rate_noise=rate_noise)
     r = run_closed_loop(
         run,
         strategy,
@@ -379,8 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         "--models",
         nargs="*",
         default=None,
-        help=f"load models (default: {', '.join(LOAD_MODELS)}; the held-out "
-        f"{', '.join([*HELD_OUT_MODELS, *HELD_OUT_MODELS_2])} only when named)",
+        help=f"load models (default: {', '.join(LOAD_MODELS)}; the held-out {', '.join(HELD_OUT)} only when named)",
     )
     parser.add_argument(
         "--held-out",
@@ -388,11 +397,12 @@ def main(argv: list[str] | None = None) -> int:
         const="1",
         default=None,
         choices=list(HELD_OUT_SETS),
-        help="run exactly a held-out set of load models: 1 (the default: "
-        + ", ".join(HELD_OUT_MODELS)
-        + "), written to docs/benchmarks/balance-held-out.md + .json, or 2 ("
-        + ", ".join(HELD_OUT_MODELS_2)
-        + "), written to docs/benchmarks/balance-held-out-2.md + .json, instead of the main files",
+        help="run exactly a held-out set of load models, written to its own report instead of the main files: "
+        + "; ".join(
+            f"{key} ({', '.join(models)}{', the default' if key == '1' else ''}): "
+            f"docs/benchmarks/{HELD_OUT_OUTPUTS[key][0].stem}.md + .json"
+            for key, models in HELD_OUT_SETS.items()
+        ),
     )
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
     parser.add_argument(
@@ -435,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         "--render",
         action="store_true",
         help="only re-render the report and the README headline from the committed docs/benchmarks/balance.json "
-        "(with --held-out: the held-out report from balance-held-out.json)",
+        "(with --held-out [SET]: that set's report from its JSON, e.g. balance-held-out.json)",
     )
     args = parser.parse_args(argv)
     if args.held_out and args.models is not None:
@@ -636,7 +646,7 @@ def _ensure_report(path: Path, name: str, json_rel: str) -> None:
         + HELD_OUT_SET_OF_BLOCK[name]
         + ")\n\nThe main balance benchmark ([balance.md](balance.md)) runs the load models the GlobalPlanner was tuned "
         "on. This report runs the same scenarios, strategies, cadences and criteria on load models nobody tuned on "
-        "(`src/pulsar_rebalance/simulator/held_out_models.py`: "
+        f"(`src/pulsar_rebalance/simulator/{held_out_module(HELD_OUT_SET_OF_BLOCK[name])}`: "
         + ", ".join(f"*{m}*" for m in models)
         + "; their formulas are in that module's docstring).\n\n"
         f"<!-- {name}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {name}:end -->\n",
@@ -1001,26 +1011,38 @@ def headline_v2(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+HELD_OUT_USAGES = {
+    "1": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max over every",
+        "resource the load model reports - CPU, NIC in, NIC out and, under *memory-bound*, heap and direct memory -",
+        "as usage/limit); *ideal* is every broker carrying the same share.",
+    ],
+    "2": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *tls-crypto* the older CPU generation reports more CPU for the same traffic",
+        "at the same limit); *ideal* is every broker at the same usage carrying the cluster's traffic mix.",
+    ],
+    "3": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *catch-up-reads* NIC in includes the bytes read back from the bookies);",
+        "*ideal* is every broker carrying the cluster's traffic mix (under *gc-pressure* its topics and clients too)",
+        "in proportion to its cores.",
+    ],
+}
+"""What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""
+
+
 def render_report_v2(doc: dict[str, Any]) -> str:
     results = ordered_v2(doc["results"])
     noise = "each scenario's own (2-3 %)" if doc.get("noise") is None else f"{doc['noise']:.0%}"
     held_out = bool(doc.get("held_out"))
     if held_out:
-        models = "(`simulator/held_out_models.py`, held out: " + ", ".join(f"*{m}*" for m in results) + ")"
+        module = held_out_module(doc.get("held_out_set", "1"))
+        models = f"(`simulator/{module}`, held out: " + ", ".join(f"*{m}*" for m in results) + ")"
     else:
         models = "(`simulator/load_models.py`: " + ", ".join(f"*{m}*" for m in LOAD_MODELS) + ")"
-    if doc.get("held_out_set") == "2":
-        usages = [
-            "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
-            "NIC out as usage/limit; under *tls-crypto* the older CPU generation reports more CPU for the same traffic",
-            "at the same limit); *ideal* is every broker at the same usage carrying the cluster's traffic mix.",
-        ]
-    elif held_out:
-        usages = [
-            "Usages are noise-free and capacity-normalised under the load model (per broker the max over every",
-            "resource the load model reports - CPU, NIC in, NIC out and, under *memory-bound*, heap and direct memory -",
-            "as usage/limit); *ideal* is every broker carrying the same share.",
-        ]
+    if held_out:
+        usages = HELD_OUT_USAGES[doc.get("held_out_set", "1")]
     else:
         usages = [
             "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
@@ -1264,25 +1286,41 @@ def render_report(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
-BLOCKS = {
-    "balance-headline": lambda doc: headline_v2(doc) if doc.get("format") == 2 else "\n".join(headline(doc["results"])),
-    "balance-report": lambda doc: render_report_v2(doc) if doc.get("format") == 2 else render_report(doc),
-    "balance-held-out-report": render_report_v2,
-    "balance-held-out-2-report": render_report_v2,
-}
 SCRIPT = "benchmarks/bench_balance.py"
 JSON = ROOT / "docs" / "benchmarks" / "balance.json"
 TARGETS = {"balance-report": [ROOT / "docs" / "benchmarks" / "balance.md"], "balance-headline": [ROOT / "README.md"]}
 """The files each block is written into."""
-HELD_OUT_JSON = ROOT / "docs" / "benchmarks" / "balance-held-out.json"
-HELD_OUT_TARGETS = {"balance-held-out-report": [ROOT / "docs" / "benchmarks" / "balance-held-out.md"]}
-"""``--held-out``: the held-out models' JSON and report (the main report and the README are left alone)."""
-HELD_OUT_2_JSON = ROOT / "docs" / "benchmarks" / "balance-held-out-2.json"
-HELD_OUT_2_TARGETS = {"balance-held-out-2-report": [ROOT / "docs" / "benchmarks" / "balance-held-out-2.md"]}
-"""``--held-out 2``: the second held-out set's JSON and report (created by its first full run)."""
-HELD_OUT_OUTPUTS = {"1": (HELD_OUT_JSON, HELD_OUT_TARGETS), "2": (HELD_OUT_2_JSON, HELD_OUT_2_TARGETS)}
-HELD_OUT_SET_OF_BLOCK = {"balance-held-out-report": "1", "balance-held-out-2-report": "2"}
+
+
+def held_out_module(key: str) -> str:
+    """The module a held-out set's models live in (the third has one of its own)."""
+    return "held_out_models_3.py" if key == "3" else "held_out_models.py"
+
+
+def held_out_stem(key: str) -> str:
+    """A held-out set's file stem under ``docs/benchmarks/`` (and its block's name, plus ``-report``):
+    ``balance-held-out`` for set 1, ``balance-held-out-<key>`` for the others."""
+    return "balance-held-out" if key == "1" else f"balance-held-out-{key}"
+
+
+HELD_OUT_OUTPUTS = {
+    key: (
+        ROOT / "docs" / "benchmarks" / f"{held_out_stem(key)}.json",
+        {f"{held_out_stem(key)}-report": [ROOT / "docs" / "benchmarks" / f"{held_out_stem(key)}.md"]},
+    )
+    for key in HELD_OUT_SETS
+}
+"""``--held-out [SET]``: each held-out set's JSON and report (the main report and the README are left alone); a
+set's report is created by its first full run (:func:`_ensure_report`)."""
+HELD_OUT_JSON, HELD_OUT_TARGETS = HELD_OUT_OUTPUTS["1"]
+HELD_OUT_SET_OF_BLOCK = {f"{held_out_stem(key)}-report": key for key in HELD_OUT_SETS}
+
+# blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
+BLOCKS = {
+    "balance-headline": lambda doc: headline_v2(doc) if doc.get("format") == 2 else "\n".join(headline(doc["results"])),
+    "balance-report": lambda doc: render_report_v2(doc) if doc.get("format") == 2 else render_report(doc),
+    **dict.fromkeys(HELD_OUT_SET_OF_BLOCK, render_report_v2),
+}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ it refuses, naming the files, when a source the runs import changed outside ``co
 strategies' stored runs would be stale) or the stored run had other models, scenarios, cadences or seeds.
 
 A real cluster's cost per message is unknown. The balance benchmark's five load models are the ones the
-planner was tuned on and its two held-out sets are two more guesses each; this one draws ``--models N``
+planner was tuned on and its held-out sets are two more guesses each; this one draws ``--models N``
 load models from a seeded family (``simulator/random_models.py``: NIC size, per-message in / out and
 per-byte costs from 0.2x to 5x, idle CPU, a queueing curve, capacity mixes, per-broker speeds and
 background CPU the reports do not explain), the same ones on every machine, and runs every scenario but

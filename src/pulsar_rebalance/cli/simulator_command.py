@@ -93,7 +93,8 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="how traffic turns into the usage brokers report: linear (default), in-out-fanout, convex-cpu, "
         "nic-bound, heterogeneous-capacity, the held-out memory-bound, per-topic-cost, tls-crypto, "
-        "bookie-backpressure, or random-<k> (the benchmarks' models; a --state-file keeps its own)",
+        "bookie-backpressure, catch-up-reads, gc-pressure, or random-<k> (the benchmarks' models; a --state-file "
+        "keeps its own)",
     )
     parser.add_argument(
         "--cpu-noise",

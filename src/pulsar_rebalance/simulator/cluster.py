@@ -136,13 +136,17 @@ creation_boundaries = default_boundaries
 
 
 def resolve_load_model(name: str) -> LoadModel:
-    """The load model named ``name``: one of the balance benchmark's (``linear`` ...), a held-out one, or
-    ``random-<k>`` of the random family. ``ValueError`` names the known ones."""
+    """The load model named ``name``: one of the balance benchmark's (``linear`` ...), a held-out one (the third
+    set's too), or ``random-<k>`` of the random family. ``ValueError`` names the known ones."""
     from pulsar_rebalance.simulator.random_models import random_model
 
     model = random_model(name)  # ValueError for an index out of range
     if model is not None:
         return model
+    from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
+
+    if name in HELD_OUT_LOAD_MODELS_3:
+        return HELD_OUT_LOAD_MODELS_3[name]()
     try:
         return get_load_model(name)
     except KeyError:
@@ -152,8 +156,9 @@ def resolve_load_model(name: str) -> LoadModel:
 def known_load_models() -> list[str]:
     """Every name :func:`resolve_load_model` takes (the random family as ``random-<k>``)."""
     from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS
+    from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
 
-    return [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS, "random-<k>"]
+    return [*LOAD_MODELS, *HELD_OUT_LOAD_MODELS, *HELD_OUT_LOAD_MODELS_3, "random-<k>"]
 
 
 def range_name(lower: int, upper: int) -> str:
