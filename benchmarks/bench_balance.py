@@ -166,9 +166,8 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float],
     scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run, guard = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
-    load_model = (
-        HELD_OUT_LOAD_MODELS_3[model]() if isinstance(model, str) and model in HELD_OUT_LOAD_MODELS_3 else model
-    )
+    # the third held-out set is resolved here, not by the load-model registry (see HELD_OUT_SETS)
+    load_model = HELD_OUT_LOAD_MODELS_3[model]() if model in HELD_OUT_LOAD_MODELS_3 else model
     run = build(scenario, seed, load_model=load_model, noise=noise, rate_noise=rate_noise)
     r = run_closed_loop(
         run,

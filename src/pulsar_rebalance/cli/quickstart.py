@@ -307,9 +307,10 @@ def jwt_secret(state: Path) -> str:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text().strip()
+    secret = secrets.token_urlsafe(64)
     with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_urlsafe(64) + "\n")
-    return path.read_text().strip()
+        f.write(secret + "\n")
+    return secret
 
 
 def _client_url(host: str, port: int) -> str:
