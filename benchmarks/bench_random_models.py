@@ -6,11 +6,18 @@ Usage::
     .venv/bin/python benchmarks/bench_random_models.py --render   # redraws the plot and blocks from the JSON
     .venv/bin/python benchmarks/bench_random_models.py --merge --jobs 2   # after a planner-only change
     .venv/bin/python benchmarks/bench_random_models.py --unseen --first K --jobs 2   # draws never run before
+    .venv/bin/python benchmarks/bench_random_models.py --checks-from-git   # rebuilds the ledger of checks
 
 ``--unseen`` (with ``--first`` past every draw run so far) writes its own report,
 ``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the README's ``random-unseen-headline``
 block, and leaves the stored ``random-models`` report alone: the record of the planner on cost models nobody
 had run it on when it was measured (after that run they are seen; the next check takes the next ``--first``).
+It refuses draws the stored reports have run. Each check's report replaces the last one, so a summary of
+every check is kept in a ledger, ``docs/benchmarks/random-models-unseen-checks.json`` (one row per check,
+appended by ``--unseen``; its blocks: the table in ``random-models-unseen.md`` and the README's
+``random-unseen-checks-headline``, which counts the checks of the last ten with a planner run above doing
+nothing and names the next never-run draw). ``--checks-from-git`` rebuilds the ledger from every committed
+version of the unseen report (each range as first committed), for a ledger lost or edited by hand.
 
 ``--merge`` re-runs only the planner's runs (a quarter of them) and merges them into the stored report;
 it refuses, naming the files, when a source the runs import changed outside ``core/planner/`` (the other
@@ -35,7 +42,9 @@ move is churn.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -57,6 +66,12 @@ PNG = ROOT / "docs" / "benchmarks" / "random-models.png"
 UNSEEN_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen.json"
 UNSEEN_DOC = ROOT / "docs" / "benchmarks" / "random-models-unseen.md"
 UNSEEN_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen.png"
+CHECKS_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.json"
+LAST_CHECKS = 10
+"""The README counts the checks among the last this many in which the planner ended a run above doing nothing."""
+CORE_SOURCES = "pulsar_rebalance/core/"
+"""The decision core (the planner, the do-no-harm guard, Pulsar's algorithms): checks whose reports record the
+same digests for it ran the same decisions."""
 PLANNER = "GlobalPlanner"
 NO_ACTION = "no-action"
 STRATEGIES = (PLANNER, NO_ACTION, "AvgShedder", "ThresholdShedder")
@@ -111,12 +126,26 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="draws never run before: write the random-models-unseen report instead of random-models (see above)",
     )
+    ap.add_argument(
+        "--checks-from-git",
+        action="store_true",
+        help="run nothing: rebuild the ledger of unseen checks from the unseen report's committed versions",
+    )
     args = ap.parse_args(argv)
     json_path, png, targets = (UNSEEN_JSON, UNSEEN_PNG, UNSEEN_TARGETS) if args.unseen else (JSON, PNG, TARGETS)
+    if args.checks_from_git:
+        ledger = ledger_doc(checks_from_git())
+        figures.write_json(CHECKS_JSON, ledger)
+        figures.update(SCRIPT, _rel(CHECKS_JSON), ledger, CHECKS_TARGETS)
+        return 0
     if args.render:
         doc = json.loads(json_path.read_text(encoding="utf-8"))
         plot(doc, png)
         figures.update(SCRIPT, _rel(json_path), doc, targets)
+        if args.unseen and CHECKS_JSON.exists():
+            figures.update(
+                SCRIPT, _rel(CHECKS_JSON), json.loads(CHECKS_JSON.read_text(encoding="utf-8")), CHECKS_TARGETS
+            )
         return 0
     if args.unseen and args.merge:
         ap.error("--unseen reports draws run once, as they came out: it does not merge")
@@ -128,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.models < 1 or args.first < 1:
         ap.error("--models and --first must be at least 1")
     names = [f"random-{k}" for k in range(args.first, args.first + args.models)]
+    if args.unseen:
+        run_before = seen_draws(names)
+        if run_before:
+            ap.error(
+                "--unseen: already run, so not unseen: "
+                + "; ".join(f"{n} ({where})" for n, where in run_before.items())
+                + f"; the next never-run draw: --first {next_unseen()}"
+            )
     models = {n: RandomCostModel(k).description for k, n in enumerate(names, args.first)}
     run_args = {"models": names, "scenarios": args.scenarios, "cadences": args.cadences, "seeds": args.seeds}
     digests = bench_balance.source_digests()
@@ -184,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         figures.write_json(json_path, doc)
         plot(doc, png)
         figures.update(SCRIPT, _rel(json_path), doc, targets)
+        if args.unseen:
+            ledger = ledger_doc([*load_checks(), check_summary(doc)])
+            figures.write_json(CHECKS_JSON, ledger)
+            figures.update(SCRIPT, _rel(CHECKS_JSON), ledger, CHECKS_TARGETS)
     return 0
 
 
@@ -598,14 +639,223 @@ def plot(doc: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
+# ---------------------------------------------------------------- the ledger of unseen checks
+
+
+def _index(model: str) -> int:
+    return int(model.removeprefix("random-"))
+
+
+def core_digest(sources: dict[str, str]) -> str:
+    """One short digest of the decision core's sources (:data:`CORE_SOURCES`) as a report records them."""
+    items = "".join(f"{k}={v};" for k, v in sorted(sources.items()) if k.startswith(CORE_SOURCES))
+    return hashlib.sha256(items.encode()).hexdigest()[:10]
+
+
+def check_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """One row of the ledger: what an ``--unseen`` report says, counted as its headline counts it."""
+    v = verdicts(doc)
+    p = v[PLANNER]
+    base = _baseline(doc["rows"])
+    cells, passing, fails = criteria_counts(criteria(doc))
+    names = list(doc["models"])
+    return {
+        "first": _index(names[0]),
+        "last": _index(names[-1]),
+        "date": doc["meta"]["date"],
+        "command": doc["meta"]["command"],
+        "seconds": doc["seconds"],
+        "core": core_digest(doc["sources"]),
+        "runs": p["runs"],
+        "above": [
+            {"run": _where(r), "by": round(r["final_max"] - base[_key(r)]["final_max"], 3)}
+            for r in sorted(p["worse"], key=lambda r: base[_key(r)]["final_max"] - r["final_max"])
+        ],
+        "pushed": len(p["hot"]),
+        "lower": p["below"],
+        "moves": p["moves"],
+        "shedders": {st: {"above": len(x["worse"]), "pushed": len(x["hot"])} for st, x in v.items() if st != PLANNER},
+        "behind": len(behind(doc)),
+        "cells": cells,
+        "cells_met": passing,
+        "failed": dict(sorted(fails.items())),
+    }
+
+
+def load_checks(path: Path | None = None) -> list[dict[str, Any]]:
+    path = path or CHECKS_JSON
+    return list(json.loads(path.read_text(encoding="utf-8"))["checks"]) if path.exists() else []
+
+
+def ledger_doc(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ledger: every check, oldest first; its meta is the newest check's (the measurement that last changed
+    it), with a note saying what the rows are."""
+    checks = sorted(checks, key=lambda c: c["first"])
+    newest = max(checks, key=lambda c: c["date"])
+    report = json.loads(UNSEEN_JSON.read_text(encoding="utf-8")) if UNSEEN_JSON.exists() else {}
+    meta = (
+        report.get("meta") if report.get("models") and _index(next(iter(report["models"]))) == newest["first"] else None
+    )
+    if meta is None:
+        raise ValueError(f"{UNSEEN_JSON} is not the newest check's report (random-{newest['first']})")
+    note = (
+        "each row of this ledger sums up one check's report as it came out; the report itself is replaced by the "
+        f"next check (earlier ones: `git log -- {_rel(UNSEEN_JSON)}`)"
+    )
+    return {"meta": {**meta, "note": note}, "checks": checks}
+
+
+def checks_from_git() -> list[dict[str, Any]]:
+    """A ledger row for every range the unseen report was committed with (its first commit: as it came out), and
+    for the working tree's report if it holds a range not committed yet."""
+    rel = _rel(UNSEEN_JSON)
+    git = ["git", "-C", str(ROOT)]
+    log = subprocess.run([*git, "log", "--reverse", "--format=%H", "--", rel], capture_output=True, text=True)
+    if log.returncode != 0:
+        raise RuntimeError(f"git log -- {rel}: {log.stderr.strip()}")
+    docs = [
+        json.loads(subprocess.run([*git, "show", f"{c}:{rel}"], capture_output=True, text=True, check=True).stdout)
+        for c in log.stdout.split()
+    ]
+    if UNSEEN_JSON.exists():
+        docs.append(json.loads(UNSEEN_JSON.read_text(encoding="utf-8")))
+    checks: dict[int, dict[str, Any]] = {}
+    for doc in docs:
+        if doc.get("unseen") and "sources" in doc:
+            summary = check_summary(doc)
+            checks.setdefault(summary["first"], summary)
+    return list(checks.values())
+
+
+def seen_draws(names: Sequence[str]) -> dict[str, str]:
+    """Of ``names``, those a stored report has run: the random-models report's models and every check's."""
+    out: dict[str, str] = {}
+    if JSON.exists():
+        for name in json.loads(JSON.read_text(encoding="utf-8"))["models"]:
+            out[name] = f"in {_rel(JSON)}"
+    for c in load_checks():
+        for k in range(c["first"], c["last"] + 1):
+            out[f"random-{k}"] = f"the unseen check of {c['date']}"
+    return {n: out[n] for n in names if n in out}
+
+
+def next_unseen(checks: Sequence[dict[str, Any]] | None = None) -> int:
+    checks = load_checks() if checks is None else checks
+    return max((c["last"] for c in checks), default=8) + 1
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _span_of(c: dict[str, Any]) -> str:
+    return f"random-{c['first']} to random-{c['last']}"
+
+
+def _above_text(c: dict[str, Any]) -> str:
+    return "; ".join(f"{a['run']} ({a['by']:+.3f})" for a in c["above"]) or "-"
+
+
+def render_checks(doc: dict[str, Any]) -> str:
+    checks = sorted(doc["checks"], key=lambda c: -c["first"])
+    shedders = list(dict.fromkeys(st for c in checks for st in c["shedders"]))
+    return "\n".join(
+        [
+            f"{len(checks)} checks on draws never run before, newest first. Each row sums up that check's report as it "
+            "came out (the report above is the newest; `--unseen` appends its row). *Decision core*: a digest of the "
+            f"sources under `src/{CORE_SOURCES}` (the planner, the do-no-harm guard, Pulsar's algorithms) as the "
+            "report records them; rows with the same one ran the same decisions. Counted per run against doing "
+            f"nothing on the same seed, as above; next never-run draws: `--first {next_unseen(checks)}`.",
+            "",
+            figures.table(
+                [
+                    "draws",
+                    "measured",
+                    "decision core",
+                    "planner runs",
+                    f"above doing nothing (> +{TIE:.3f})",
+                    f"a broker pushed above {HOT:.0%}",
+                    "ends lower",
+                    "moves",
+                    *(f"{st} above / pushed" for st in shedders),
+                    "criteria cells met",
+                    "failed",
+                    "the planner's runs above doing nothing",
+                ],
+                [
+                    [
+                        _span_of(c),
+                        c["date"],
+                        f"`{c['core']}`",
+                        c["runs"],
+                        f"**{len(c['above'])}**" if c["above"] else 0,
+                        c["pushed"],
+                        c["lower"],
+                        c["moves"],
+                        *(
+                            f"{c['shedders'][st]['above']} / {c['shedders'][st]['pushed']}"
+                            if st in c["shedders"]
+                            else "-"
+                            for st in shedders
+                        ),
+                        f"{c['cells_met']} of {c['cells']}",
+                        _fails_text(c["failed"]),
+                        _above_text(c),
+                    ]
+                    for c in checks
+                ],
+                "lllrrrrr" + "r" * len(shedders) + "rll",
+            ),
+        ]
+    )
+
+
+def render_checks_headline(doc: dict[str, Any]) -> str:
+    checks = sorted(doc["checks"], key=lambda c: c["first"])
+    last = checks[-LAST_CHECKS:]
+    above = [c for c in last if c["above"]]
+    core = max(checks, key=lambda c: c["date"])["core"]
+    same: list[dict[str, Any]] = []
+    for c in reversed(checks):
+        if c["core"] != core:
+            break
+        same.append(c)
+    worst = max((a["by"] for c in last for a in c["above"]), default=0.0)
+    sizes = {c["last"] - c["first"] + 1 for c in checks}
+    draws = (
+        f"{_n(sizes.pop(), 'draw')} each"
+        if len(sizes) == 1
+        else f"{sum(c['last'] - c['first'] + 1 for c in checks)} draws"
+    )
+    where = (
+        " ("
+        + "; ".join(f"{_span_of(c)}: {len(c['above'])} of {c['runs']} runs" for c in reversed(above))
+        + f"; by at most {worst * 100:.1f} points)"
+        if above
+        else ""
+    )
+    return (
+        f"Every check on draws never run before is kept: {len(checks)} so far ({draws}; the first "
+        f"{_span_of(checks[0])}, the newest {_span_of(checks[-1])}: [the ledger](docs/benchmarks/random-models-unseen.md#every-check)). In the last "
+        f"{len(last)}, the planner ended a run above doing nothing in **{len(above)}**{where}, and pushed a broker "
+        f"above {HOT:.0%} where doing nothing stayed below in **{sum(c['pushed'] for c in last)}** runs. The decision "
+        f"core of the newest check (`{core}`) has been through the last {len(same)}: "
+        f"{sum(len(c['above']) for c in same)} of {sum(c['runs'] for c in same)} runs above doing nothing. "
+        f"Next never-run draws: `--first {next_unseen(checks)}`."
+    )
+
+
 BLOCKS = {
     "random-models-report": render,
     "random-models-headline": render_headline,
     "random-unseen-report": render,
     "random-unseen-headline": render_headline,
+    "random-unseen-checks": render_checks,
+    "random-unseen-checks-headline": render_checks_headline,
 }
 TARGETS = {"random-models-report": [DOC], "random-models-headline": [ROOT / "README.md"]}
 UNSEEN_TARGETS = {"random-unseen-report": [UNSEEN_DOC], "random-unseen-headline": [ROOT / "README.md"]}
+CHECKS_TARGETS = {"random-unseen-checks": [UNSEEN_DOC], "random-unseen-checks-headline": [ROOT / "README.md"]}
 
 if __name__ == "__main__":
     raise SystemExit(main())

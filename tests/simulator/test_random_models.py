@@ -5,6 +5,7 @@ scenario, and the benchmark that runs them (benchmarks/bench_random_models.py)."
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -301,36 +302,75 @@ def test_a_steady_broker_just_below_the_trigger_is_not_confirmed_by_noisy_sample
 
 
 def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_report_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_random_models as bench
 
-    report, readme, data = tmp_path / "unseen.md", tmp_path / "README.md", tmp_path / "unseen.json"
-    for path, name in ((report, "random-unseen-report"), (readme, "random-unseen-headline")):
+    report, readme = tmp_path / "unseen.md", tmp_path / "README.md"
+    data, checks = tmp_path / "unseen.json", tmp_path / "checks.json"
+    for path, names in (
+        (report, ("random-unseen-report", "random-unseen-checks")),
+        (readme, ("random-unseen-headline", "random-unseen-checks-headline")),
+    ):
         path.write_text(
-            f"before\n<!-- {name}:start (written by {bench.SCRIPT} from {data}) -->\n<!-- {name}:end -->\nafter\n",
+            "before\n"
+            + "".join(
+                f"<!-- {n}:start (written by {bench.SCRIPT} from {checks if 'checks' in n else data}) -->\n"
+                f"<!-- {n}:end -->\n"
+                for n in names
+            )
+            + "after\n",
             encoding="utf-8",
         )
     monkeypatch.setattr(bench, "UNSEEN_JSON", data)
     monkeypatch.setattr(bench, "UNSEEN_PNG", tmp_path / "unseen.png")
     monkeypatch.setattr(bench, "UNSEEN_TARGETS", {"random-unseen-report": [report], "random-unseen-headline": [readme]})
+    monkeypatch.setattr(bench, "CHECKS_JSON", checks)
+    monkeypatch.setattr(
+        bench, "CHECKS_TARGETS", {"random-unseen-checks": [report], "random-unseen-checks-headline": [readme]}
+    )
     stored = {p: p.read_bytes() for p in (bench.JSON, bench.DOC, ROOT / "README.md")}
-    argv = ["--models", "1", "--first", "2", "--scenarios", "steady-with-noise", "--seeds", "1", "--cadences", "minute"]
+    argv = ["--models", "1", "--scenarios", "steady-with-noise", "--seeds", "1", "--cadences", "minute"]
     argv += ["--strategies", "GlobalPlanner", "no-action"]
 
-    assert bench.main([*argv, "--unseen"]) == 0
+    with pytest.raises(SystemExit):  # random-2 is one of the random-models report's: seen
+        bench.main([*argv, "--first", "2", "--unseen"])
+    assert "random-2 (in docs/benchmarks/random-models.json)" in capsys.readouterr().err
+    assert not data.exists() and not checks.exists()
+
+    assert bench.main([*argv, "--first", "999", "--unseen"]) == 0
 
     doc = json.loads(data.read_text(encoding="utf-8"))
-    assert doc["unseen"] is True and list(doc["models"]) == ["random-2"]
+    assert doc["unseen"] is True and list(doc["models"]) == ["random-999"]
     headline = readme.read_text(encoding="utf-8")
     assert headline.startswith("before\n") and headline.endswith("after\n")
-    assert "never run before this measurement (random-2; " in headline and "runs of the planner" in headline
+    assert "never run before this measurement (random-999; " in headline and "runs of the planner" in headline
     assert "(random-models-unseen.png)" in report.read_text(encoding="utf-8")
     assert (tmp_path / "unseen.png").stat().st_size > 0
     assert {p: p.read_bytes() for p in stored} == stored  # the seen report and the README untouched
+    # the ledger: one row for the check, its blocks, and the next never-run draw
+    (row,) = json.loads(checks.read_text(encoding="utf-8"))["checks"]
+    assert (row["first"], row["last"], row["runs"], row["above"], row["core"]) == (
+        999,
+        999,
+        1,
+        [],
+        bench.core_digest(doc["sources"]),
+    )
+    assert (
+        "1 so far (1 draw each; the first random-999 to random-999, the newest random-999 to random-999: "
+        in readme.read_text(encoding="utf-8")
+    )
+    assert "Next never-run draws: `--first 1000`" in readme.read_text(encoding="utf-8")
+    assert "| random-999 to random-999 | " in report.read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):  # run now: not unseen any more
+        bench.main([*argv, "--first", "998", "--models", "2", "--unseen"])
+    assert "random-999 (the unseen check of " in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        bench.main([*argv, "--unseen", "--merge"])  # a check on unseen draws is one run, as it came out
+        bench.main(
+            [*argv, "--first", "1000", "--unseen", "--merge"]
+        )  # a check on unseen draws is one run, as it came out
 
 
 @pytest.mark.slow
@@ -348,3 +388,105 @@ def test_a_broker_relieved_of_all_but_a_swinging_topic_is_not_relieved_again_in_
     moves = [(minute, n) for minute, n in enumerate(result.moves_per_cycle) if n]
     assert moves == [(985, 6)]
     assert max(result.max_usage[986:]) < 0.8  # the topic alone on its broker stays below the threshold
+
+
+def _check_doc(first: int, date: str, planner_final: float, core: str) -> dict[str, Any]:
+    """A stored ``--unseen`` report of one draw and one run per strategy (the planner's final max as given)."""
+    name = f"random-{first}"
+
+    def row(strategy: str, final: float, worst: float, moves: int) -> dict[str, Any]:
+        return {
+            "scenario": "one-hot-broker",
+            "model": name,
+            "cadence": "dag",
+            "strategy": strategy,
+            "seed": 1,
+            "final_max": final,
+            "worst_max": worst,
+            "moves": moves,
+            "plans": 1,
+            "ideal": 0.5,
+            "sim_minutes": 2880,
+        }
+
+    return {
+        "meta": {"date": date, "command": f"check {first}"},
+        "models": {name: "drawn"},
+        "rows": [
+            row("no-action", 0.7, 0.7, 0),
+            row("GlobalPlanner", planner_final, 0.7, 3),
+            row("AvgShedder", 0.8, 0.9, 4),
+        ],
+        "seconds": 1.0,
+        "args": {},
+        "sources": {"pulsar_rebalance/core/planner/x.py": core, "pulsar_rebalance/simulator/y.py": str(first)},
+        "unseen": True,
+    }
+
+
+def test_the_ledger_of_unseen_checks_is_rebuilt_from_the_reports_committed_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each range once, as first committed (a later commit of the same range, re-rendered or re-measured, is not a
+    check); the working tree's report when its range is new; the README's counts over the last checks."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_random_models as bench
+
+    repo, report = tmp_path / "repo", tmp_path / "repo" / "docs" / "unseen.json"
+    report.parent.mkdir(parents=True)
+    monkeypatch.setattr(bench, "ROOT", repo)
+    monkeypatch.setattr(bench, "UNSEEN_JSON", report)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
+
+    git("init", "-q")
+    for doc in (
+        _check_doc(5, "2026-01-01 00:00 UTC", 0.72, core="a"),  # 2 points above doing nothing
+        _check_doc(5, "2026-01-04 00:00 UTC", 0.6, core="b"),  # the same draws re-run later: not a check
+        _check_doc(6, "2026-01-02 00:00 UTC", 0.6, core="b"),
+    ):
+        report.write_text(json.dumps(doc), encoding="utf-8")
+        git("add", "-A")
+        git("commit", "-q", "-m", "check")
+    report.write_text(json.dumps(_check_doc(7, "2026-01-03 00:00 UTC", 0.6, core="b")), encoding="utf-8")
+
+    checks = bench.checks_from_git()
+
+    assert [(c["first"], c["last"], c["date"][:10]) for c in checks] == [
+        (5, 5, "2026-01-01"),
+        (6, 6, "2026-01-02"),
+        (7, 7, "2026-01-03"),
+    ]
+    first = checks[0]
+    assert first["above"] == [{"run": "one-hot-broker / random-5 / dag / seed 1", "by": 0.02}]
+    assert first["shedders"] == {"AvgShedder": {"above": 1, "pushed": 1}} and first["lower"] == 0
+    assert checks[1]["above"] == [] and checks[1]["lower"] == 1 and checks[1]["core"] == checks[2]["core"]
+    assert checks[0]["core"] != checks[1]["core"]
+    headline = bench.render_checks_headline({"checks": checks})
+    assert "3 so far (1 draw each; the first random-5 to random-5, the newest random-7 to random-7: " in headline
+    assert (
+        "In the last 3, the planner ended a run above doing nothing in **1** (random-5 to random-5: 1 of 1 runs"
+        in headline
+    )
+    assert "by at most 2.0 points" in headline
+    assert f"(`{checks[2]['core']}`) has been through the last 2: 0 of 2 runs above doing nothing" in headline
+    assert headline.endswith("Next never-run draws: `--first 8`.")
+    monkeypatch.setattr(bench, "LAST_CHECKS", 2)
+    assert "In the last 2, the planner ended a run above doing nothing in **0**, and" in (
+        bench.render_checks_headline({"checks": checks})
+    )
+    ledger = bench.ledger_doc(checks)  # its meta is the newest check's, which the report in the tree is
+    assert ledger["meta"]["command"] == "check 7" and [c["first"] for c in ledger["checks"]] == [5, 6, 7]
+    table = bench.render_checks(ledger)
+    assert table.index("| random-7 to random-7 |") < table.index("| random-5 to random-5 |")  # newest first
+    assert "one-hot-broker / random-5 / dag / seed 1 (+0.020)" in table
+
+    monkeypatch.setattr(bench, "CHECKS_JSON", tmp_path / "checks.json")
+    monkeypatch.setattr(bench, "JSON", tmp_path / "seen.json")
+    (tmp_path / "seen.json").write_text(json.dumps({"models": {"random-1": "drawn"}}), encoding="utf-8")
+    (tmp_path / "checks.json").write_text(json.dumps(ledger), encoding="utf-8")
+    assert bench.seen_draws(["random-1", "random-6", "random-9"]) == {
+        "random-1": f"in {tmp_path / 'seen.json'}",
+        "random-6": "the unseen check of 2026-01-02 00:00 UTC",
+    }
