@@ -67,6 +67,7 @@ UNSEEN_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen.json"
 UNSEEN_DOC = ROOT / "docs" / "benchmarks" / "random-models-unseen.md"
 UNSEEN_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen.png"
 CHECKS_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.json"
+CHECKS_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.png"
 LAST_CHECKS = 10
 """The README counts the checks among the last this many in which the planner ended a run above doing nothing."""
 CORE_SOURCES = "pulsar_rebalance/core/"
@@ -134,18 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     json_path, png, targets = (UNSEEN_JSON, UNSEEN_PNG, UNSEEN_TARGETS) if args.unseen else (JSON, PNG, TARGETS)
     if args.checks_from_git:
-        ledger = ledger_doc(checks_from_git())
-        figures.write_json(CHECKS_JSON, ledger)
-        figures.update(SCRIPT, _rel(CHECKS_JSON), ledger, CHECKS_TARGETS)
+        write_ledger(ledger_doc(checks_from_git()))
         return 0
     if args.render:
         doc = json.loads(json_path.read_text(encoding="utf-8"))
         plot(doc, png)
         figures.update(SCRIPT, _rel(json_path), doc, targets)
         if args.unseen and CHECKS_JSON.exists():
-            figures.update(
-                SCRIPT, _rel(CHECKS_JSON), json.loads(CHECKS_JSON.read_text(encoding="utf-8")), CHECKS_TARGETS
-            )
+            write_ledger(json.loads(CHECKS_JSON.read_text(encoding="utf-8")))
         return 0
     if args.unseen and args.merge:
         ap.error("--unseen reports draws run once, as they came out: it does not merge")
@@ -222,9 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(doc, png)
         figures.update(SCRIPT, _rel(json_path), doc, targets)
         if args.unseen:
-            ledger = ledger_doc([*load_checks(), check_summary(doc)])
-            figures.write_json(CHECKS_JSON, ledger)
-            figures.update(SCRIPT, _rel(CHECKS_JSON), ledger, CHECKS_TARGETS)
+            write_ledger(ledger_doc([*load_checks(), check_summary(doc)]))
     return 0
 
 
@@ -705,6 +700,46 @@ def ledger_doc(checks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"meta": {**meta, "note": note}, "checks": checks}
 
 
+def write_ledger(ledger: dict[str, Any]) -> None:
+    """The ledger's JSON, its plot and its blocks."""
+    figures.write_json(CHECKS_JSON, ledger)
+    plot_checks(ledger, CHECKS_PNG)
+    figures.update(SCRIPT, _rel(CHECKS_JSON), ledger, CHECKS_TARGETS)
+
+
+def plot_checks(doc: dict[str, Any], out: Path) -> None:
+    """Per check, oldest first: the runs ending above doing nothing, per strategy (the planner's in black), and
+    where the decision core changed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    checks = sorted(doc["checks"], key=lambda c: c["first"])
+    strategies = [PLANNER, *dict.fromkeys(st for c in checks for st in c["shedders"])]
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(checks)), 3.6), dpi=90)
+    width = 0.8 / len(strategies)
+    for j, st in enumerate(strategies):
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(checks))]
+        ys = [len(c["above"]) if st == PLANNER else c["shedders"].get(st, {}).get("above", 0) for c in checks]
+        ax.bar(xs, ys, width, label=st, color="black" if st == PLANNER else None, alpha=1.0 if st == PLANNER else 0.6)
+    for i in range(1, len(checks)):
+        if checks[i]["core"] != checks[i - 1]["core"]:
+            ax.axvline(i - 0.5, color="grey", linewidth=0.6, linestyle=":")
+    ax.set_xticks(range(len(checks)))
+    ax.set_xticklabels([f"{c['first']}-{c['last']}" for c in checks], fontsize=7, rotation=45, ha="right")
+    ax.set_xlabel("draws (random-K), oldest check first; dotted line: the decision core changed", fontsize=8)
+    ax.set_ylabel(f"runs ending above doing nothing (of {checks[-1]['runs']})", fontsize=8)
+    ax.set_title("Every check on draws never run before: runs ending above doing nothing, per strategy", fontsize=9)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+
+
 def checks_from_git() -> list[dict[str, Any]]:
     """A ledger row for every range the unseen report was committed with (its first commit: as it came out), and
     for the working tree's report if it holds a range not committed yet."""
@@ -766,6 +801,8 @@ def render_checks(doc: dict[str, Any]) -> str:
             f"sources under `src/{CORE_SOURCES}` (the planner, the do-no-harm guard, Pulsar's algorithms) as the "
             "report records them; rows with the same one ran the same decisions. Counted per run against doing "
             f"nothing on the same seed, as above; next never-run draws: `--first {next_unseen(checks)}`.",
+            "",
+            f"![runs ending above doing nothing per check and strategy]({CHECKS_PNG.name})",
             "",
             figures.table(
                 [

@@ -327,6 +327,7 @@ def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_rep
     monkeypatch.setattr(bench, "UNSEEN_PNG", tmp_path / "unseen.png")
     monkeypatch.setattr(bench, "UNSEEN_TARGETS", {"random-unseen-report": [report], "random-unseen-headline": [readme]})
     monkeypatch.setattr(bench, "CHECKS_JSON", checks)
+    monkeypatch.setattr(bench, "CHECKS_PNG", tmp_path / "checks.png")
     monkeypatch.setattr(
         bench, "CHECKS_TARGETS", {"random-unseen-checks": [report], "random-unseen-checks-headline": [readme]}
     )
@@ -364,6 +365,10 @@ def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_rep
     )
     assert "Next never-run draws: `--first 1000`" in readme.read_text(encoding="utf-8")
     assert "| random-999 to random-999 | " in report.read_text(encoding="utf-8")
+    assert (
+        "(random-models-unseen-checks.png)" in report.read_text(encoding="utf-8")
+        and (tmp_path / "checks.png").stat().st_size > 0
+    )
     with pytest.raises(SystemExit):  # run now: not unseen any more
         bench.main([*argv, "--first", "998", "--models", "2", "--unseen"])
     assert "random-999 (the unseen check of " in capsys.readouterr().err
