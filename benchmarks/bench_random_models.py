@@ -69,6 +69,10 @@ UNSEEN_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen.png"
 CHECKS_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.json"
 CHECKS_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.png"
 LAST_CHECKS = 10
+SEEN_THROUGH = 160
+"""Every draw up to ``random-160`` was run before the ledger's first check (random-161): ``--unseen`` starts past
+the highest draw run so far, this or the ledger's last (checks in between that were not stored, as random-177 to
+random-184, are below it too)."""
 """The README counts the checks among the last this many in which the planner ended a run above doing nothing."""
 CORE_SOURCES = "pulsar_rebalance/core/"
 """The decision core (the planner, the do-no-harm guard, Pulsar's algorithms): checks whose reports record the
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.unseen and args.merge:
         ap.error("--unseen reports draws run once, as they came out: it does not merge")
+    if args.unseen and args.no_write:
+        ap.error("--unseen records every check in the ledger: with --no-write its draws would be run but not recorded")
     if NO_ACTION not in args.strategies or PLANNER not in args.strategies:
         ap.error(f"--strategies must include {PLANNER} and {NO_ACTION} (the baseline)")
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
@@ -154,14 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.models < 1 or args.first < 1:
         ap.error("--models and --first must be at least 1")
     names = [f"random-{k}" for k in range(args.first, args.first + args.models)]
-    if args.unseen:
-        run_before = seen_draws(names)
-        if run_before:
-            ap.error(
-                "--unseen: already run, so not unseen: "
-                + "; ".join(f"{n} ({where})" for n, where in run_before.items())
-                + f"; the next never-run draw: --first {next_unseen()}"
-            )
+    if args.unseen and args.first < next_unseen():
+        named = seen_draws(names)
+        ap.error(
+            f"--unseen: random-{args.first} to random-{args.first + args.models - 1} are not past every draw run so "
+            f"far (random-{next_unseen() - 1})"
+            + (": " + "; ".join(f"{n} ({where})" for n, where in named.items()) if named else "")
+            + f"; the next never-run draw: --first {next_unseen()}"
+        )
     models = {n: RandomCostModel(k).description for k, n in enumerate(names, args.first)}
     run_args = {"models": names, "scenarios": args.scenarios, "cadences": args.cadences, "seeds": args.seeds}
     digests = bench_balance.source_digests()
@@ -641,10 +647,11 @@ def _index(model: str) -> int:
     return int(model.removeprefix("random-"))
 
 
-def core_digest(sources: dict[str, str]) -> str:
-    """One short digest of the decision core's sources (:data:`CORE_SOURCES`) as a report records them."""
-    items = "".join(f"{k}={v};" for k, v in sorted(sources.items()) if k.startswith(CORE_SOURCES))
-    return hashlib.sha256(items.encode()).hexdigest()[:10]
+def core_digest(sources: dict[str, str] | None) -> str:
+    """One short digest of the decision core's sources (:data:`CORE_SOURCES`) as a report records them
+    (``unknown`` for a report that recorded none)."""
+    items = "".join(f"{k}={v};" for k, v in sorted((sources or {}).items()) if k.startswith(CORE_SOURCES))
+    return hashlib.sha256(items.encode()).hexdigest()[:10] if items else "unknown"
 
 
 def check_summary(doc: dict[str, Any]) -> dict[str, Any]:
@@ -660,7 +667,7 @@ def check_summary(doc: dict[str, Any]) -> dict[str, Any]:
         "date": doc["meta"]["date"],
         "command": doc["meta"]["command"],
         "seconds": doc["seconds"],
-        "core": core_digest(doc["sources"]),
+        "core": core_digest(doc.get("sources")),
         "runs": p["runs"],
         "above": [
             {"run": _where(r), "by": round(r["final_max"] - base[_key(r)]["final_max"], 3)}
@@ -683,10 +690,12 @@ def load_checks(path: Path | None = None) -> list[dict[str, Any]]:
 
 
 def ledger_doc(checks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ledger: every check, oldest first; its meta is the newest check's (the measurement that last changed
-    it), with a note saying what the rows are."""
+    """The ledger: every check, oldest (lowest draws: ``--unseen`` only goes up) first; its meta is the newest
+    check's (the measurement that last changed it), with a note saying what the rows are."""
+    if not checks:
+        raise ValueError("the ledger of unseen checks would be empty")
     checks = sorted(checks, key=lambda c: c["first"])
-    newest = max(checks, key=lambda c: c["date"])
+    newest = checks[-1]
     report = json.loads(UNSEEN_JSON.read_text(encoding="utf-8")) if UNSEEN_JSON.exists() else {}
     meta = (
         report.get("meta") if report.get("models") and _index(next(iter(report["models"]))) == newest["first"] else None
@@ -740,25 +749,36 @@ def plot_checks(doc: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
+def _git(*args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    except FileNotFoundError as e:
+        raise RuntimeError("--checks-from-git needs git on PATH") from e
+    if done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
 def checks_from_git() -> list[dict[str, Any]]:
-    """A ledger row for every range the unseen report was committed with (its first commit: as it came out), and
-    for the working tree's report if it holds a range not committed yet."""
+    """A ledger row for every range the unseen report was committed with (its first commit: as it came out), for
+    the working tree's report if it holds a range not committed yet, and every row of the stored ledger that
+    neither has (nothing is dropped). Refuses a shallow clone, whose history is cut."""
     rel = _rel(UNSEEN_JSON)
-    git = ["git", "-C", str(ROOT)]
-    log = subprocess.run([*git, "log", "--reverse", "--format=%H", "--", rel], capture_output=True, text=True)
-    if log.returncode != 0:
-        raise RuntimeError(f"git log -- {rel}: {log.stderr.strip()}")
-    docs = [
-        json.loads(subprocess.run([*git, "show", f"{c}:{rel}"], capture_output=True, text=True, check=True).stdout)
-        for c in log.stdout.split()
-    ]
+    if _git("rev-parse", "--is-shallow-repository").strip() == "true":
+        raise RuntimeError(
+            "--checks-from-git: this clone is shallow, its history of the report is cut (git fetch --unshallow)"
+        )
+    commits = _git("log", "--reverse", "--diff-filter=AM", "--format=%H", "--", rel).split()
+    docs = [json.loads(_git("show", f"{c}:{rel}")) for c in commits]
     if UNSEEN_JSON.exists():
         docs.append(json.loads(UNSEEN_JSON.read_text(encoding="utf-8")))
     checks: dict[int, dict[str, Any]] = {}
     for doc in docs:
-        if doc.get("unseen") and "sources" in doc:
+        if doc.get("unseen") and _index(next(iter(doc["models"]))) not in checks:
             summary = check_summary(doc)
-            checks.setdefault(summary["first"], summary)
+            checks[summary["first"]] = summary
+    for c in load_checks():
+        checks.setdefault(c["first"], c)
     return list(checks.values())
 
 
@@ -775,8 +795,9 @@ def seen_draws(names: Sequence[str]) -> dict[str, str]:
 
 
 def next_unseen(checks: Sequence[dict[str, Any]] | None = None) -> int:
+    """The first draw past every one run so far: past :data:`SEEN_THROUGH` and the ledger's last check."""
     checks = load_checks() if checks is None else checks
-    return max((c["last"] for c in checks), default=8) + 1
+    return max([SEEN_THROUGH, *(c["last"] for c in checks)]) + 1
 
 
 def _n(n: int, what: str) -> str:
@@ -796,11 +817,14 @@ def render_checks(doc: dict[str, Any]) -> str:
     shedders = list(dict.fromkeys(st for c in checks for st in c["shedders"]))
     return "\n".join(
         [
-            f"{len(checks)} checks on draws never run before, newest first. Each row sums up that check's report as it "
-            "came out (the report above is the newest; `--unseen` appends its row). *Decision core*: a digest of the "
-            f"sources under `src/{CORE_SOURCES}` (the planner, the do-no-harm guard, Pulsar's algorithms) as the "
-            "report records them; rows with the same one ran the same decisions. Counted per run against doing "
-            f"nothing on the same seed, as above; next never-run draws: `--first {next_unseen(checks)}`.",
+            f"{len(checks)} checks on draws never run before, stored since the ledger began (the checks on draws up to "
+            f"random-{SEEN_THROUGH}, and any whose report was not stored, are in "
+            "[planner-history.md](../planner-history.md) only), newest first. Each row sums up that check's report as "
+            "it came out (the report above is the newest; `--unseen` appends its row). *Decision core*: a digest of "
+            f"the sources under `src/{CORE_SOURCES}` (the planner, the do-no-harm guard, Pulsar's algorithms) as the "
+            "report records them; rows with the same one ran the same decision code (the simulated cluster's code "
+            "may differ). Counted per run against doing nothing on the same seed, as above; next never-run draws: "
+            f"`--first {next_unseen(checks)}`.",
             "",
             f"![runs ending above doing nothing per check and strategy]({CHECKS_PNG.name})",
             "",
@@ -851,7 +875,7 @@ def render_checks_headline(doc: dict[str, Any]) -> str:
     checks = sorted(doc["checks"], key=lambda c: c["first"])
     last = checks[-LAST_CHECKS:]
     above = [c for c in last if c["above"]]
-    core = max(checks, key=lambda c: c["date"])["core"]
+    core = checks[-1]["core"]
     same: list[dict[str, Any]] = []
     for c in reversed(checks):
         if c["core"] != core:
@@ -872,7 +896,8 @@ def render_checks_headline(doc: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"Every check on draws never run before is kept: {len(checks)} so far ({draws}; the first "
+        f"Every check on never-run draws stored since random-{SEEN_THROUGH + 1} is kept: {len(checks)} so far "
+        f"({draws}; the first "
         f"{_span_of(checks[0])}, the newest {_span_of(checks[-1])}: [the ledger](docs/benchmarks/random-models-unseen.md#every-check)). In the last "
         f"{len(last)}, the planner ended a run above doing nothing in **{len(above)}**{where}, and pushed a broker "
         f"above {HOT:.0%} where doing nothing stayed below in **{sum(c['pushed'] for c in last)}** runs. The decision "

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import ordering as test_ordering  # stdlib only: the order the suite runs in on several workers
 from tests.faults import ledger as fault_ledger  # stdlib only; imported now so its clock starts with the session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,11 +218,18 @@ def airflow_db():
     db.initdb()
 
 
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: the chunks are of the tests that run
 def pytest_collection_modifyitems(config, items):
-    """The ``slow`` tests first, in their collected order: on two workers (scripts/test.sh, worksteal) the long
-    end-to-end tests start before the quick ones, and a worker that runs out steals quick ones from the other's
-    queue. A short tail remains: in a fresh-clone run the last long test (test_jvm's, 142 s) ran alone."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The ``slow`` tests first: on one worker in their collected order; on several (scripts/test.sh: two,
+    worksteal) spread over the workers' first chunks by expected time, so they run side by side and every
+    worker's queue ends in quick tests (tests/ordering.py says why)."""
+    test_ordering.modifyitems(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """On the pytest-xdist controller: the ``--dist`` mode for tests/ordering.py (workers see ``no``)."""
+    test_ordering.configure_node(node)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -5,6 +5,7 @@ scenario, and the benchmark that runs them (benchmarks/bench_random_models.py)."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -395,6 +396,12 @@ def test_a_broker_relieved_of_all_but_a_swinging_topic_is_not_relieved_again_in_
     assert max(result.max_usage[986:]) < 0.8  # the topic alone on its broker stays below the threshold
 
 
+STORED_META = json.loads((ROOT / "docs" / "benchmarks" / "random-models-unseen.json").read_text(encoding="utf-8"))[
+    "meta"
+]
+"""A real report's meta (machine, load average): what a block's provenance line is written from."""
+
+
 def _check_doc(first: int, date: str, planner_final: float, core: str) -> dict[str, Any]:
     """A stored ``--unseen`` report of one draw and one run per strategy (the planner's final max as given)."""
     name = f"random-{first}"
@@ -415,7 +422,7 @@ def _check_doc(first: int, date: str, planner_final: float, core: str) -> dict[s
         }
 
     return {
-        "meta": {"date": date, "command": f"check {first}"},
+        "meta": {**STORED_META, "date": date, "command": f"check {first}"},
         "models": {name: "drawn"},
         "rows": [
             row("no-action", 0.7, 0.7, 0),
@@ -441,9 +448,15 @@ def test_the_ledger_of_unseen_checks_is_rebuilt_from_the_reports_committed_versi
     report.parent.mkdir(parents=True)
     monkeypatch.setattr(bench, "ROOT", repo)
     monkeypatch.setattr(bench, "UNSEEN_JSON", report)
+    monkeypatch.setattr(bench, "CHECKS_JSON", tmp_path / "checks.json")
+    monkeypatch.setattr(bench, "CHECKS_PNG", tmp_path / "checks.png")
+    monkeypatch.setattr(bench, "SEEN_THROUGH", 4)  # every draw up to random-4 run before the ledger began
+    for name in [n for n in os.environ if n.startswith("GIT_")]:  # a caller's GIT_DIR would point elsewhere
+        monkeypatch.delenv(name)
 
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
+    def git(*args: str, where: Path = repo) -> None:
+        isolated = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "-c", "core.hooksPath="]
+        subprocess.run(["git", "-C", str(where), *isolated, *args], check=True)
 
     git("init", "-q")
     for doc in (
@@ -469,7 +482,10 @@ def test_the_ledger_of_unseen_checks_is_rebuilt_from_the_reports_committed_versi
     assert checks[1]["above"] == [] and checks[1]["lower"] == 1 and checks[1]["core"] == checks[2]["core"]
     assert checks[0]["core"] != checks[1]["core"]
     headline = bench.render_checks_headline({"checks": checks})
-    assert "3 so far (1 draw each; the first random-5 to random-5, the newest random-7 to random-7: " in headline
+    assert (
+        "stored since random-5 is kept: 3 so far (1 draw each; the first random-5 to random-5, the newest random-7 to random-7: "
+        in headline
+    )
     assert (
         "In the last 3, the planner ended a run above doing nothing in **1** (random-5 to random-5: 1 of 1 runs"
         in headline
@@ -487,7 +503,6 @@ def test_the_ledger_of_unseen_checks_is_rebuilt_from_the_reports_committed_versi
     assert table.index("| random-7 to random-7 |") < table.index("| random-5 to random-5 |")  # newest first
     assert "one-hot-broker / random-5 / dag / seed 1 (+0.020)" in table
 
-    monkeypatch.setattr(bench, "CHECKS_JSON", tmp_path / "checks.json")
     monkeypatch.setattr(bench, "JSON", tmp_path / "seen.json")
     (tmp_path / "seen.json").write_text(json.dumps({"models": {"random-1": "drawn"}}), encoding="utf-8")
     (tmp_path / "checks.json").write_text(json.dumps(ledger), encoding="utf-8")
@@ -495,3 +510,33 @@ def test_the_ledger_of_unseen_checks_is_rebuilt_from_the_reports_committed_versi
         "random-1": f"in {tmp_path / 'seen.json'}",
         "random-6": "the unseen check of 2026-01-02 00:00 UTC",
     }
+    assert bench.next_unseen() == 8
+    monkeypatch.setattr(bench, "SEEN_THROUGH", 20)
+    assert bench.next_unseen() == 21  # past the floor where the ledger ends below it
+    monkeypatch.setattr(bench, "SEEN_THROUGH", 4)
+
+    # a row of the stored ledger that git does not have is kept, not dropped
+    kept = dict(checks[0], first=3, last=3, date="2025-12-31 00:00 UTC")
+    (tmp_path / "checks.json").write_text(json.dumps({"checks": [kept, *checks]}), encoding="utf-8")
+    assert [c["first"] for c in bench.checks_from_git()] == [5, 6, 7, 3]
+    # --checks-from-git through main: the ledger's JSON, plot and blocks
+    page = tmp_path / "page.md"
+    page.write_text(
+        "".join(
+            f"<!-- {n}:start (written by {bench.SCRIPT} from x.json) -->\n<!-- {n}:end -->\n"
+            for n in ("random-unseen-checks", "random-unseen-checks-headline")
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(bench, "CHECKS_TARGETS", {n: [page] for n in bench.CHECKS_TARGETS})
+    (tmp_path / "checks.json").unlink()
+    assert bench.main(["--checks-from-git"]) == 0
+    assert [c["first"] for c in bench.load_checks()] == [5, 6, 7]
+    assert "| random-6 to random-6 |" in page.read_text(encoding="utf-8")
+    assert (tmp_path / "checks.png").stat().st_size > 0
+    # a shallow clone's history is cut: refused, rather than a ledger of its last commit
+    git("clone", "-q", "--depth", "1", f"file://{repo}", str(tmp_path / "shallow"), where=tmp_path)
+    monkeypatch.setattr(bench, "ROOT", tmp_path / "shallow")
+    monkeypatch.setattr(bench, "UNSEEN_JSON", tmp_path / "shallow" / "docs" / "unseen.json")
+    with pytest.raises(RuntimeError, match="shallow"):
+        bench.checks_from_git()
