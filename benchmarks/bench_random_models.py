@@ -12,7 +12,7 @@ Usage::
 ``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the README's ``random-unseen-headline``
 block, and leaves the stored ``random-models`` report alone: the record of the planner on cost models nobody
 had run it on when it was measured (after that run they are seen; the next check takes the next ``--first``).
-It refuses draws the stored reports have run. Each check's report replaces the last one, so a summary of
+It refuses a ``--first`` not past every draw run so far. Each check's report replaces the last one, so a summary of
 every check is kept in a ledger, ``docs/benchmarks/random-models-unseen-checks.json`` (one row per check,
 appended by ``--unseen``; its blocks: the table in ``random-models-unseen.md`` and the README's
 ``random-unseen-checks-headline``, which counts the checks of the last ten with a planner run above doing
@@ -69,14 +69,14 @@ UNSEEN_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen.png"
 CHECKS_JSON = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.json"
 CHECKS_PNG = ROOT / "docs" / "benchmarks" / "random-models-unseen-checks.png"
 LAST_CHECKS = 10
+"""The README counts the checks among the last this many in which the planner ended a run above doing nothing."""
 SEEN_THROUGH = 160
 """Every draw up to ``random-160`` was run before the ledger's first check (random-161): ``--unseen`` starts past
 the highest draw run so far, this or the ledger's last (checks in between that were not stored, as random-177 to
 random-184, are below it too)."""
-"""The README counts the checks among the last this many in which the planner ended a run above doing nothing."""
 CORE_SOURCES = "pulsar_rebalance/core/"
 """The decision core (the planner, the do-no-harm guard, Pulsar's algorithms): checks whose reports record the
-same digests for it ran the same decisions."""
+same digests for it ran the same decision code (the simulated cluster's code may differ)."""
 PLANNER = "GlobalPlanner"
 NO_ACTION = "no-action"
 STRATEGIES = (PLANNER, NO_ACTION, "AvgShedder", "ThresholdShedder")
@@ -160,13 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.models < 1 or args.first < 1:
         ap.error("--models and --first must be at least 1")
     names = [f"random-{k}" for k in range(args.first, args.first + args.models)]
-    if args.unseen and args.first < next_unseen():
+    first_unseen = next_unseen() if args.unseen else 0
+    if args.first < first_unseen:
         named = seen_draws(names)
         ap.error(
             f"--unseen: random-{args.first} to random-{args.first + args.models - 1} are not past every draw run so "
-            f"far (random-{next_unseen() - 1})"
+            f"far (random-{first_unseen - 1})"
             + (": " + "; ".join(f"{n} ({where})" for n, where in named.items()) if named else "")
-            + f"; the next never-run draw: --first {next_unseen()}"
+            + f"; the next never-run draw: --first {first_unseen}"
         )
     models = {n: RandomCostModel(k).description for k, n in enumerate(names, args.first)}
     run_args = {"models": names, "scenarios": args.scenarios, "cadences": args.cadences, "seeds": args.seeds}
