@@ -417,7 +417,7 @@ def render_headline(doc: dict[str, Any]) -> str:
         f"point, per seed) in **{len(p['worse'])}**, drives a broker above {HOT:.0%} where doing nothing stays "
         f"below in **{len(p['hot'])}**, ends lower in {p['below']}; its worst run: {_where(p['excess'])} "
         f"({p['excess_by']:+.3f} vs doing nothing). Pulsar's shedders on the same runs: {others}. Where it does "
-        f"too little: in {len(behind(doc))} runs the best of them ends more than {BEHIND * 100:.0f} points lower "
+        f"too little: in {len(behind(doc))} run{'' if len(behind(doc)) == 1 else 's'} the best of them ends more than {BEHIND * 100:.0f} points lower "
         "than the planner (the report lists them). By the balance benchmark's criteria (per scenario, model and "
         f"cadence, seeds paired): {passing} of {cells} cells meet every one; failed: {_fails_text(fails)}."
     )
