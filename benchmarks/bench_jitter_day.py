@@ -349,8 +349,11 @@ BLOCKS = {
     "jitter-day-random-report": render_random,
     "jitter-day-random-headline": render_random_headline,
 }
-TARGETS = {"jitter-day-report": [DOC], "jitter-day-headline": [ROOT / "README.md"]}
-RANDOM_TARGETS = {"jitter-day-random-report": [RANDOM_DOC], "jitter-day-random-headline": [ROOT / "README.md"]}
+TARGETS = {"jitter-day-report": [DOC], "jitter-day-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+RANDOM_TARGETS = {
+    "jitter-day-random-report": [RANDOM_DOC],
+    "jitter-day-random-headline": [ROOT / "docs" / "benchmarks" / "README.md"],
+}
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -50,6 +50,7 @@ from bench_pipeline import _quietly, log, open_run, prepare_process, start_postg
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "product.md"
+TARGETS = {"product-report": [DOC], "product-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
 JSON = ROOT / "docs" / "benchmarks" / "product.json"
 PNG = ROOT / "docs" / "benchmarks" / "product.png"
 SCRIPT = "benchmarks/bench_product.py"
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             SCRIPT,
             str(JSON.relative_to(ROOT)),
             doc,
-            {"product-report": [DOC], "product-headline": [ROOT / "README.md"]},
+            TARGETS,
         )
         log(f"wrote {JSON} and {DOC}")
     return 0
@@ -278,7 +279,7 @@ def _verdict(doc: dict[str, Any]) -> str:
 
 
 def render_headline(doc: dict[str, Any]) -> str:
-    return _verdict(doc) + " Per run: [docs/benchmarks/product.md](docs/benchmarks/product.md)."
+    return _verdict(doc) + " Per run: [product.md](product.md)."
 
 
 def render_report(doc: dict[str, Any]) -> str:

@@ -9,8 +9,8 @@ Usage::
     .venv/bin/python benchmarks/bench_random_models.py --checks-from-git   # rebuilds the ledger of checks
 
 ``--unseen`` (with ``--first`` past every draw run so far) writes its own report,
-``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the README's ``random-unseen-headline``
-block, and leaves the stored ``random-models`` report alone: the record of the planner on cost models nobody
+``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the ``random-unseen-headline``
+block of ``docs/benchmarks/README.md``, and leaves the stored ``random-models`` report alone: the record of the planner on cost models nobody
 had run it on when it was measured (after that run they are seen; the next check takes the next ``--first``).
 It refuses a ``--first`` not past every draw run so far. Each check's report replaces the last one, so a summary of
 every check is kept in a ledger, ``docs/benchmarks/random-models-unseen-checks.json`` (one row per check,
@@ -916,8 +916,11 @@ BLOCKS = {
     "random-unseen-checks": render_checks,
     "random-unseen-checks-headline": render_checks_headline,
 }
-TARGETS = {"random-models-report": [DOC], "random-models-headline": [ROOT / "README.md"]}
-UNSEEN_TARGETS = {"random-unseen-report": [UNSEEN_DOC], "random-unseen-headline": [ROOT / "README.md"]}
+TARGETS = {"random-models-report": [DOC], "random-models-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+UNSEEN_TARGETS = {
+    "random-unseen-report": [UNSEEN_DOC],
+    "random-unseen-headline": [ROOT / "docs" / "benchmarks" / "README.md"],
+}
 CHECKS_TARGETS = {"random-unseen-checks": [UNSEEN_DOC], "random-unseen-checks-headline": [ROOT / "README.md"]}
 
 if __name__ == "__main__":

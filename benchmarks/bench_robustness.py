@@ -247,7 +247,7 @@ def render_headline(doc: dict[str, Any]) -> str:
         f"Off the benchmark's beaten track (one condition changed at a time: "
         f"{', '.join(doc['conditions'])}; load models {', '.join(doc['models'])}), {len(runs)} runs of the planner: "
         f"it ends above doing nothing in **{above}**, drives a broker above {HOT:.0%} where doing nothing stays "
-        f"below in **{pushed}** ([docs/benchmarks/robustness.md](docs/benchmarks/robustness.md) lists each)."
+        f"below in **{pushed}** ([robustness.md](robustness.md) lists each)."
     )
 
 
@@ -317,7 +317,7 @@ def _fixed() -> frozenset[str]:
 
 
 BLOCKS = {"robustness-report": render, "robustness-headline": render_headline}
-TARGETS = {"robustness-report": [DOC], "robustness-headline": [ROOT / "README.md"]}
+TARGETS = {"robustness-report": [DOC], "robustness-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
 
 if __name__ == "__main__":
     raise SystemExit(main())

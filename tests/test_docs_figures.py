@@ -80,3 +80,41 @@ def test_no_internal_work_items_in_user_docs() -> None:
         for m in re.finditer(r"\bissues? \d+\b", doc.read_text(encoding="utf-8"), flags=re.IGNORECASE)
     ]
     assert not found, found
+
+
+def _declared_targets() -> dict[tuple[str, Path], str]:
+    """Every (block name, file) a benchmark script's module-level ``*TARGETS`` dict writes, with the script."""
+    declared: dict[tuple[str, Path], str] = {}
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        if script.name == "figures.py":
+            continue
+        module = figures.load_script(str(script.relative_to(ROOT)))
+        for attr, value in vars(module).items():
+            if attr.endswith("TARGETS") and isinstance(value, dict):
+                for name, paths in value.items():
+                    for path in paths:
+                        declared[(name, Path(path).resolve())] = script.name
+    return declared
+
+
+def test_every_declared_target_holds_its_block() -> None:
+    """A script writes a block only where it is (``figures.replace_block`` refuses otherwise): a block moved
+    to another page without its script's targets would fail at the end of an hour-long benchmark, not here."""
+    missing = []
+    for (name, path), script in _declared_targets().items():
+        found = [b for b in figures.find_blocks(path.read_text(encoding="utf-8")) if b.name == name]
+        if len(found) != 1:
+            missing.append(f"{script}: {name} in {path.relative_to(ROOT)} ({len(found)} found)")
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/benchmarks/README.md"])
+def test_every_headline_block_is_written_by_its_script(page: str) -> None:
+    """The headline pages gather blocks from many scripts; each must be one its script's targets name for that
+    page, or the next run of the script would leave it stale there."""
+    declared = _declared_targets()
+    path = (ROOT / page).resolve()
+    blocks = list(figures.find_blocks(path.read_text(encoding="utf-8")))
+    assert blocks, page
+    stale = [b.name for b in blocks if declared.get((b.name, path)) != Path(b.script).name]
+    assert not stale, f"{page}: blocks no script's TARGETS write here: {stale}"

@@ -332,7 +332,10 @@ def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_rep
     monkeypatch.setattr(
         bench, "CHECKS_TARGETS", {"random-unseen-checks": [report], "random-unseen-checks-headline": [readme]}
     )
-    stored = {p: p.read_bytes() for p in (bench.JSON, bench.DOC, ROOT / "README.md")}
+    stored = {
+        p: p.read_bytes()
+        for p in (bench.JSON, bench.DOC, ROOT / "README.md", ROOT / "docs" / "benchmarks" / "README.md")
+    }
     argv = ["--models", "1", "--scenarios", "steady-with-noise", "--seeds", "1", "--cadences", "minute"]
     argv += ["--strategies", "GlobalPlanner", "no-action"]
 
@@ -350,7 +353,7 @@ def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_rep
     assert "never run before this measurement (random-999; " in headline and "runs of the planner" in headline
     assert "(random-models-unseen.png)" in report.read_text(encoding="utf-8")
     assert (tmp_path / "unseen.png").stat().st_size > 0
-    assert {p: p.read_bytes() for p in stored} == stored  # the seen report and the README untouched
+    assert {p: p.read_bytes() for p in stored} == stored  # the seen report and both headline pages untouched
     # the ledger: one row for the check, its blocks, and the next never-run draw
     (row,) = json.loads(checks.read_text(encoding="utf-8"))["checks"]
     assert (row["first"], row["last"], row["runs"], row["above"], row["core"]) == (
