@@ -1289,7 +1289,7 @@ SCRIPT = "benchmarks/bench_balance.py"
 JSON = ROOT / "docs" / "benchmarks" / "balance.json"
 TARGETS = {
     "balance-report": [ROOT / "docs" / "benchmarks" / "balance.md"],
-    "balance-headline": [ROOT / "README.md", ROOT / "docs" / "benchmarks" / "README.md"],
+    "balance-headline": [figures.README, figures.BENCHMARKS_INDEX],
 }
 """The files each block is written into."""
 

@@ -349,10 +349,10 @@ BLOCKS = {
     "jitter-day-random-report": render_random,
     "jitter-day-random-headline": render_random_headline,
 }
-TARGETS = {"jitter-day-report": [DOC], "jitter-day-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+TARGETS = {"jitter-day-report": [DOC], "jitter-day-headline": [figures.BENCHMARKS_INDEX]}
 RANDOM_TARGETS = {
     "jitter-day-random-report": [RANDOM_DOC],
-    "jitter-day-random-headline": [ROOT / "docs" / "benchmarks" / "README.md"],
+    "jitter-day-random-headline": [figures.BENCHMARKS_INDEX],
 }
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ from bench_pipeline import _quietly, log, open_run, prepare_process, start_postg
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "product.md"
-TARGETS = {"product-report": [DOC], "product-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+TARGETS = {"product-report": [DOC], "product-headline": [figures.BENCHMARKS_INDEX]}
 JSON = ROOT / "docs" / "benchmarks" / "product.json"
 PNG = ROOT / "docs" / "benchmarks" / "product.png"
 SCRIPT = "benchmarks/bench_product.py"

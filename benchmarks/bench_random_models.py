@@ -9,10 +9,11 @@ Usage::
     .venv/bin/python benchmarks/bench_random_models.py --checks-from-git   # rebuilds the ledger of checks
 
 ``--unseen`` (with ``--first`` past every draw run so far) writes its own report,
-``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the ``random-unseen-headline``
-block of ``docs/benchmarks/README.md``, and leaves the stored ``random-models`` report alone: the record of the planner on cost models nobody
-had run it on when it was measured (after that run they are seen; the next check takes the next ``--first``).
-It refuses a ``--first`` not past every draw run so far. Each check's report replaces the last one, so a summary of
+``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the ``random-unseen-headline`` block
+of ``docs/benchmarks/README.md``, and leaves the stored ``random-models`` report alone: the record of the planner
+on cost models nobody had run it on when it was measured (after that run they are seen; the next check takes the
+next ``--first``). It refuses a ``--first`` not past every draw run so far. Each check's report replaces the last
+one, so a summary of
 every check is kept in a ledger, ``docs/benchmarks/random-models-unseen-checks.json`` (one row per check,
 appended by ``--unseen``; its blocks: the table in ``random-models-unseen.md`` and the README's
 ``random-unseen-checks-headline``, which counts the checks of the last ten with a planner run above doing
@@ -412,12 +413,13 @@ def render_headline(doc: dict[str, Any]) -> str:
         else f"On {models} load models drawn at random (costs per message, NICs, curves, capacities and speeds "
         "nobody tuned on)"
     )
+    lagging = len(behind(doc))
     return (
         f"{drawn}, {p['runs']} runs of the planner: it ends above doing nothing (by more than half a "
         f"point, per seed) in **{len(p['worse'])}**, drives a broker above {HOT:.0%} where doing nothing stays "
         f"below in **{len(p['hot'])}**, ends lower in {p['below']}; its worst run: {_where(p['excess'])} "
         f"({p['excess_by']:+.3f} vs doing nothing). Pulsar's shedders on the same runs: {others}. Where it does "
-        f"too little: in {len(behind(doc))} run{'' if len(behind(doc)) == 1 else 's'} the best of them ends more than {BEHIND * 100:.0f} points lower "
+        f"too little: in {lagging} run{'' if lagging == 1 else 's'} the best of them ends more than {BEHIND * 100:.0f} points lower "
         "than the planner (the report lists them). By the balance benchmark's criteria (per scenario, model and "
         f"cadence, seeds paired): {passing} of {cells} cells meet every one; failed: {_fails_text(fails)}."
     )
@@ -916,12 +918,12 @@ BLOCKS = {
     "random-unseen-checks": render_checks,
     "random-unseen-checks-headline": render_checks_headline,
 }
-TARGETS = {"random-models-report": [DOC], "random-models-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+TARGETS = {"random-models-report": [DOC], "random-models-headline": [figures.BENCHMARKS_INDEX]}
 UNSEEN_TARGETS = {
     "random-unseen-report": [UNSEEN_DOC],
-    "random-unseen-headline": [ROOT / "docs" / "benchmarks" / "README.md"],
+    "random-unseen-headline": [figures.BENCHMARKS_INDEX],
 }
-CHECKS_TARGETS = {"random-unseen-checks": [UNSEEN_DOC], "random-unseen-checks-headline": [ROOT / "README.md"]}
+CHECKS_TARGETS = {"random-unseen-checks": [UNSEEN_DOC], "random-unseen-checks-headline": [figures.README]}
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -317,7 +317,7 @@ def _fixed() -> frozenset[str]:
 
 
 BLOCKS = {"robustness-report": render, "robustness-headline": render_headline}
-TARGETS = {"robustness-report": [DOC], "robustness-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+TARGETS = {"robustness-report": [DOC], "robustness-headline": [figures.BENCHMARKS_INDEX]}
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -146,7 +146,7 @@ def render(doc: dict[str, Any]) -> str:
 
 
 BLOCKS = {"steady-noise-report": render, "steady-noise-headline": render_headline}
-TARGETS = {"steady-noise-report": [DOC], "steady-noise-headline": [ROOT / "docs" / "benchmarks" / "README.md"]}
+TARGETS = {"steady-noise-report": [DOC], "steady-noise-headline": [figures.BENCHMARKS_INDEX]}
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -37,6 +37,10 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+"""The project's front page: the headline blocks a newcomer sees first (worst case first)."""
+BENCHMARKS_INDEX = ROOT / "docs" / "benchmarks" / "README.md"
+"""Every benchmark's headline block with its prose (the page GitHub shows for ``docs/benchmarks/``)."""
 
 MARKER = re.compile(
     r"<!-- (?P<name>[a-z0-9][a-z0-9-]*):start \(written by (?P<script>\S+) from (?P<json>\S+)\) -->\n"
