@@ -7,6 +7,7 @@ Usage::
     .venv/bin/python benchmarks/bench_random_models.py --merge --jobs 2   # after a planner-only change
     .venv/bin/python benchmarks/bench_random_models.py --unseen --first K --jobs 2   # draws never run before
     .venv/bin/python benchmarks/bench_random_models.py --checks-from-git   # rebuilds the ledger of checks
+    .venv/bin/python benchmarks/bench_random_models.py --first K --no-guard --no-write --jobs 2   # decide alone
 
 ``--unseen`` (with ``--first`` past every draw run so far) writes its own report,
 ``docs/benchmarks/random-models-unseen.json`` + ``.md`` + ``.png`` and the ``random-unseen-headline`` block
@@ -23,6 +24,9 @@ version of the unseen report (each range as first committed), for a ledger lost 
 ``--merge`` re-runs only the planner's runs (a quarter of them) and merges them into the stored report;
 it refuses, naming the files, when a source the runs import changed outside ``core/planner/`` (the other
 strategies' stored runs would be stale) or the stored run had other models, scenarios, cadences or seeds.
+
+``--no-guard`` (with ``--no-write``) applies each strategy's plans as ``decide`` returns them, without the
+do-no-harm guard that ``plan_split`` and every stored run apply: what a harness driving ``decide`` alone sees.
 
 A real cluster's cost per message is unknown. The balance benchmark's five load models are the ones the
 planner was tuned on and its held-out sets are two more guesses each; this one draws ``--models N``
@@ -88,12 +92,12 @@ HOT = 0.85
 STEADY = "steady-with-noise"
 
 
-def _run(task: tuple[str, str, str, str, int]) -> dict[str, Any]:
+def _run(task: tuple[str, str, str, str, int, bool]) -> dict[str, Any]:
     from pulsar_rebalance.simulator.random_models import random_model
 
-    scenario, model, cadence, strategy, seed = task
+    scenario, model, cadence, strategy, seed, guard = task
     drawn = random_model(model)  # an instance: the named load models' registry does not list the family
-    task_ = (scenario, drawn, cadence, strategy, seed, None, 0.03, 15, 0.5, None, True)
+    task_ = (scenario, drawn, cadence, strategy, seed, None, 0.03, 15, 0.5, None, guard)
     _, summary, *_ = bench_balance.run_one(task_)  # type: ignore[arg-type]
     return {
         "scenario": scenario,
@@ -123,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (this machine has 2 cores)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument(
+        "--no-guard",
+        action="store_true",
+        help="run the plans as strategies make them, without the do-no-harm guard (with --no-write only: "
+        "what a harness driving `decide` alone sees)",
+    )
     ap.add_argument("--render", action="store_true", help="run nothing: redraw the plot and blocks from the JSON")
     ap.add_argument(
         "--merge", action="store_true", help="re-run only the planner and merge into the stored report (see above)"
@@ -153,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--unseen reports draws run once, as they came out: it does not merge")
     if args.unseen and args.no_write:
         ap.error("--unseen records every check in the ledger: with --no-write its draws would be run but not recorded")
+    if args.no_guard and not args.no_write:
+        ap.error("--no-guard measures what the stored reports do not: pass --no-write too")
     if NO_ACTION not in args.strategies or PLANNER not in args.strategies:
         ap.error(f"--strategies must include {PLANNER} and {NO_ACTION} (the baseline)")
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
@@ -186,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     strategies = [PLANNER] if args.merge else args.strategies
     tasks = [
-        (s, m, c, st, seed)
+        (s, m, c, st, seed, not args.no_guard)
         for m in names
         for s in args.scenarios
         for c in args.cadences

@@ -382,6 +382,28 @@ def test_unseen_draws_get_their_own_report_and_headline_and_leave_the_stored_rep
         )  # a check on unseen draws is one run, as it came out
 
 
+def test_no_guard_runs_the_plans_as_decide_returns_them_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_random_models as bench
+
+    with pytest.raises(SystemExit):  # a report that says "guarded" everywhere must not hold unguarded runs
+        bench.main(["--no-guard", "--models", "1", "--strategies", "GlobalPlanner", "no-action"])
+    assert "--no-guard measures what the stored reports do not: pass --no-write too" in capsys.readouterr().err
+    seen: list[tuple[Any, ...]] = []
+    summary = {"final_max": 0.5, "worst_max": 0.6, "moves": 1, "plans": 1, "ideal": 0.5, "sim_minutes": 60}
+
+    def run_one(task: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen.append(task)
+        return task, summary, [], [], 0.0
+
+    monkeypatch.setattr(bench.bench_balance, "run_one", run_one)
+    for guard in (False, True):
+        row = bench._run(("steady-with-noise", "random-1", "minute", "GlobalPlanner", 1, guard))
+        assert row["moves"] == 1 and seen[-1][-1] is guard  # the closed loop's guard flag is the task's
+
+
 @pytest.mark.slow
 def test_a_broker_relieved_of_all_but_a_swinging_topic_is_not_relieved_again_in_its_off_phase() -> None:
     """random-5, seed 2, periodic jitter at one decision a minute: after 16 hours an on/off consumer's topic takes
