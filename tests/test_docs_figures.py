@@ -132,3 +132,10 @@ def test_the_balance_benchmarks_size_in_words_is_its_own() -> None:
     for page in (ROOT / "README.md", ROOT / "docs" / "benchmarks" / "README.md"):
         text = " ".join(page.read_text(encoding="utf-8").split())
         assert phrase in text, f"{page.relative_to(ROOT)}: expected {phrase!r}"
+
+
+def test_the_config_key_count_in_the_reference_is_the_configs() -> None:
+    from pulsar_rebalance.core.pulsar.config import PULSAR_KEYS
+
+    text = " ".join((ROOT / "docs" / "reference.md").read_text(encoding="utf-8").split())
+    assert f"`broker.conf` keys verbatim ({len(PULSAR_KEYS)} keys," in text
