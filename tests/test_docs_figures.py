@@ -123,12 +123,11 @@ def test_every_headline_block_is_written_by_its_script(page: str) -> None:
 def test_the_balance_benchmarks_size_in_words_is_its_own() -> None:
     """The prose around the headline blocks counts the benchmark's scenarios and load models in words: a
     scenario added or dropped must change the words too (they once said eleven where there were ten)."""
-    import bench_balance
-
+    from pulsar_rebalance.simulator.load_models import LOAD_MODELS
     from pulsar_rebalance.simulator.scenarios import SCENARIOS
 
     words = dict(enumerate("zero one two three four five six seven eight nine ten eleven twelve".split()))
-    phrase = f"{words[len(SCENARIOS)]} scenarios, {words[len(bench_balance.LOAD_MODELS)]} **load models**"
+    phrase = f"{words[len(SCENARIOS)]} scenarios, {words[len(LOAD_MODELS)]} **load models**"
     for page in (ROOT / "README.md", ROOT / "docs" / "benchmarks" / "README.md"):
         text = " ".join(page.read_text(encoding="utf-8").split())
         assert phrase in text, f"{page.relative_to(ROOT)}: expected {phrase!r}"
