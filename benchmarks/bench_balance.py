@@ -12,7 +12,8 @@ Usage::
     # docs/benchmarks/balance-held-out.md + .json instead of the main files
     .venv/bin/python benchmarks/bench_balance.py --held-out --rate-noise 0.03
     # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json;
-    # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json
+    # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json, and the
+    # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -41,7 +42,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,9 @@ import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in th
 
 from pulsar_rebalance.simulator.closed_loop import CADENCES, NO_ACTION, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models import HELD_OUT_SETS as HELD_OUT_SETS_1_2  # noqa: E402
-from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3, HELD_OUT_MODELS_3  # noqa: E402
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4  # noqa: E402
+from pulsar_rebalance.simulator.load_models import LOAD_MODELS, LoadModel  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
 PLANNER = "GlobalPlanner"
@@ -62,9 +64,17 @@ PULSAR = [s for s in STRATEGIES if s not in (PLANNER, NO_ACTION)]
 LARGE = {"large-zipf"}
 QUICK_STRATEGIES = [PLANNER, NO_ACTION, "ThresholdShedder"]
 FORMAT = 2
-HELD_OUT_SETS = {**HELD_OUT_SETS_1_2, "3": HELD_OUT_MODELS_3}
-"""The held-out sets by ``--held-out`` key. The third lives in a module of its own (``simulator/held_out_models_3.py``)
-so that the first two sets' module, which every stored run imported, is unchanged: ``--merge`` compares it."""
+OWN_MODULE_SETS: Mapping[str, tuple[str, Mapping[str, Callable[[], LoadModel]]]] = {
+    "3": ("held_out_models_3.py", HELD_OUT_LOAD_MODELS_3),
+    "4": ("held_out_models_4.py", HELD_OUT_LOAD_MODELS_4),
+}
+"""The held-out sets that live in a module of their own (``--held-out`` key -> the module's file under
+``simulator/``, its models by name), so that the first two sets' module, which every stored run imported, is
+unchanged (``--merge`` compares it): this script resolves their names itself (:data:`OWN_MODULE_MODELS`)."""
+OWN_MODULE_MODELS = {name: model for _, models in OWN_MODULE_SETS.values() for name, model in models.items()}
+"""The models of :data:`OWN_MODULE_SETS` by name (``run_one`` builds them; the load-model registry does not)."""
+HELD_OUT_SETS = {**HELD_OUT_SETS_1_2, **{key: tuple(models) for key, (_, models) in OWN_MODULE_SETS.items()}}
+"""The held-out sets by ``--held-out`` key."""
 HELD_OUT = [m for models in HELD_OUT_SETS.values() for m in models]
 """Every held-out load model, set by set."""
 MODELS = [*LOAD_MODELS, *HELD_OUT]
@@ -166,8 +176,8 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], list[float], list[float],
     scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, per_run, guard = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
-    # the third held-out set is resolved here, not by the load-model registry (see HELD_OUT_SETS)
-    load_model = HELD_OUT_LOAD_MODELS_3[model]() if model in HELD_OUT_LOAD_MODELS_3 else model
+    # the held-out sets in a module of their own are resolved here, not by the load-model registry (OWN_MODULE_SETS)
+    load_model = OWN_MODULE_MODELS[model]() if model in OWN_MODULE_MODELS else model
     run = build(scenario, seed, load_model=load_model, noise=noise, rate_noise=rate_noise)
     r = run_closed_loop(
         run,
@@ -1027,6 +1037,13 @@ HELD_OUT_USAGES = {
         "*ideal* is every broker carrying the cluster's traffic mix (under *gc-pressure* its topics and clients too)",
         "in proportion to its cores.",
     ],
+    "4": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; the CPU includes each topic's hidden cost, which the bundles' reported rates do not",
+        "show - its features' per-message work under *topic-features*, the housekeeping of its stored bytes under",
+        "*bundle-housekeeping*); *ideal* is every broker carrying the same share of the cluster's true CPU (the",
+        "hidden cost moves with its bundle).",
+    ],
 }
 """What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""
 
@@ -1295,8 +1312,8 @@ TARGETS = {
 
 
 def held_out_module(key: str) -> str:
-    """The module a held-out set's models live in (the third has one of its own)."""
-    return "held_out_models_3.py" if key == "3" else "held_out_models.py"
+    """The module a held-out set's models live in (from the third on, each set has one of its own)."""
+    return OWN_MODULE_SETS[key][0] if key in OWN_MODULE_SETS else "held_out_models.py"
 
 
 def held_out_stem(key: str) -> str:

@@ -21,6 +21,7 @@ from pulsar_rebalance.simulator.held_out_models import (
     PerTopicCostModel,
 )
 from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_MODELS_3
+from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_MODELS_4
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, get_load_model
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 
@@ -242,7 +243,13 @@ def test_the_benchmark_takes_the_held_out_models_only_when_asked(capsys: pytest.
     import figures
 
     bench = figures.load_script("benchmarks/bench_balance.py")
-    assert list(bench.MODELS) == [*LOAD_MODELS, *HELD_OUT_MODELS, *HELD_OUT_MODELS_2, *HELD_OUT_MODELS_3]
+    assert list(bench.MODELS) == [
+        *LOAD_MODELS,
+        *HELD_OUT_MODELS,
+        *HELD_OUT_MODELS_2,
+        *HELD_OUT_MODELS_3,
+        *HELD_OUT_MODELS_4,
+    ]
     assert bench.HELD_OUT_JSON.name == "balance-held-out.json"
     assert "balance-held-out-report" in bench.BLOCKS and "balance-report" not in bench.HELD_OUT_TARGETS
     with pytest.raises(SystemExit):

@@ -416,13 +416,13 @@ def test_the_benchmark_runs_the_third_set_apart(capsys: pytest.CaptureFixture[st
     # the file names and blocks of the first two sets are as their stored reports have them
     assert bench.HELD_OUT_OUTPUTS["1"][0].name == "balance-held-out.json"
     assert bench.HELD_OUT_OUTPUTS["2"][0].name == "balance-held-out-2.json"
-    assert bench.HELD_OUT_SET_OF_BLOCK == {
+    assert {name: key for name, key in bench.HELD_OUT_SET_OF_BLOCK.items() if key in ("1", "2", "3")} == {
         "balance-held-out-report": "1",
         "balance-held-out-2-report": "2",
         "balance-held-out-3-report": "3",
     }
     assert set(bench.HELD_OUT_SET_OF_BLOCK) <= set(bench.BLOCKS)
-    assert set(bench.HELD_OUT_USAGES) == set(bench.HELD_OUT_SETS) == {"1", "2", "3"}
+    assert set(bench.HELD_OUT_USAGES) == set(bench.HELD_OUT_SETS) >= {"1", "2", "3"}  # later sets: their own tests
     with pytest.raises(SystemExit):
         bench.main(["--held-out", "3", "--models", "gc-pressure"])
     args = ["--quick", "--scenarios", "steady-with-noise", "--cadences", "minute", "--strategies", "no-action"]
