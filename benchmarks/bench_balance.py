@@ -539,19 +539,19 @@ def main(argv: list[str] | None = None) -> int:
     load.__enter__()
     started = time.perf_counter()
     done: list[tuple[Task, dict[str, Any], list[float], list[float], float]] = []
+    print(f"{len(tasks)} runs on {max(1, args.jobs)} worker(s)", file=sys.stderr, flush=True)
+    progress = figures.Progress(len(tasks))
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             for item in pool.map(run_one, tasks):
                 done.append(item)
-                _progress(item, args.verbose)
+                _progress(item, args.verbose, progress)
     else:
         for task in tasks:
             done.append(run_one(task))
-            _progress(done[-1], args.verbose)
+            _progress(done[-1], args.verbose, progress)
     elapsed = time.perf_counter() - started
     load.__exit__(None, None, None)
-    if not args.verbose:
-        print(file=sys.stderr)
     order = {t: i for i, t in enumerate(sorted(tasks, key=lambda t: (t[1], t[2], scenarios.index(t[0]), t[4])))}
     for task, summary, max_usage, ideal, _ in sorted(done, key=lambda d: order[d[0]]):
         sc, model, cadence, strategy, seed = task[:5]
@@ -664,7 +664,10 @@ def _ensure_report(path: Path, name: str, json_rel: str) -> None:
     print(f"created {path}", file=sys.stderr)
 
 
-def _progress(item: tuple[Task, dict[str, Any], list[float], list[float], float], verbose: bool) -> None:
+def _progress(
+    item: tuple[Task, dict[str, Any], list[float], list[float], float], verbose: bool, progress: figures.Progress
+) -> None:
+    """A line per run with ``--verbose``; else every 20 runs, how many are done and about how long is left."""
     task, s, _, _, seconds = item
     if verbose:
         print(
@@ -673,7 +676,7 @@ def _progress(item: tuple[Task, dict[str, Any], list[float], list[float], float]
             flush=True,
         )
     else:
-        print(".", end="", flush=True, file=sys.stderr)
+        progress.tick()
 
 
 # ---------------------------------------------------------------- format 2: load models x cadences

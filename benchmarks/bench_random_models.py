@@ -210,16 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     load.__enter__()
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    progress = figures.Progress(len(tasks))
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for k, row in enumerate(pool.map(_run, tasks), 1):
+        for row in pool.map(_run, tasks):
             rows.append(row)
-            if k % 20 == 0 or k == len(tasks):
-                elapsed = time.perf_counter() - started
-                print(
-                    f"{k}/{len(tasks)} runs, {elapsed:.0f} s, about {elapsed / k * (len(tasks) - k):.0f} s left",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            progress.tick()
     load.__exit__(None, None, None)
     doc: dict[str, Any] = {
         "meta": figures.meta(load),

@@ -187,11 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks.sort(key=lambda t: -brokers.get(t[0], 0))
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    progress = figures.Progress(len(tasks), every=50)
     with figures.LoadSampler() as load, ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for i, row in enumerate(pool.map(_run, tasks, chunksize=4), 1):
+        for row in pool.map(_run, tasks, chunksize=4):
             rows.append(row)
-            if i % 50 == 0 or i == len(tasks):
-                print(f"{i}/{len(tasks)} runs, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+            progress.tick()
     doc = {
         "meta": figures.meta(load),
         "conditions": args.conditions,

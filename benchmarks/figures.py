@@ -30,6 +30,7 @@ import re
 import shlex
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,29 @@ class LoadSampler:
             "min_1m": round(min(self.samples), 2),
             "max_1m": round(max(self.samples), 2),
         }
+
+
+class Progress:
+    """Progress of a benchmark's runs on stderr: a line every ``every`` runs and at the last one, ``k/N runs, S s,
+    about R s left`` (R at the pace so far: long runs first, as the benchmarks order them, overstate it early)."""
+
+    def __init__(self, total: int, every: int = 20, out: Any = None) -> None:
+        self.total = total
+        self.every = max(1, every)
+        self.done = 0
+        self.out = out
+        self.started = time.perf_counter()
+
+    def tick(self) -> str | None:
+        """One more run done: the line printed (None: none this time)."""
+        self.done += 1
+        if self.done % self.every and self.done != self.total:
+            return None
+        elapsed = time.perf_counter() - self.started
+        left = elapsed / self.done * max(0, self.total - self.done)
+        line = f"{self.done}/{self.total} runs, {elapsed:.0f} s, about {left:.0f} s left"
+        print(line, file=self.out or sys.stderr, flush=True)
+        return line
 
 
 def command(argv: list[str] | None = None) -> str:

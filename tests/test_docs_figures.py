@@ -138,3 +138,16 @@ def test_the_config_key_count_in_the_reference_is_the_configs() -> None:
 
     text = " ".join((ROOT / "docs" / "reference.md").read_text(encoding="utf-8").split())
     assert f"`broker.conf` keys verbatim ({len(PULSAR_KEYS)} keys," in text
+
+
+def test_progress_prints_every_nth_run_and_the_last_with_what_is_left() -> None:
+    import io
+
+    out = io.StringIO()
+    progress = figures.Progress(5, every=2, out=out)
+    lines = [progress.tick() for _ in range(5)]
+    assert [line is not None for line in lines] == [False, True, False, True, True]
+    printed = out.getvalue().splitlines()
+    assert [p.split(" runs")[0] for p in printed] == ["2/5", "4/5", "5/5"]
+    assert printed[-1].endswith("about 0 s left")
+    assert all(re.fullmatch(r"\d/5 runs, \d+ s, about \d+ s left", p) for p in printed)
