@@ -12,8 +12,9 @@ Usage::
     # docs/benchmarks/balance-held-out.md + .json instead of the main files
     .venv/bin/python benchmarks/bench_balance.py --held-out --rate-noise 0.03
     # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json;
-    # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json, and the
-    # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json
+    # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json, the
+    # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json, and the
+    # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -56,6 +57,7 @@ from pulsar_rebalance.simulator.closed_loop import CADENCES, NO_ACTION, STRATEGI
 from pulsar_rebalance.simulator.held_out_models import HELD_OUT_SETS as HELD_OUT_SETS_1_2  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, LoadModel  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -67,6 +69,7 @@ FORMAT = 2
 OWN_MODULE_SETS: Mapping[str, tuple[str, Mapping[str, Callable[[], LoadModel]]]] = {
     "3": ("held_out_models_3.py", HELD_OUT_LOAD_MODELS_3),
     "4": ("held_out_models_4.py", HELD_OUT_LOAD_MODELS_4),
+    "5": ("held_out_models_5.py", HELD_OUT_LOAD_MODELS_5),
 }
 """The held-out sets that live in a module of their own (``--held-out`` key -> the module's file under
 ``simulator/``, its models by name), so that the first two sets' module, which every stored run imported, is
@@ -1046,6 +1049,14 @@ HELD_OUT_USAGES = {
         "show - its features' per-message work under *topic-features*, the housekeeping of its stored bytes under",
         "*bundle-housekeeping*); *ideal* is every broker carrying the same share of the cluster's true CPU (the",
         "hidden cost moves with its bundle).",
+    ],
+    "5": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *batching-concave* a message costs less on a busier broker, under",
+        "*cold-arrival* a broker's CPU includes what the bundles that arrived in the last minutes still cost it -",
+        "reconnections, topic loads, subscriptions catching up from the bookies - and their sources' release);",
+        "*ideal* is every broker carrying the cluster's traffic in proportion to its cores (under *cold-arrival*",
+        "the linear ideal: steady state is linear).",
     ],
 }
 """What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""
