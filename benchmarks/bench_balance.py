@@ -467,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         doc = json.loads(json_path.read_text(encoding="utf-8"))
         figures.update(SCRIPT, _rel(json_path), doc, targets)
+        if args.held_out:
+            write_sets()
         return 0
     if args.merge:
         if args.quick or args.no_write:
@@ -644,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
         doc,
         targets,
     )
+    if args.held_out:
+        write_sets()
     return 0
 
 
@@ -1349,10 +1353,149 @@ HELD_OUT_JSON, HELD_OUT_TARGETS = HELD_OUT_OUTPUTS["1"]
 HELD_OUT_SET_OF_BLOCK = {f"{held_out_stem(key)}-report": key for key in HELD_OUT_SETS}
 
 # blocks this script writes (figures.update); tests/test_docs_figures.py re-renders them from the JSON
+# ---------------------------------------------------------------- every held-out set at a glance
+
+SETS_JSON = ROOT / "docs" / "benchmarks" / "balance-held-out-sets.json"
+"""One row per held-out set, each summing up that set's stored report (rebuilt whenever one is written)."""
+SETS_TARGETS = {
+    "balance-held-out-sets": [figures.BENCHMARKS_INDEX],
+    "balance-held-out-sets-headline": [figures.README],
+}
+_WORDS = dict(enumerate("zero one two three four five six seven eight nine ten eleven twelve".split()))
+
+
+def set_summary(key: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """What one held-out set's stored report says, counted as its own report counts it: every cell's criteria
+    (per seed, :func:`done_when`) and every strategy's do-no-harm row (means over seeds, :func:`safety`)."""
+    results = ordered_v2(doc["results"])
+    cells = ok = 0
+    failed: list[str] = []
+    for m, by_c in results.items():
+        for c, by_sc in by_c.items():
+            for sc, by in by_sc.items():
+                missed = [x["key"] for x in done_when(sc, by) if x["ok"] is False]
+                cells += 1
+                ok += not missed
+                failed += [f"{k}: {sc} / {m} / {c}" for k in missed]
+    rows = {r["strategy"]: r for r in safety(results)}
+    planner = rows.pop(PLANNER)
+    return {
+        "set": key,
+        "models": list(results),
+        "date": doc["meta"]["date"],
+        "command": doc["meta"]["command"],
+        "core": figures.core_digest(doc.get("sources")),
+        "cells": cells,
+        "cells_met": ok,
+        "failed": sorted(failed),
+        "planner": {"above": planner["worse"], "pushed": planner["hot"], "moves": round(planner["moves"])},
+        "pulsar": {st: {"above": r["worse"], "pushed": r["hot"]} for st, r in sorted(rows.items())},
+    }
+
+
+def sets_doc() -> dict[str, Any]:
+    """The held-out sets' summary from every held-out report stored; its provenance is the newest run's."""
+    docs = {
+        key: json.loads(path.read_text(encoding="utf-8"))
+        for key, (path, _) in HELD_OUT_OUTPUTS.items()
+        if path.exists()
+    }
+    newest = max(docs.values(), key=lambda d: d["meta"]["date"])
+    meta = dict(newest["meta"])
+    meta["note"] = (
+        "each row sums up one held-out set's stored report, each run by its own command (in that report's "
+        "header); the line above is the newest's"
+    )
+    return {"meta": meta, "sets": [set_summary(key, doc) for key, doc in docs.items()]}
+
+
+def write_sets() -> None:
+    """Rebuild the held-out sets' summary and its blocks (after any held-out report is written)."""
+    doc = sets_doc()
+    figures.write_json(SETS_JSON, doc)
+    figures.update(SCRIPT, _rel(SETS_JSON), doc, SETS_TARGETS)
+
+
+def _span(values: Sequence[int]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def _criteria_counts(failed: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for f in failed:
+        counts[f.split(":", 1)[0]] = counts.get(f.split(":", 1)[0], 0) + 1
+    return ", ".join(f"*{k}* {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def render_sets(doc: dict[str, Any]) -> str:
+    lines = [
+        "| set | load models | planner: cells meeting every criterion | planner: ends above no-action / a broker "
+        f"above {HOT:.0%} where no-action stays below | cells missed | Pulsar strategies: ends above no-action "
+        f"/ above {HOT:.0%} (fewest-most) | decision core |",
+        "|---|---|---:|---|---|---|---|",
+    ]
+    for s in doc["sets"]:
+        pulsar = s["pulsar"].values()
+        lines.append(
+            f"| [{s['set']}]({held_out_stem(s['set'])}.md) | {', '.join(s['models'])} | {s['cells_met']} of "
+            f"{s['cells']} | {s['planner']['above']} / {s['planner']['pushed']} | "
+            + ("; ".join(s["failed"]) or "-")
+            + f" | {_span([p['above'] for p in pulsar])} / {_span([p['pushed'] for p in pulsar])} | `{s['core']}` |"
+        )
+    lines += [
+        "",
+        "Cells are scenario x load model x cadence; *cells missed* names each criterion missed (judged per seed, as "
+        "in each set's report); the two counts of ending above doing nothing and pushing a broker above "
+        f"{HOT:.0%} are the do-no-harm table's (means over seeds). The decision core is a digest of the sources "
+        "under `src/pulsar_rebalance/core/` the set's runs imported.",
+    ]
+    return "\n".join(lines)
+
+
+def render_sets_headline(doc: dict[str, Any]) -> str:
+    sets = doc["sets"]
+    cells = sum(s["cells"] for s in sets)
+    failed = [f for s in sets for f in s["failed"]]
+    totals: dict[str, list[int]] = {}
+    for s in sets:
+        for st, r in s["pulsar"].items():
+            t = totals.setdefault(st, [0, 0])
+            t[0] += r["above"]
+            t[1] += r["pushed"]
+    clean = [st for st, (above, pushed) in totals.items() if above == pushed == 0]
+    others = [t for st, t in totals.items() if st not in clean]
+    cores = sorted({s["core"] for s in sets})
+    text = (
+        f"On the {_WORDS.get(len(sets), str(len(sets)))} held-out sets ({sum(len(s['models']) for s in sets)} load "
+        f"models written without reading the planner, {cells} of its cells): **{sum(s['cells_met'] for s in sets)} "
+        f"of {cells}** meet every criterion"
+    )
+    if failed:
+        text += f" (missed: {_criteria_counts(failed)}; [every set](docs/benchmarks/README.md#held-out-load-models))"
+    text += (
+        f"; the planner ends above doing nothing in **{sum(s['planner']['above'] for s in sets)}** and pushes a broker "
+        f"above {HOT:.0%} where doing nothing stays below in **{sum(s['planner']['pushed'] for s in sets)}** (means "
+        "over seeds; the criteria judge each seed)."
+    )
+    if others:
+        text += (
+            " On the same cells, "
+            + (f"{' and '.join(clean)} in none, every other Pulsar strategy" if clean else "each Pulsar strategy")
+            + f" ends above doing nothing in {_span([t[0] for t in others])} and pushes a broker above {HOT:.0%} in "
+            f"{_span([t[1] for t in others])}."
+        )
+    if len(cores) == 1:
+        return text + f" Every set ran the same decision core (`{cores[0]}`)."
+    return text + f" The sets ran {len(cores)} versions of the decision core (the table names each)."
+
+
 BLOCKS = {
     "balance-headline": lambda doc: headline_v2(doc) if doc.get("format") == 2 else "\n".join(headline(doc["results"])),
     "balance-report": lambda doc: render_report_v2(doc) if doc.get("format") == 2 else render_report(doc),
     **dict.fromkeys(HELD_OUT_SET_OF_BLOCK, render_report_v2),
+    "balance-held-out-sets": render_sets,
+    "balance-held-out-sets-headline": render_sets_headline,
 }
 
 

@@ -47,7 +47,6 @@ move is churn.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
@@ -79,9 +78,8 @@ SEEN_THROUGH = 160
 """Every draw up to ``random-160`` was run before the ledger's first check (random-161): ``--unseen`` starts past
 the highest draw run so far, this or the ledger's last (checks in between that were not stored, as random-177 to
 random-184, are below it too)."""
-CORE_SOURCES = "pulsar_rebalance/core/"
-"""The decision core (the planner, the do-no-harm guard, Pulsar's algorithms): checks whose reports record the
-same digests for it ran the same decision code (the simulated cluster's code may differ)."""
+CORE_SOURCES = figures.CORE_SOURCES
+"""The decision core: checks whose reports record the same digests for it ran the same decision code."""
 PLANNER = "GlobalPlanner"
 NO_ACTION = "no-action"
 STRATEGIES = (PLANNER, NO_ACTION, "AvgShedder", "ThresholdShedder")
@@ -657,11 +655,7 @@ def _index(model: str) -> int:
     return int(model.removeprefix("random-"))
 
 
-def core_digest(sources: dict[str, str] | None) -> str:
-    """One short digest of the decision core's sources (:data:`CORE_SOURCES`) as a report records them
-    (``unknown`` for a report that recorded none)."""
-    items = "".join(f"{k}={v};" for k, v in sorted((sources or {}).items()) if k.startswith(CORE_SOURCES))
-    return hashlib.sha256(items.encode()).hexdigest()[:10] if items else "unknown"
+core_digest = figures.core_digest
 
 
 def check_summary(doc: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import importlib.util
 import json
 import os
@@ -42,6 +43,18 @@ README = ROOT / "README.md"
 """The project's front page: the headline blocks a newcomer sees first (worst case first)."""
 BENCHMARKS_INDEX = ROOT / "docs" / "benchmarks" / "README.md"
 """Every benchmark's headline block with its prose (the page GitHub shows for ``docs/benchmarks/``)."""
+
+CORE_SOURCES = "pulsar_rebalance/core/"
+"""The decision core (the planner, the do-no-harm guard, Pulsar's algorithms): reports whose ``sources`` record the
+same digests for it ran the same decision code (the simulated cluster's code may differ)."""
+
+
+def core_digest(sources: dict[str, str] | None) -> str:
+    """One short digest of the decision core's sources (:data:`CORE_SOURCES`) as a report records them
+    (``unknown`` for a report that recorded none)."""
+    items = "".join(f"{k}={v};" for k, v in sorted((sources or {}).items()) if k.startswith(CORE_SOURCES))
+    return hashlib.sha256(items.encode()).hexdigest()[:10] if items else "unknown"
+
 
 MARKER = re.compile(
     r"<!-- (?P<name>[a-z0-9][a-z0-9-]*):start \(written by (?P<script>\S+) from (?P<json>\S+)\) -->\n"
