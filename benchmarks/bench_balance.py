@@ -13,8 +13,9 @@ Usage::
     .venv/bin/python benchmarks/bench_balance.py --held-out --rate-noise 0.03
     # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json;
     # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json, the
-    # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json, and the
-    # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json
+    # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json, the
+    # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json, and the
+    # sixth (shared-hosts, cold-start) with --held-out 6: balance-held-out-6.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -58,6 +59,7 @@ from pulsar_rebalance.simulator.held_out_models import HELD_OUT_SETS as HELD_OUT
 from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_LOAD_MODELS_6  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, LoadModel  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -70,6 +72,7 @@ OWN_MODULE_SETS: Mapping[str, tuple[str, Mapping[str, Callable[[], LoadModel]]]]
     "3": ("held_out_models_3.py", HELD_OUT_LOAD_MODELS_3),
     "4": ("held_out_models_4.py", HELD_OUT_LOAD_MODELS_4),
     "5": ("held_out_models_5.py", HELD_OUT_LOAD_MODELS_5),
+    "6": ("held_out_models_6.py", HELD_OUT_LOAD_MODELS_6),
 }
 """The held-out sets that live in a module of their own (``--held-out`` key -> the module's file under
 ``simulator/``, its models by name), so that the first two sets' module, which every stored run imported, is
@@ -1061,6 +1064,14 @@ HELD_OUT_USAGES = {
         "reconnections, topic loads, subscriptions catching up from the bookies - and their sources' release);",
         "*ideal* is every broker carrying the cluster's traffic in proportion to its cores (under *cold-arrival*",
         "the linear ideal: steady state is linear).",
+    ],
+    "6": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *shared-hosts* a broker's traffic costs more CPU while the other brokers on",
+        "its host - which no report shows - are busy, under *cold-start* a broker that joined or restarted spends",
+        "more CPU on its traffic for the first minutes of it, JIT warm-up); *ideal* is every broker at the same",
+        "usage with the contention its host-mates cause (under *cold-start* the linear ideal: steady state is",
+        "linear).",
     ],
 }
 """What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""
