@@ -83,11 +83,17 @@ def test_release_heap_gives_the_driver_jvms_free_heap_back_and_starts_no_session
     # a sort of 3M rows of ~80 bytes commits a few hundred MiB of heap that is garbage once collected
     rows = spark.range(0, 3_000_000).selectExpr("id", "uuid() u", "repeat('x', 40) pad").orderBy("u").limit(10)
     assert len(rows.collect()) == 10
-    grown = runtime.totalMemory()
+    grown, held = runtime.totalMemory(), runtime.totalMemory() - runtime.freeMemory()
     jvm.release_heap(spark)
     after, used = runtime.totalMemory(), runtime.totalMemory() - runtime.freeMemory()
-    assert after < grown, (grown >> 20, after >> 20)
+    # the collection ran: the sort's garbage is gone
+    assert used < held, (held >> 20, used >> 20)
     # G1 shrinks the committed heap to about used / (1 - MaxHeapFreeRatio=70 %); ``used`` is read after the
     # collection, not by it, so 5 % + 8 MiB of slack: a fresh-clone CI run saw 284 MiB committed for 82 MiB
     # used (the bound without the 5 %: 283; which of the two readings moved was not traced)
-    assert after <= max(used / 0.3, 64 * 2**20) * 1.05 + 8 * 2**20, (after >> 20, used >> 20)
+    bound = max(used / 0.3, 64 * 2**20) * 1.05 + 8 * 2**20
+    assert after <= bound, (after >> 20, used >> 20, grown >> 20)
+    # so it gave heap back wherever the sort had grown it past that bound. Not always so in the shared session:
+    # the tests before this one on its worker can leave enough live in the driver that the committed heap is
+    # already within the bound (a fresh-clone CI run of 0cdf47c: 434 MiB before and after), with nothing to give
+    assert after < grown or grown <= bound, (grown >> 20, after >> 20, used >> 20)
