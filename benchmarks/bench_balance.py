@@ -44,6 +44,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -1433,9 +1434,7 @@ def _span(values: Sequence[int]) -> str:
 
 
 def _criteria_counts(failed: Sequence[str]) -> str:
-    counts: dict[str, int] = {}
-    for f in failed:
-        counts[f.split(":", 1)[0]] = counts.get(f.split(":", 1)[0], 0) + 1
+    counts = Counter(f.split(":", 1)[0] for f in failed)
     return ", ".join(f"*{k}* {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
