@@ -1,11 +1,9 @@
 """The second held-out set (simulator/held_out_models.py: tls-crypto, bookie-backpressure): arithmetic,
-calibration, determinism, reports in Pulsar's units, and the benchmark's --held-out 2."""
+calibration, determinism, reports in Pulsar's units. The benchmark's --held-out 2: test_held_out_sets_bench.py."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +22,6 @@ from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 from tests.simulator.test_held_out_models import MIB, STATS, TARGETS
 
 pytestmark = pytest.mark.timeout(300)
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_second_set_is_registered_apart_from_the_first() -> None:
@@ -210,27 +206,3 @@ def test_older_generation_reports_more_cpu_at_the_same_limit() -> None:
         assert data.cpu.limit == 800.0 and data.bandwidth_out.limit == 10_000.0 * 1024
     # the floor: the hottest topic alone on the broker where it weighs least (a newer one)
     assert m.floor_usage() >= m.ideal_usage()
-
-
-def test_the_benchmark_runs_the_second_set_apart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import figures
-
-    bench = figures.load_script("benchmarks/bench_balance.py")
-    assert bench.HELD_OUT_OUTPUTS["2"][0].name == "balance-held-out-2.json"
-    assert bench.HELD_OUT_OUTPUTS["1"] == (bench.HELD_OUT_JSON, bench.HELD_OUT_TARGETS)
-    assert "balance-held-out-2-report" in bench.BLOCKS
-    with pytest.raises(SystemExit):
-        bench.main(["--held-out", "2", "--models", "tls-crypto"])
-    with pytest.raises(SystemExit):
-        bench.main(["--held-out", "99"])  # no such set (an unknown one is refused before anything runs)
-    args = ["--quick", "--scenarios", "steady-with-noise", "--cadences", "minute", "--strategies", "no-action"]
-    assert bench.main([*args, "--held-out", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "tls-crypto" in out and "bookie-backpressure" in out and "memory-bound" not in out
-    # a new report file gets its title and an empty block the run then fills
-    path = tmp_path / "report.md"
-    bench._ensure_report(path, "balance-held-out-2-report", "docs/benchmarks/balance-held-out-2.json")
-    blocks = list(figures.find_blocks(path.read_text(encoding="utf-8")))
-    assert [b.name for b in blocks] == ["balance-held-out-2-report"]
-    assert "*tls-crypto*" in path.read_text(encoding="utf-8")

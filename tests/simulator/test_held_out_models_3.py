@@ -1,14 +1,12 @@
 """The third held-out set (simulator/held_out_models_3.py: catch-up-reads, gc-pressure): arithmetic, the mechanisms
-(what a bundle costs depends on what shares its broker), calibration, determinism, reports in Pulsar's units, and
-the benchmark's --held-out 3."""
+(what a bundle costs depends on what shares its broker), calibration, determinism, reports in Pulsar's units.
+The benchmark's --held-out 3: test_held_out_sets_bench.py."""
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +32,6 @@ from tests.simulator.test_held_out_models import MIB, STATS, TARGETS
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_MSG = 100.0 / 40000.0  # linear's CPU % per message/s
 PER_BYTE = 100.0 / (200.0 * MIB)  # linear's CPU % per byte/s
 
@@ -398,44 +395,3 @@ def test_deterministic_given_the_seed(model: str) -> None:
 
     assert json.dumps(reports(1), sort_keys=True) == json.dumps(reports(1), sort_keys=True)
     assert reports(1) != reports(2)
-
-
-# ---------------------------------------------------------------- the benchmarks
-
-
-def test_the_benchmark_runs_the_third_set_apart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import figures
-
-    bench = figures.load_script("benchmarks/bench_balance.py")
-    json_path, targets = bench.HELD_OUT_OUTPUTS["3"]
-    assert json_path.name == "balance-held-out-3.json"
-    assert {k: [p.name for p in v] for k, v in targets.items()} == {
-        "balance-held-out-3-report": ["balance-held-out-3.md"]
-    }
-    # the file names and blocks of the first two sets are as their stored reports have them
-    assert bench.HELD_OUT_OUTPUTS["1"][0].name == "balance-held-out.json"
-    assert bench.HELD_OUT_OUTPUTS["2"][0].name == "balance-held-out-2.json"
-    assert {name: key for name, key in bench.HELD_OUT_SET_OF_BLOCK.items() if key in ("1", "2", "3")} == {
-        "balance-held-out-report": "1",
-        "balance-held-out-2-report": "2",
-        "balance-held-out-3-report": "3",
-    }
-    assert set(bench.HELD_OUT_SET_OF_BLOCK) <= set(bench.BLOCKS)
-    assert set(bench.HELD_OUT_USAGES) == set(bench.HELD_OUT_SETS) >= {"1", "2", "3"}  # later sets: their own tests
-    with pytest.raises(SystemExit):
-        bench.main(["--held-out", "3", "--models", "gc-pressure"])
-    args = ["--quick", "--scenarios", "steady-with-noise", "--cadences", "minute", "--strategies", "no-action"]
-    assert bench.main([*args, "--held-out", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "catch-up-reads" in out and "gc-pressure" in out and "tls-crypto" not in out
-    # the report says what the set's usages are, from the set the JSON names
-    doc = {"held_out": True, "held_out_set": "3"}
-    usages = bench.HELD_OUT_USAGES[doc["held_out_set"]]
-    assert any("*catch-up-reads* NIC in includes the bytes read back from the bookies" in line for line in usages)
-    # a set's first full run creates its report file, with the (empty) marked block
-    path = tmp_path / "report.md"
-    bench._ensure_report(path, "balance-held-out-3-report", "docs/benchmarks/balance-held-out-3.json")
-    text = path.read_text(encoding="utf-8")
-    assert [b.name for b in figures.find_blocks(text)] == ["balance-held-out-3-report"]
-    assert "(set 3)" in text and "held_out_models_3.py`: *catch-up-reads*, *gc-pressure*" in text

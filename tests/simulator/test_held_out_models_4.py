@@ -1,13 +1,11 @@
 """The fourth held-out set (simulator/held_out_models_4.py: topic-features, bundle-housekeeping): arithmetic on a
 hand-built cluster, the mechanism (a topic's hidden CPU is not in the reported rates and moves with its bundle),
-the draws, calibration, determinism, and the benchmark's --held-out 4."""
+the draws, calibration, determinism. The benchmark's --held-out 4: test_held_out_sets_bench.py."""
 
 from __future__ import annotations
 
 import json
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +31,6 @@ from tests.simulator.test_held_out_models import MIB, TARGETS
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_MSG = 100.0 / 40000.0  # linear's CPU % per message/s
 PER_BYTE = 100.0 / (200.0 * MIB)  # linear's CPU % per byte/s
 NS = "t/ns"
@@ -393,40 +390,3 @@ def test_deterministic_given_the_seed(model: str) -> None:
     assert isinstance(one, HiddenTopicCostModel) and isinstance(two, HiddenTopicCostModel)
     build("scale-up", 1, load_model=one), build("scale-up", 2, load_model=two)
     assert one.draws != two.draws  # the same topic names, other hidden costs
-
-
-# ---------------------------------------------------------------- the benchmark
-
-
-def test_the_benchmark_runs_the_fourth_set_apart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import figures
-
-    bench = figures.load_script("benchmarks/bench_balance.py")
-    assert bench.HELD_OUT_SETS["4"] == HELD_OUT_MODELS_4
-    assert bench.OWN_MODULE_MODELS["topic-features"] is TopicFeaturesModel
-    assert bench.held_out_module("4") == "held_out_models_4.py" and bench.held_out_module("2") == "held_out_models.py"
-    json_path, targets = bench.HELD_OUT_OUTPUTS["4"]
-    assert json_path.name == "balance-held-out-4.json"
-    assert {k: [p.name for p in v] for k, v in targets.items()} == {
-        "balance-held-out-4-report": ["balance-held-out-4.md"]
-    }
-    assert bench.HELD_OUT_SET_OF_BLOCK["balance-held-out-4-report"] == "4"
-    assert set(bench.HELD_OUT_SET_OF_BLOCK) <= set(bench.BLOCKS)
-    assert set(bench.HELD_OUT_USAGES) == set(bench.HELD_OUT_SETS) >= {"1", "2", "3", "4"}
-    with pytest.raises(SystemExit):
-        bench.main(["--held-out", "4", "--models", "topic-features"])
-    args = ["--quick", "--scenarios", "steady-with-noise", "--cadences", "minute", "--strategies", "no-action"]
-    assert bench.main([*args, "--held-out", "4"]) == 0
-    out = capsys.readouterr().out
-    assert "topic-features" in out and "bundle-housekeeping" in out and "gc-pressure" not in out
-    # and by name, like any held-out model
-    assert bench.main([*args, "--models", "bundle-housekeeping"]) == 0
-    assert "bundle-housekeeping" in capsys.readouterr().out
-    usages = bench.HELD_OUT_USAGES["4"]
-    assert any("*bundle-housekeeping*" in line for line in usages)
-    path = tmp_path / "report.md"
-    bench._ensure_report(path, "balance-held-out-4-report", "docs/benchmarks/balance-held-out-4.json")
-    text = path.read_text(encoding="utf-8")
-    assert [b.name for b in figures.find_blocks(text)] == ["balance-held-out-4-report"]
-    assert "(set 4)" in text and "held_out_models_4.py`: *topic-features*, *bundle-housekeeping*" in text

@@ -1,13 +1,11 @@
 """The fifth held-out set (simulator/held_out_models_5.py: batching-concave, cold-arrival): arithmetic on a hand-built
 cluster, the mechanisms (a message costs less on a busier broker; a move costs its destination CPU for a while, a split
-in place nothing), calibration, determinism, and the benchmark's --held-out 5."""
+in place nothing), calibration, determinism. The benchmark's --held-out 5: test_held_out_sets_bench.py."""
 
 from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +30,6 @@ from tests.simulator.test_held_out_models import MIB, TARGETS
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_MSG = 100.0 / 40000.0  # linear's CPU % per message/s
 PER_BYTE = 100.0 / (200.0 * MIB)  # linear's CPU % per byte/s
 NS = "t/ns"
@@ -543,42 +540,3 @@ def test_deterministic_given_the_seed(model: str) -> None:
     assert run(2)[0] != first
     if isinstance(lm, ColdArrivalModel) and moves:  # the loop's moves are what the model saw
         assert lm.departures
-
-
-# ---------------------------------------------------------------- the benchmark
-
-
-def test_the_benchmark_runs_the_fifth_set_apart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import figures
-
-    bench = figures.load_script("benchmarks/bench_balance.py")
-    assert bench.HELD_OUT_SETS["5"] == HELD_OUT_MODELS_5
-    assert bench.OWN_MODULE_MODELS["batching-concave"] is BatchingConcaveModel
-    assert bench.OWN_MODULE_MODELS["cold-arrival"] is ColdArrivalModel
-    assert bench.held_out_module("5") == "held_out_models_5.py" and bench.held_out_module("4") == "held_out_models_4.py"
-    json_path, targets = bench.HELD_OUT_OUTPUTS["5"]
-    assert json_path.name == "balance-held-out-5.json"
-    assert {k: [p.name for p in v] for k, v in targets.items()} == {
-        "balance-held-out-5-report": ["balance-held-out-5.md"]
-    }
-    assert json_path.exists()  # written by the set's first full run (7542e15)
-    assert bench.HELD_OUT_SET_OF_BLOCK["balance-held-out-5-report"] == "5"
-    assert set(bench.HELD_OUT_SET_OF_BLOCK) <= set(bench.BLOCKS)
-    assert set(bench.HELD_OUT_USAGES) == set(bench.HELD_OUT_SETS) >= {"1", "2", "3", "4", "5"}
-    with pytest.raises(SystemExit):
-        bench.main(["--held-out", "5", "--models", "cold-arrival"])
-    args = ["--quick", "--scenarios", "steady-with-noise", "--cadences", "minute", "--strategies", "no-action"]
-    assert bench.main([*args, "--held-out", "5"]) == 0
-    out = capsys.readouterr().out
-    assert "batching-concave" in out and "cold-arrival" in out and "topic-features" not in out
-    # and by name, like any held-out model
-    assert bench.main([*args, "--models", "cold-arrival"]) == 0
-    assert "cold-arrival" in capsys.readouterr().out
-    usages = bench.HELD_OUT_USAGES["5"]
-    assert any("*cold-arrival*" in line for line in usages) and any("*batching-concave*" in line for line in usages)
-    path = tmp_path / "report.md"
-    bench._ensure_report(path, "balance-held-out-5-report", "docs/benchmarks/balance-held-out-5.json")
-    text = path.read_text(encoding="utf-8")
-    assert [b.name for b in figures.find_blocks(text)] == ["balance-held-out-5-report"]
-    assert "(set 5)" in text and "held_out_models_5.py`: *batching-concave*, *cold-arrival*" in text

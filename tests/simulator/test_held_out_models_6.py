@@ -1,15 +1,13 @@
 """The sixth held-out set (simulator/held_out_models_6.py: shared-hosts, cold-start): arithmetic on hand-built clusters,
 the mechanisms (a broker's CPU per message rises with its host-mates' load and no other broker's; a (re)started broker's
-CPU per message is high from its first traffic and decays to exactly linear), calibration, determinism, and the
-benchmark's --held-out 6."""
+CPU per message is high from its first traffic and decays to exactly linear), calibration, determinism.
+The benchmark's --held-out 6: test_held_out_sets_bench.py."""
 
 from __future__ import annotations
 
 import json
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -36,7 +34,6 @@ from tests.simulator.test_held_out_models import MIB, TARGETS
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_MSG = 100.0 / 40000.0  # linear's CPU % per message/s
 PER_BYTE = 100.0 / (200.0 * MIB)  # linear's CPU % per byte/s
 NS = "t/ns"
@@ -722,43 +719,3 @@ def test_deterministic_given_the_seed(model: str) -> None:
     else:
         assert isinstance(lm, ColdStartModel) and isinstance(lm_again, ColdStartModel)
         assert lm.warm_from == lm_again.warm_from and lm.pending == lm_again.pending
-
-
-# ---------------------------------------------------------------- the benchmark
-
-
-def test_the_benchmark_runs_the_sixth_set_apart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import figures
-
-    bench = figures.load_script("benchmarks/bench_balance.py")
-    assert bench.HELD_OUT_SETS["6"] == HELD_OUT_MODELS_6
-    assert bench.OWN_MODULE_MODELS["shared-hosts"] is SharedHostsModel
-    assert bench.OWN_MODULE_MODELS["cold-start"] is ColdStartModel
-    assert bench.held_out_module("6") == "held_out_models_6.py" and bench.held_out_module("5") == "held_out_models_5.py"
-    json_path, targets = bench.HELD_OUT_OUTPUTS["6"]
-    assert json_path.name == "balance-held-out-6.json"
-    assert {k: [p.name for p in v] for k, v in targets.items()} == {
-        "balance-held-out-6-report": ["balance-held-out-6.md"]
-    }
-    if not json_path.exists():  # until the set's first full run: left out of the held-out sets' summary
-        assert "6" not in [s["set"] for s in bench.sets_doc()["sets"]]
-    assert bench.HELD_OUT_SET_OF_BLOCK["balance-held-out-6-report"] == "6"
-    assert set(bench.HELD_OUT_SET_OF_BLOCK) <= set(bench.BLOCKS)
-    assert set(bench.HELD_OUT_USAGES) == set(bench.HELD_OUT_SETS) >= {"1", "2", "3", "4", "5", "6"}
-    with pytest.raises(SystemExit):
-        bench.main(["--held-out", "6", "--models", "cold-start"])
-    args = ["--quick", "--scenarios", "steady-with-noise", "--cadences", "minute", "--strategies", "no-action"]
-    assert bench.main([*args, "--held-out", "6"]) == 0
-    out = capsys.readouterr().out
-    assert "shared-hosts" in out and "cold-start" in out and "cold-arrival" not in out
-    # and by name, like any held-out model
-    assert bench.main([*args, "--models", "shared-hosts"]) == 0
-    assert "shared-hosts" in capsys.readouterr().out
-    usages = bench.HELD_OUT_USAGES["6"]
-    assert any("*shared-hosts*" in line for line in usages) and any("*cold-start*" in line for line in usages)
-    path = tmp_path / "report.md"
-    bench._ensure_report(path, "balance-held-out-6-report", "docs/benchmarks/balance-held-out-6.json")
-    text = path.read_text(encoding="utf-8")
-    assert [b.name for b in figures.find_blocks(text)] == ["balance-held-out-6-report"]
-    assert "(set 6)" in text and "held_out_models_6.py`: *shared-hosts*, *cold-start*" in text
