@@ -74,3 +74,37 @@ def test_a_run_above_doing_nothing_is_named() -> None:
     doc = _doc([_row("random-3", "GlobalPlanner", 2, 1, 1, 0.70), _row("random-3", "no-action", 2, 0, 0, 0.60)])
     assert "**met** in all 1 day-long runs" in bench.render_random(doc)
     assert "in 1 run(s): random-3 seed 2." in bench.render_random_headline(doc)
+
+
+def test_the_later_held_out_sets_run_by_name_and_write_their_own_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    sets = bench.OWN_MODULE_SETS
+    assert {"3", "4", "5", "6"} <= set(sets)
+    with pytest.raises(SystemExit):  # no such set
+        bench.main(["--no-write", "--held-out-sets", "99"])
+    with pytest.raises(SystemExit):  # two reports at once
+        bench.main(["--no-write", "--held-out-sets", "--random", "1"])
+    # a model of a set in a module of its own is built from that module (no registry lists it)
+    monkeypatch.setattr(bench, "MINUTES", 3)
+    row = bench._run(("cold-start", "no-action", 1, 0.03))
+    assert row["model"] == "cold-start" and row["moves"] == 0 and 0.4 < row["ideal"] < 0.6
+    assert bench.HELD_OUT_TARGETS["jitter-day-held-out-report"][0].name == "jitter-day-held-out.md"
+    assert bench.HELD_OUT_JSON.name == "jitter-day-held-out.json"
+    doc = _doc(
+        [
+            _row("batching-concave", "GlobalPlanner", 1, 1, 1, 0.52),
+            _row("batching-concave", "no-action", 1, 0, 0, 0.53),
+            _row("cold-start", "GlobalPlanner", 1, 3, 0, 0.51),
+            _row("cold-start", "no-action", 1, 0, 0, 0.51),
+        ]
+    )
+    doc["held_out_sets"] = ["5", "6"]
+    headline = bench.render_held_out_headline(doc)
+    assert "the 2 load models of the held-out sets 5 and 6 (batching-concave, cold-start)" in headline
+    assert "**not met** in 1 of 2 runs: cold-start seed 1: 3 moves" in headline
+    doc["held_out_sets"] = ["6"]
+    assert "held-out set 6 (" in bench.render_held_out_headline(doc)
+    # a day without a move says so
+    still = _doc(
+        [_row("shared-hosts", "GlobalPlanner", 1, 0, 0, 0.53), _row("shared-hosts", "no-action", 1, 0, 0, 0.53)]
+    )
+    assert "**met** in all 1 day-long runs (no move in any)" in bench.render(still)
