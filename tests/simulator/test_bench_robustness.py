@@ -108,6 +108,9 @@ def test_the_report_counts_and_lists_what_is_worse_than_doing_nothing() -> None:
     assert "steady-with-noise / linear / dag / seed 1: 2 moves, ends at 0.704 against 0.700" in report
     headline = bench.render_headline(doc)
     assert "4 runs of the planner: it ends above doing nothing in **1**" in headline and "in **1** (" in headline
+    assert "([robustness.md](robustness.md) lists each)" in headline
+    doc["report"] = "robustness-held-out.md"  # the held-out sets' run links its own report
+    assert "([robustness-held-out.md](robustness-held-out.md) lists each)" in bench.render_headline(doc)
 
 
 def test_a_run_under_three_brokers_pairs_the_planner_with_doing_nothing(capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,3 +120,16 @@ def test_a_run_under_three_brokers_pairs_the_planner_with_doing_nothing(capsys: 
     # one broker with twice the average of three: the planner lowers it, and leaves the balanced one alone
     assert "| `brokers=3` | 2 | 0 | 0 | 1 |" in out and "0 (0 of 1 runs moved) |" in out
     assert "No run ends above doing nothing" in out
+
+
+def test_the_later_held_out_sets_run_in_place_of_the_models(capsys: pytest.CaptureFixture[str]) -> None:
+    assert {"3", "4", "5", "6"} <= set(bench.OWN_MODULE_SETS)
+    with pytest.raises(SystemExit):  # no such set
+        bench.main(["--no-write", "--held-out-sets", "99"])
+    argv = ["--no-write", "--held-out-sets", "6", "--conditions", "utilization=1.3", "--cadences", "minute"]
+    assert bench.main([*argv, "--seeds", "1", "--scenarios", "steady-with-noise"]) == 0
+    out = capsys.readouterr().out
+    # the set's models, built from its module (no registry lists them), each paired with doing nothing
+    assert "load models shared-hosts, cold-start;" in out and "| `utilization=1.3` | 2 | 0 | 0 |" in out
+    assert bench.HELD_OUT_TARGETS["robustness-held-out-report"][0].name == "robustness-held-out.md"
+    assert bench.HELD_OUT_JSON.name == "robustness-held-out.json"
