@@ -14,8 +14,9 @@ Usage::
     # the second held-out set (tls-crypto, bookie-backpressure): docs/benchmarks/balance-held-out-2.md + .json;
     # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json, the
     # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json, the
-    # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json, and the
-    # sixth (shared-hosts, cold-start) with --held-out 6: balance-held-out-6.md + .json
+    # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json, the
+    # sixth (shared-hosts, cold-start) with --held-out 6: balance-held-out-6.md + .json, and the
+    # seventh (smt-knee, offload-bursts) with --held-out 7: balance-held-out-7.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -61,6 +62,7 @@ from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3 
 from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_LOAD_MODELS_6  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_7 import HELD_OUT_LOAD_MODELS_7  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, LoadModel  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -74,6 +76,7 @@ OWN_MODULE_SETS: Mapping[str, tuple[str, Mapping[str, Callable[[], LoadModel]]]]
     "4": ("held_out_models_4.py", HELD_OUT_LOAD_MODELS_4),
     "5": ("held_out_models_5.py", HELD_OUT_LOAD_MODELS_5),
     "6": ("held_out_models_6.py", HELD_OUT_LOAD_MODELS_6),
+    "7": ("held_out_models_7.py", HELD_OUT_LOAD_MODELS_7),
 }
 """The held-out sets that live in a module of their own (``--held-out`` key -> the module's file under
 ``simulator/``, its models by name), so that the first two sets' module, which every stored run imported, is
@@ -1073,6 +1076,14 @@ HELD_OUT_USAGES = {
         "more CPU on its traffic for the first minutes of it, JIT warm-up); *ideal* is every broker at the same",
         "usage with the contention its host-mates cause (under *cold-start* the linear ideal: steady state is",
         "linear).",
+    ],
+    "7": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *smt-knee* the reported CPU counts hyperthreads, so past half the logical CPUs",
+        "a unit of work costs 3.3x as much and a broker reads 100 % from 0.65 of linear's CPU on, under",
+        "*offload-bursts* a broker's CPU and NICs include the offload and compaction bursts its topics' written bytes",
+        "set off, which no bundle's rates show); *ideal* is every broker at the same work through the curve (under",
+        "*offload-bursts* linear's plus the bursts' long-run average, spread evenly).",
     ],
 }
 """What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""

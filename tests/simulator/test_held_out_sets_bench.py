@@ -21,6 +21,7 @@ SETS = {
     "4": ("held_out_models_4.py", ("topic-features", "bundle-housekeeping")),
     "5": ("held_out_models_5.py", ("batching-concave", "cold-arrival")),
     "6": ("held_out_models_6.py", ("shared-hosts", "cold-start")),
+    "7": ("held_out_models_7.py", ("smt-knee", "offload-bursts")),
 }
 """Every held-out set after the first: the module under ``simulator/`` its models live in, and their names (written out
 here, so that a set renamed, moved or dropped in the benchmark fails this test)."""
