@@ -1352,32 +1352,6 @@ TARGETS = {
 """The files each block is written into."""
 
 
-def own_module_load_model(name: str) -> Any:
-    """A load model by name for a closed-loop run: a model of a held-out set in a module of its own is built from
-    that module (no registry lists it); any other name goes to the simulator's registry."""
-    from pulsar_rebalance.simulator.cluster import resolve_load_model
-
-    return OWN_MODULE_MODELS[name]() if name in OWN_MODULE_MODELS else resolve_load_model(name)
-
-
-def add_held_out_sets_argument(ap: argparse.ArgumentParser, instead: str, writes: str) -> None:
-    """``--held-out-sets [K ...]`` for the other benchmarks: the held-out sets in a module of their own (all by
-    default) in place of ``instead``, into their own report ``writes``; :func:`held_out_set_models` names them."""
-    ap.add_argument(
-        "--held-out-sets",
-        nargs="*",
-        metavar="K",
-        choices=list(OWN_MODULE_SETS),
-        help=f"the held-out sets in a module of their own instead of {instead} ({', '.join(OWN_MODULE_SETS)}; "
-        f"default all of them); writes {writes}",
-    )
-
-
-def held_out_set_models(keys: Sequence[str]) -> list[str]:
-    """The models of the held-out sets ``keys`` (every set in a module of its own if empty), set by set."""
-    return [m for key in keys or OWN_MODULE_SETS for m in OWN_MODULE_SETS[key][1]]
-
-
 def held_out_module(key: str) -> str:
     """The module a held-out set's models live in (from the third on, each set has one of its own)."""
     return OWN_MODULE_SETS[key][0] if key in OWN_MODULE_SETS else "held_out_models.py"

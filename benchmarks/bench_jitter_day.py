@@ -51,9 +51,6 @@ from bench_balance import (  # noqa: E402  (the criteria's one source; the held-
     OWN_MODULE_SETS,
     PLANNER,
     TIE,
-    add_held_out_sets_argument,
-    held_out_set_models,
-    own_module_load_model,
 )
 
 SCRIPT = "benchmarks/bench_jitter_day.py"
@@ -72,12 +69,15 @@ MINUTES = 1440
 
 def _run(task: tuple[str, str, int, float]) -> dict[str, Any]:
     from pulsar_rebalance.simulator.closed_loop import run_closed_loop
+    from pulsar_rebalance.simulator.cluster import resolve_load_model
     from pulsar_rebalance.simulator.scenarios import build
 
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     model, strategy, seed, rate_noise = task
     started = time.perf_counter()
-    run = build(SCENARIO, seed, load_model=own_module_load_model(model), rate_noise=rate_noise)
+    # the held-out sets in a module of their own are in no registry: the balance benchmark resolves them
+    load_model = OWN_MODULE_MODELS[model]() if model in OWN_MODULE_MODELS else resolve_load_model(model)
+    run = build(SCENARIO, seed, load_model=load_model, rate_noise=rate_noise)
     result = run_closed_loop(run, strategy, decisions=MINUTES)
     s = result.summary()
     return {
@@ -128,7 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="K-L",
         help="draws of the random load-model family instead (e.g. 1-8 213-220); writes jitter-day-random.json + .md",
     )
-    add_held_out_sets_argument(ap, "--models", "jitter-day-held-out.json + .md")
+    ap.add_argument(
+        "--held-out-sets",
+        nargs="*",
+        metavar="K",
+        choices=list(OWN_MODULE_SETS),
+        help=f"the held-out sets in a module of their own instead ({', '.join(OWN_MODULE_SETS)}; default all of them); "
+        "writes jitter-day-held-out.json + .md",
+    )
     ap.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
     ap.add_argument("--seeds", nargs="*", type=int, default=[1, 2, 3])
     ap.add_argument("--rate-noise", type=float, default=0.03, help="noise on reported rates, 0-0.1 (default 3 %%)")
@@ -141,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.random is not None and args.held_out_sets is not None:
         ap.error("--random and --held-out-sets write different reports: one at a time")
     if args.held_out_sets is not None:
-        args.models = held_out_set_models(args.held_out_sets)
+        args.models = [m for key in args.held_out_sets or OWN_MODULE_SETS for m in OWN_MODULE_SETS[key][1]]
     if args.random is not None:
         try:
             args.models = parse_ranges(args.random)

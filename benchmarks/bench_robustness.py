@@ -44,11 +44,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "src"))
 
 import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
-from bench_balance import (  # noqa: E402  (held-out sets in modules of their own)
-    add_held_out_sets_argument,
-    held_out_set_models,
-    own_module_load_model,
-)
+from bench_balance import OWN_MODULE_MODELS, OWN_MODULE_SETS  # noqa: E402  (held-out sets in modules of their own)
 from bench_random_models import HOT, NO_ACTION, PLANNER, STEADY, TIE  # noqa: E402  (counted as that report counts)
 
 from pulsar_rebalance.simulator.closed_loop import APPROVAL_DELAY_MIN  # noqa: E402
@@ -131,6 +127,7 @@ def _run(task: tuple[Any, ...]) -> dict[str, Any]:
     import logging
 
     from pulsar_rebalance.simulator.closed_loop import run_closed_loop
+    from pulsar_rebalance.simulator.cluster import resolve_load_model
     from pulsar_rebalance.simulator.scenarios import build
 
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
@@ -140,7 +137,8 @@ def _run(task: tuple[Any, ...]) -> dict[str, Any]:
     run = build(
         scenario,
         seed,
-        load_model=own_module_load_model(model),
+        # the held-out sets in a module of their own are in no registry: the balance benchmark resolves them
+        load_model=OWN_MODULE_MODELS[model]() if model in OWN_MODULE_MODELS else resolve_load_model(model),
         noise=noise,
         rate_noise=value if key == "noise" else RATE_NOISE,
         brokers=int(value) if key == "brokers" else None,
@@ -171,13 +169,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--conditions", nargs="*", default=list(CONDITIONS), help="each KEY=VALUE, changed alone")
     ap.add_argument("--models", nargs="*", default=list(MODELS), help="load models (names or random-<k>)")
-    add_held_out_sets_argument(ap, "--models", "robustness-held-out.json + .md")
+    ap.add_argument(
+        "--held-out-sets",
+        nargs="*",
+        metavar="K",
+        choices=list(OWN_MODULE_SETS),
+        help=f"the held-out sets in a module of their own instead of --models ({', '.join(OWN_MODULE_SETS)}; default "
+        "all of them); writes robustness-held-out.json + .md",
+    )
     ap.add_argument("--scenarios", nargs="*", default=None, help=f"default: every one but {', '.join(SKIPPED)}")
     ap.add_argument("--cadences", nargs="*", default=["minute", "dag"])
     ap.add_argument("--seeds", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (this machine has 2 cores)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
+    from pulsar_rebalance.simulator.cluster import resolve_load_model
     from pulsar_rebalance.simulator.scenarios import SCENARIOS
 
     unknown = [s for s in args.scenarios or [] if s not in SCENARIOS]
@@ -185,12 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
 
     if args.held_out_sets is not None:
-        args.models = held_out_set_models(args.held_out_sets)
+        args.models = [m for key in args.held_out_sets or OWN_MODULE_SETS for m in OWN_MODULE_SETS[key][1]]
     try:
         for c in args.conditions:
             parse_condition(c)
         for m in args.models:
-            own_module_load_model(m)
+            if m not in OWN_MODULE_MODELS:
+                resolve_load_model(m)
     except ValueError as exc:
         ap.error(str(exc))
     if any(c not in ("minute", "dag") for c in args.cadences):
