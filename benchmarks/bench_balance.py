@@ -15,8 +15,9 @@ Usage::
     # the third (catch-up-reads, gc-pressure) likewise with --held-out 3: balance-held-out-3.md + .json, the
     # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json, the
     # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json, the
-    # sixth (shared-hosts, cold-start) with --held-out 6: balance-held-out-6.md + .json, and the
-    # seventh (smt-knee, offload-bursts) with --held-out 7: balance-held-out-7.md + .json
+    # sixth (shared-hosts, cold-start) with --held-out 6: balance-held-out-6.md + .json, the
+    # seventh (smt-knee, offload-bursts) with --held-out 7: balance-held-out-7.md + .json, and the
+    # eighth (geo-replication, bookie-writes) with --held-out 8: balance-held-out-8.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -63,6 +64,7 @@ from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4 
 from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_LOAD_MODELS_6  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_7 import HELD_OUT_LOAD_MODELS_7  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_8 import HELD_OUT_LOAD_MODELS_8  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, LoadModel  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -77,6 +79,7 @@ OWN_MODULE_SETS: Mapping[str, tuple[str, Mapping[str, Callable[[], LoadModel]]]]
     "5": ("held_out_models_5.py", HELD_OUT_LOAD_MODELS_5),
     "6": ("held_out_models_6.py", HELD_OUT_LOAD_MODELS_6),
     "7": ("held_out_models_7.py", HELD_OUT_LOAD_MODELS_7),
+    "8": ("held_out_models_8.py", HELD_OUT_LOAD_MODELS_8),
 }
 """The held-out sets that live in a module of their own (``--held-out`` key -> the module's file under
 ``simulator/``, its models by name), so that the first two sets' module, which every stored run imported, is
@@ -1084,6 +1087,14 @@ HELD_OUT_USAGES = {
         "*offload-bursts* a broker's CPU and NICs include the offload and compaction bursts its topics' written bytes",
         "set off, which no bundle's rates show); *ideal* is every broker at the same work through the curve (under",
         "*offload-bursts* linear's plus the bursts' long-run average, spread evenly).",
+    ],
+    "8": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *geo-replication* the CPU includes the replicators of a third of the",
+        "namespaces re-sending every written message to a remote cluster, which the bundles' rates out show as a",
+        "dispatch, at 3.2x its cost; under *bookie-writes* NIC out carries every written byte twice more, to the",
+        "bookies, which no bundle's bytes out show); *ideal* is every broker carrying the same share of the",
+        "cluster's true load on the binding resource (CPU with replication; NIC out with the bookie copies).",
     ],
 }
 """What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""
