@@ -268,6 +268,10 @@ def _cell(r: Mapping[str, Any]) -> str:
     return f"{r['scenario']} / seed {r['seed']}"
 
 
+def _moves(n: int) -> str:
+    return f"{n} move{'' if n == 1 else 's'}"
+
+
 def _pushed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r["pushed_hot"]]
 
@@ -286,7 +290,7 @@ def _plan_text(rp: tuple[dict[str, Any], dict[str, Any]] | None) -> str:
     r, p = rp
     return (
         f"{p['after']:.3f} vs doing nothing {p['no_action']:.3f} ({r['scenario']}, seed {r['seed']}, "
-        f"{p['moves']} move(s) at minute {p['minute']})"
+        f"{_moves(p['moves'])} at minute {p['minute']})"
     )
 
 
@@ -410,7 +414,7 @@ def render(doc: dict[str, Any]) -> str:
                 line.append(
                     "-"
                     if rp is None
-                    else f"{rp[1]['after']:.3f} vs {rp[1]['no_action']:.3f} ({rp[1]['moves']} moves, seed {rp[0]['seed']})"
+                    else f"{rp[1]['after']:.3f} vs {rp[1]['no_action']:.3f} ({_moves(rp[1]['moves'])}, seed {rp[0]['seed']})"
                 )
                 table_rows.append(line)
     out.append(

@@ -281,6 +281,7 @@ def test_the_report_on_a_tiny_run() -> None:
     report = bench.render(doc)
     assert "| arrival-cost | minute | **GlobalPlanner** |" in report
     assert f"{plan['after']:.3f} vs {plan['no_action']:.3f} ({plan['moves']} moves, seed 1)" in report
+    assert bench._moves(1) == "1 move" and bench._moves(0) == "0 moves"
     assert "above 85% where doing nothing stays below: none." in report
     headline = bench.render_headline(doc)
     assert f"arrival-cost: no-action {na['peak']:.3f}, GlobalPlanner {planner['peak']:.3f}" in headline
