@@ -414,6 +414,29 @@ def test_a_broker_far_below_the_ideal_is_filled_once_its_reports_confirm_it_even
     assert set(strategy_state_from_json(out["state"]).planner["refused"]) == {"A:8080"}
 
 
+def test_a_plan_leaves_its_destinations_room_for_the_moves_own_cost() -> None:
+    # four brokers above the trigger (0.72, ten bundles of 0.072 each) and an empty one: every broker's relief
+    # lands on A. After its first bundle A takes more only while all that arrives stays within 1 / (1 + 1.5) of
+    # its room below the overload threshold (0.34): four bundles (0.288). Without the reserve the guard's
+    # free-capacity share (0.425) let a fifth in, and a move's own cost on A - its topics loaded, its clients
+    # reconnected, its subscriptions reading from the bookies - would be paid for all five in one minute
+    cycle = _nic_cluster({"A:8080": {}, **{f"{b}:8080": _tiles(f"t/{b}", [9.0] * 10) for b in "BCDE"}})
+    cyc = _reports(cycle)[-1]["cycles"][0]
+    st = cyc["stats"]
+    assert cyc["label"] == "Success" and {u["destination"] for u in cyc["unloads"]} == {"A:8080"}, cyc["detail"]
+    overload = 0.85
+    reserve = PlannerSettings().arrival_reserve
+    assert len(cyc["unloads"]) == 4 and st["brokers"]["A:8080"]["predictedUsage"] <= overload / (1 + reserve), st
+    # the first bundle of a plan is judged by the guard's room alone: one bigger than the reserve's share still
+    # goes to an empty broker (0.36 > 0.34; test_hysteresis_never_undoes_its_own_recent_moves moves it)
+    x, b2, c1 = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
+    big = _decide(_nic_cluster({"A:8080": {}, "B:8080": {x: 45, b2: 45}, "C:8080": {c1: 40}}))["cycles"][0]
+    [(bundle, dest, after)] = [
+        (u["bundle"], u["destination"], u["predicted"]["destinationAfter"]) for u in big["unloads"]
+    ]
+    assert dest == "A:8080" and after > overload / (1 + reserve), big["unloads"]
+
+
 def test_split_parts_are_sized_for_the_room_of_their_destinations() -> None:
     model = _model("hot-bundle-needs-split", 2)
     cyc = _decide(_cycle(model))["cycles"][0]

@@ -141,6 +141,13 @@ class PlannerSettings:
     the target."""
     min_split_gain: float = 0.02
     """Isolating a hot topic must free at least this much of its broker (usage fraction) to be worth a split."""
+    arrival_reserve: float = 1.5
+    """A plan leaves its destinations room for the moves' own cost: the bundles arriving on a broker cost it their
+    topics' loads, their clients' reconnections and their subscriptions' reads from the bookies for a minute or two,
+    here up to this many times their own load. After its first bundle of a plan (judged by the do-no-harm guard's
+    room alone), a destination takes more only while all that arrives on it stays within ``1 / (1 + this)`` of its
+    room below the overload threshold (the guard's free-capacity share, 0.5, is this at 1): a plan does not pile
+    many bundles onto one broker, an empty one least, whose first minutes would pay for all of them at once."""
 
 
 @dataclass(slots=True)

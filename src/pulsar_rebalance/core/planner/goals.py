@@ -132,6 +132,11 @@ class Descent:
         # what the do-no-harm guard will accept on each destination (it predicts a part of a bundle by its
         # share of the source's reported usage, not by this model): split parts are sized within it too
         self.room = DestinationRoom(inp.brokers, resource_weights(config), GuardLimits.from_config(config))
+        # room for the moves' own cost on their destinations (``arrival_reserve``): after its first bundle of this
+        # plan (the guard's room alone), a broker takes more only while what arrives on it stays within
+        # 1 / (1 + reserve) of its room below the overload threshold, by the guard's prediction
+        share = 1.0 / (1.0 + settings.arrival_reserve)
+        self.reserve_cap = {b: u + share * max(0.0, levels.overload - u) for b, u in self.room.load.usages().items()}
         # Pulsar's placement constraints (core.pulsar.policies): only destinations its own placement could choose
         self.allowed = DestinationFilter(
             inp.policies, view.owned, failure_domains_enabled=config.failure_domains_enabled
@@ -200,6 +205,8 @@ class Descent:
         view.move(name, d)
         self.allowed.moved(name, s, d)
         self.room.take(s, d, (bl.msg_rate, bl.feat_in, bl.feat_out))
+        if d in self.reserve_cap:  # its first bundle is in: more only within the reserve's share of its room
+            self.room.cap[d] = min(self.room.cap[d], max(self.reserve_cap[d], self.room.load.usage(d)))
         self.changed_usage(s, d)
         self.moved_in_plan.add(name)
         cause = cause or (
