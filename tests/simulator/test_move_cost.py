@@ -260,9 +260,9 @@ def test_the_probe_samples_the_minutes_after_each_applied_plan_at_the_dag_cadenc
 
 
 def test_the_report_on_a_tiny_run() -> None:
-    """The planner fills the two new brokers of scale-up in one decision (at minute 11, 8 moves in this run): under
-    arrival-cost the next minute's worst broker is the new one, above doing nothing's; Pulsar's ThresholdShedder spreads
-    its moves."""
+    """The planner fills the two new brokers of scale-up in one decision (at minute 11, 8 moves in this run), leaving
+    them room for the moves' own cost (``arrival_reserve``): under arrival-cost the next minutes' worst broker stays
+    at doing nothing's (before the reserve a new broker read 0.73 there, doing nothing 0.61)."""
     tasks = [("scale-up", "arrival-cost", "minute", s, 1, 0.03, 14) for s in ("GlobalPlanner", "no-action")]
     tasks.append(("scale-up", "arrival-free", "minute", "GlobalPlanner", 1, 0.03, 14))
     tasks.append(("scale-up", "arrival-free", "minute", "no-action", 1, 0.03, 14))
@@ -274,8 +274,8 @@ def test_the_report_on_a_tiny_run() -> None:
     planner, na, free, free_na = rows
     assert planner["moves"] >= 8 and na["moves"] == 0
     (plan,) = planner["plans"]
-    assert plan["after"] > plan["no_action"] + 0.05  # the fill's cost on the new brokers
-    assert planner["peak"] == plan["after"] and planner["na_peak"] == na["peak"]
+    assert plan["after"] <= plan["no_action"] + 0.005  # the fill's cost fits in the room left for it
+    assert planner["peak"] >= plan["after"] and planner["na_peak"] == na["peak"]
     assert free["plans"][0]["after"] < free["plans"][0]["no_action"]  # without the cost: only relief
     doc = {"rows": rows, "series": plotted, "seeds": [1], "rate_noise": 0.03, "after_min": 5, "seconds": 3.0}
     report = bench.render(doc)
