@@ -26,6 +26,7 @@ share their traffic and events, so the minutes line up).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import statistics
 import sys
@@ -117,12 +118,9 @@ class MinuteProbe:
             res = self._step(n)
             if total is None:
                 total = res
-            else:
-                total.unloads += res.unloads
-                total.splits += res.splits
-                total.clients_disconnected += res.clients_disconnected
-                total.moved += res.moved
-                total.rejected += res.rejected
+            else:  # every field of StepResult adds up (counts and lists of bundles)
+                for f in dataclasses.fields(res):
+                    setattr(total, f.name, getattr(total, f.name) + getattr(res, f.name))
         return total
 
 
