@@ -5,6 +5,8 @@ Usage::
     .venv/bin/python benchmarks/bench_robustness.py --jobs 2     # writes docs/benchmarks/robustness.json + .md
     .venv/bin/python benchmarks/bench_robustness.py --held-out-sets --conditions utilization=1.3 utilization=1.6 --jobs 2
     # the held-out sets in modules of their own instead: robustness-held-out.json + .md
+    .venv/bin/python benchmarks/bench_robustness.py --merge --cadences minute --jobs 2
+    # re-run the planner's rows only (of the stored run, at the cadences named) and merge them into the stored report
 
 Every scenario of the balance benchmark has 8 or 10 brokers at 40-60 % of their capacity, reports with
 3 % noise, and (at the DAG's cadence) a 15-minute approval delay. A real cluster need not: this runs
@@ -28,11 +30,17 @@ while doing nothing stays below, and its moves on the steady scenario. Every suc
 ``--held-out-sets [K ...]`` runs the load models of the held-out sets that live in a module of their own (the third
 on, written after this benchmark; ``bench_balance.OWN_MODULE_SETS``, all by default) instead of ``--models``, and
 writes their own report (``docs/benchmarks/robustness-held-out.json`` + ``.md``), leaving the stored one as it ran.
+
+``--merge`` re-runs only the planner's rows of the stored report (its conditions, models, scenarios and seeds; the
+cadences ``--cadences`` names, both by default) and replaces them in it: doing nothing's rows, and the planner's at a
+cadence not named, stay as the full run measured them, which the report's provenance line says. For a change to the
+planner alone (doing nothing's code is the closed loop's, which it does not touch).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -182,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (this machine has 2 cores)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="re-run the planner's rows of the stored report only (at --cadences) and merge them into it",
+    )
     args = ap.parse_args(argv)
     from pulsar_rebalance.simulator.cluster import resolve_load_model
     from pulsar_rebalance.simulator.scenarios import SCENARIOS
@@ -202,7 +215,29 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if any(c not in ("minute", "dag") for c in args.cadences):
         ap.error("--cadences: minute and/or dag")
+    path, targets = (JSON, TARGETS) if args.held_out_sets is None else (HELD_OUT_JSON, HELD_OUT_TARGETS)
+    stored: dict[str, Any] | None = None
+    if args.merge:
+        if args.no_write:
+            ap.error("--merge writes the merged report: leave out --no-write")
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        given = [
+            f
+            for f, flag in (
+                ("--conditions", "conditions"),
+                ("--models", "models"),
+                ("--seeds", "seeds"),
+                ("--scenarios", "scenarios"),
+            )
+            if argv_has(argv, f)
+        ]
+        if given:
+            ap.error(f"--merge re-runs the stored run's own {', '.join(given)}: leave them out")
+        args.conditions, args.models = stored["conditions"], stored["models"]
+        args.seeds, args.scenarios = stored["seeds"], stored["scenarios"]
     tasks = [t for c in args.conditions for t in tasks_for(c, args.models, args.seeds, args.cadences, args.scenarios)]
+    if args.merge:
+        tasks = [t for t in tasks if t[4] == PLANNER]
     # the slow ones (20 brokers) first, so the pool ends together
     brokers = {c: n for c in args.conditions for k, n in [parse_condition(c)] if k == "brokers"}
     tasks.sort(key=lambda t: -brokers.get(t[0], 0))
@@ -223,14 +258,53 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    path, targets = (JSON, TARGETS) if args.held_out_sets is None else (HELD_OUT_JSON, HELD_OUT_TARGETS)
     if args.held_out_sets is not None:
         doc["report"] = HELD_OUT_DOC.name
+    if stored is not None:
+        try:
+            doc = merge_rows(stored, rows, args.cadences, doc["seconds"], doc["meta"])
+        except ValueError as exc:
+            ap.error(str(exc))
     print(render(doc))
     if not args.no_write:
         figures.write_json(path, doc)
         figures.update(SCRIPT, str(path.relative_to(ROOT)), doc, targets)
     return 0
+
+
+def argv_has(argv: list[str] | None, flag: str) -> bool:
+    """Whether ``flag`` was given on the command line (``argv`` or ``sys.argv``)."""
+    return flag in (sys.argv[1:] if argv is None else argv)
+
+
+def merge_rows(
+    stored: dict[str, Any], rows: list[dict[str, Any]], cadences: list[str], seconds: float, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """``stored`` with its planner rows at ``cadences`` replaced by ``rows`` (exactly those, every one re-run), and a
+    provenance note naming both runs. ``ValueError`` when the re-run does not cover them."""
+    key = lambda r: (r["condition"], r["scenario"], r["model"], r["cadence"], r["strategy"], r["seed"])  # noqa: E731
+    replaced = {key(r) for r in stored["rows"] if r["strategy"] == PLANNER and r["cadence"] in cadences}
+    new = {key(r): r for r in rows}
+    if set(new) != replaced:
+        missing = sorted(replaced - set(new))[:3]
+        raise ValueError(f"the re-run does not cover the stored run's {PLANNER} rows: missing {missing}")
+    doc = json.loads(json.dumps(stored))
+    doc["rows"] = [new.get(key(r), r) for r in stored["rows"]]
+    base = stored.get("merged", {}).get("base") or {
+        "date": stored["meta"]["date"],
+        "command": stored["meta"]["command"],
+        "seconds": stored["seconds"],
+    }
+    kept = [c for c in ("minute", "dag") if c not in cadences]
+    doc["merged"] = {"strategy": PLANNER, "cadences": list(cadences), "seconds": seconds, "base": base}
+    doc["meta"] = {
+        **meta,
+        "note": f"{PLANNER}'s rows at the {' and '.join(cadences)} cadence re-run by this command ({round(seconds)} s) "
+        f"and merged: every other row ({NO_ACTION}'s"
+        + (f", and the planner's at the {' and '.join(kept)} cadence" if kept else "")
+        + f") is from the full run of {base['date']} (`{base['command']}`)",
+    }
+    return doc
 
 
 def _key(r: dict[str, Any]) -> tuple[Any, ...]:

@@ -133,3 +133,46 @@ def test_the_later_held_out_sets_run_in_place_of_the_models(capsys: pytest.Captu
     assert "load models shared-hosts, cold-start;" in out and "| `utilization=1.3` | 2 | 0 | 0 |" in out
     assert bench.HELD_OUT_TARGETS["robustness-held-out-report"][0].name == "robustness-held-out.md"
     assert bench.HELD_OUT_JSON.name == "robustness-held-out.json"
+
+
+def _rrow(strategy: str, cadence: str, seed: int, final: float) -> dict[str, Any]:
+    return {
+        "condition": "utilization=1.3",
+        "scenario": "one-hot-broker",
+        "model": "linear",
+        "cadence": cadence,
+        "strategy": strategy,
+        "seed": seed,
+        "final_max": final,
+        "worst_max": final,
+        "moves": 1,
+        "ideal": 0.5,
+    }
+
+
+def test_merge_replaces_the_planners_rows_at_the_cadences_named_and_says_what_it_kept() -> None:
+    stored = {
+        "meta": {"date": "2026-12-03 11:42 UTC", "command": "python benchmarks/bench_robustness.py --jobs 2"},
+        "seconds": 5303.6,
+        "rows": [_rrow(st, c, 1, 0.6) for st in (bench.PLANNER, bench.NO_ACTION) for c in ("minute", "dag")],
+    }
+    meta = {"date": "2026-12-05 00:30 UTC", "command": "python benchmarks/bench_robustness.py --merge --cadences minute"}
+    doc = bench.merge_rows(stored, [_rrow(bench.PLANNER, "minute", 1, 0.55)], ["minute"], 12.0, meta)
+    finals = {(r["strategy"], r["cadence"]): r["final_max"] for r in doc["rows"]}
+    assert finals == {
+        (bench.PLANNER, "minute"): 0.55,
+        (bench.PLANNER, "dag"): 0.6,
+        (bench.NO_ACTION, "minute"): 0.6,
+        (bench.NO_ACTION, "dag"): 0.6,
+    }
+    assert stored["rows"][0]["final_max"] == 0.6  # the stored document is left as it was
+    note = doc["meta"]["note"]
+    assert note.startswith("GlobalPlanner's rows at the minute cadence re-run by this command (12 s) and merged")
+    assert "no-action's, and the planner's at the dag cadence) is from the full run of 2026-12-03 11:42 UTC" in note
+    # merged again: the base stays the full run
+    again = bench.merge_rows(doc, [_rrow(bench.PLANNER, "minute", 1, 0.54)], ["minute"], 3.0, meta)
+    assert again["merged"]["base"]["date"] == "2026-12-03 11:42 UTC"
+    with pytest.raises(ValueError, match="does not cover the stored run's GlobalPlanner rows"):
+        bench.merge_rows(stored, [], ["minute"], 1.0, meta)
+    with pytest.raises(SystemExit):  # argparse: the stored run's own scope only
+        bench.main(["--merge", "--models", "linear"])
