@@ -156,7 +156,10 @@ def test_merge_replaces_the_planners_rows_at_the_cadences_named_and_says_what_it
         "seconds": 5303.6,
         "rows": [_rrow(st, c, 1, 0.6) for st in (bench.PLANNER, bench.NO_ACTION) for c in ("minute", "dag")],
     }
-    meta = {"date": "2026-12-05 00:30 UTC", "command": "python benchmarks/bench_robustness.py --merge --cadences minute"}
+    meta = {
+        "date": "2026-12-05 00:30 UTC",
+        "command": "python benchmarks/bench_robustness.py --merge --cadences minute",
+    }
     doc = bench.merge_rows(stored, [_rrow(bench.PLANNER, "minute", 1, 0.55)], ["minute"], 12.0, meta)
     finals = {(r["strategy"], r["cadence"]): r["final_max"] for r in doc["rows"]}
     assert finals == {
