@@ -16,8 +16,9 @@ Usage::
     # fourth (topic-features, bundle-housekeeping) with --held-out 4: balance-held-out-4.md + .json, the
     # fifth (batching-concave, cold-arrival) with --held-out 5: balance-held-out-5.md + .json, the
     # sixth (shared-hosts, cold-start) with --held-out 6: balance-held-out-6.md + .json, the
-    # seventh (smt-knee, offload-bursts) with --held-out 7: balance-held-out-7.md + .json, and the
-    # eighth (geo-replication, bookie-writes) with --held-out 8: balance-held-out-8.md + .json
+    # seventh (smt-knee, offload-bursts) with --held-out 7: balance-held-out-7.md + .json, the
+    # eighth (geo-replication, bookie-writes) with --held-out 8: balance-held-out-8.md + .json, and the
+    # ninth (key-shared, entry-filters) with --held-out 9: balance-held-out-9.md + .json
     .venv/bin/python benchmarks/bench_balance.py --held-out 2 --rate-noise 0.03
     # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells
     # and merge them into the committed report (about a tenth of the runs); refused, naming the files, when
@@ -65,6 +66,7 @@ from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5 
 from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_LOAD_MODELS_6  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_7 import HELD_OUT_LOAD_MODELS_7  # noqa: E402
 from pulsar_rebalance.simulator.held_out_models_8 import HELD_OUT_LOAD_MODELS_8  # noqa: E402
+from pulsar_rebalance.simulator.held_out_models_9 import HELD_OUT_LOAD_MODELS_9  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, LoadModel  # noqa: E402
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build  # noqa: E402
 
@@ -80,6 +82,7 @@ OWN_MODULE_SETS: Mapping[str, tuple[str, Mapping[str, Callable[[], LoadModel]]]]
     "6": ("held_out_models_6.py", HELD_OUT_LOAD_MODELS_6),
     "7": ("held_out_models_7.py", HELD_OUT_LOAD_MODELS_7),
     "8": ("held_out_models_8.py", HELD_OUT_LOAD_MODELS_8),
+    "9": ("held_out_models_9.py", HELD_OUT_LOAD_MODELS_9),
 }
 """The held-out sets that live in a module of their own (``--held-out`` key -> the module's file under
 ``simulator/``, its models by name), so that the first two sets' module, which every stored run imported, is
@@ -1095,6 +1098,14 @@ HELD_OUT_USAGES = {
         "dispatch, at 3.2x its cost; under *bookie-writes* NIC out carries every written byte twice more, to the",
         "bookies, which no bundle's bytes out show); *ideal* is every broker carrying the same share of the",
         "cluster's true load on the binding resource (CPU with replication; NIC out with the bookie copies).",
+    ],
+    "9": [
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and",
+        "NIC out as usage/limit; under *key-shared* the CPU includes the Key_Shared dispatch of a third of the",
+        "namespaces, +1.5x linear's per-message CPU per message out, which no report's subscription type shows;",
+        "under *entry-filters* a third of the namespaces' subscriptions read, filter and acknowledge k - 1 rejected",
+        "entries per message out (k 2-4 per topic), in no bundle's msgRateOut); *ideal* is every broker carrying",
+        "the same share of the cluster's true CPU.",
     ],
 }
 """What a held-out set's report says its usages and ideal are (by set; a run of set 1 stores no ``held_out_set``)."""

@@ -26,6 +26,7 @@ from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_MODELS_5
 from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_MODELS_6
 from pulsar_rebalance.simulator.held_out_models_7 import HELD_OUT_MODELS_7
 from pulsar_rebalance.simulator.held_out_models_8 import HELD_OUT_MODELS_8
+from pulsar_rebalance.simulator.held_out_models_9 import HELD_OUT_MODELS_9
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, get_load_model
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 
@@ -257,6 +258,7 @@ def test_the_benchmark_takes_the_held_out_models_only_when_asked(capsys: pytest.
         *HELD_OUT_MODELS_6,
         *HELD_OUT_MODELS_7,
         *HELD_OUT_MODELS_8,
+        *HELD_OUT_MODELS_9,
     ]
     assert bench.HELD_OUT_JSON.name == "balance-held-out.json"
     assert "balance-held-out-report" in bench.BLOCKS and "balance-report" not in bench.HELD_OUT_TARGETS

@@ -23,6 +23,7 @@ SETS = {
     "6": ("held_out_models_6.py", ("shared-hosts", "cold-start")),
     "7": ("held_out_models_7.py", ("smt-knee", "offload-bursts")),
     "8": ("held_out_models_8.py", ("geo-replication", "bookie-writes")),
+    "9": ("held_out_models_9.py", ("key-shared", "entry-filters")),
 }
 """Every held-out set after the first: the module under ``simulator/`` its models live in, and their names (written out
 here, so that a set renamed, moved or dropped in the benchmark fails this test)."""
