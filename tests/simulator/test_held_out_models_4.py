@@ -13,11 +13,7 @@ import pytest
 from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, bundle_full_name
 from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
-from pulsar_rebalance.simulator.cluster import known_load_models
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Topic
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS, HELD_OUT_MODELS, HELD_OUT_MODELS_2
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_SETS as HELD_OUT_SETS_1_2
-from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
 from pulsar_rebalance.simulator.held_out_models_4 import (
     HELD_OUT_LOAD_MODELS_4,
     HELD_OUT_MODELS_4,
@@ -25,7 +21,7 @@ from pulsar_rebalance.simulator.held_out_models_4 import (
     HiddenTopicCostModel,
     TopicFeaturesModel,
 )
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, get_load_model
+from pulsar_rebalance.simulator.load_models import Load, get_load_model
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 from tests.simulator.test_held_out_models import MIB, TARGETS
 
@@ -68,20 +64,6 @@ def _linear(rate_in: float, rate_out: float, size: float) -> float:
 
 def _cpu(m: ClusterModel) -> dict[str, float]:
     return {b: r["cpu"]["usage"] for b, r in m.load_reports().items()}
-
-
-def test_the_fourth_set_is_its_own() -> None:
-    assert HELD_OUT_MODELS_4 == ("topic-features", "bundle-housekeeping")
-    assert tuple(HELD_OUT_LOAD_MODELS_4) == HELD_OUT_MODELS_4
-    # in a module of their own, in no registry: every module a stored run imported is as it was
-    assert HELD_OUT_SETS_1_2 == {"1": HELD_OUT_MODELS, "2": HELD_OUT_MODELS_2}
-    registered = {*LOAD_MODELS, *HELD_OUT_LOAD_MODELS, *HELD_OUT_LOAD_MODELS_3, *known_load_models()}
-    assert not set(HELD_OUT_MODELS_4) & registered
-    # they go in as instances, one per cluster
-    for name, model in HELD_OUT_LOAD_MODELS_4.items():
-        lm = model()
-        assert lm.name == name and get_load_model(lm) is lm
-        assert build("scale-up", 1, load_model=lm).model.load_model is lm
 
 
 # ---------------------------------------------------------------- topic-features

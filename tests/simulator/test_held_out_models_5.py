@@ -13,18 +13,15 @@ import pytest
 from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, bundle_full_name
 from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
-from pulsar_rebalance.simulator.cluster import known_load_models
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Topic
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS, HeldOutModel
-from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
-from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4
+from pulsar_rebalance.simulator.held_out_models import HeldOutModel
 from pulsar_rebalance.simulator.held_out_models_5 import (
     HELD_OUT_LOAD_MODELS_5,
     HELD_OUT_MODELS_5,
     BatchingConcaveModel,
     ColdArrivalModel,
 )
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, LoadModel, get_load_model
+from pulsar_rebalance.simulator.load_models import Load, LoadModel
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 from tests.simulator.test_held_out_models import MIB, TARGETS
 
@@ -77,25 +74,6 @@ def _owned_load(m: ClusterModel, broker: str) -> Load:
 
 def _msgs(m: ClusterModel, broker: str) -> float:
     return _owned_load(m, broker).msg
-
-
-def test_the_fifth_set_is_its_own() -> None:
-    assert HELD_OUT_MODELS_5 == ("batching-concave", "cold-arrival")
-    assert tuple(HELD_OUT_LOAD_MODELS_5) == HELD_OUT_MODELS_5
-    # in a module of their own, in no registry: every module a stored run imported is as it was
-    registered = {
-        *LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS_3,
-        *HELD_OUT_LOAD_MODELS_4,
-        *known_load_models(),
-    }
-    assert not set(HELD_OUT_MODELS_5) & registered
-    # they go in as instances, one per cluster
-    for name, model in HELD_OUT_LOAD_MODELS_5.items():
-        lm = model()
-        assert lm.name == name and get_load_model(lm) is lm
-        assert build("scale-up", 1, load_model=lm).model.load_model is lm
 
 
 # ---------------------------------------------------------------- batching-concave

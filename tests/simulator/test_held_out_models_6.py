@@ -14,12 +14,8 @@ import pytest
 from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, bundle_full_name
 from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
-from pulsar_rebalance.simulator.cluster import known_load_models
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS, HeldOutModel
-from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
-from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4
-from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5
+from pulsar_rebalance.simulator.held_out_models import HeldOutModel
 from pulsar_rebalance.simulator.held_out_models_6 import (
     HELD_OUT_LOAD_MODELS_6,
     HELD_OUT_MODELS_6,
@@ -28,7 +24,7 @@ from pulsar_rebalance.simulator.held_out_models_6 import (
     report_window,
     traffic_cpu,
 )
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, LoadModel, get_load_model
+from pulsar_rebalance.simulator.load_models import Load, LoadModel
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 from tests.simulator.test_held_out_models import MIB, TARGETS
 
@@ -72,26 +68,6 @@ def _pair(ti: float, tj: float) -> float:
     """Broker i's CPU % on a 16-vCPU host shared with j (both under their limits), solved by hand:
     ``c_i = 10 + t_i (1 + S c_j)``, ``c_j = 10 + t_j (1 + S c_i)``."""
     return (10 + ti + S * ti * (10 + tj)) / (1 - S * S * ti * tj)
-
-
-def test_the_sixth_set_is_its_own() -> None:
-    assert HELD_OUT_MODELS_6 == ("shared-hosts", "cold-start")
-    assert tuple(HELD_OUT_LOAD_MODELS_6) == HELD_OUT_MODELS_6
-    # in a module of their own, in no registry: every module a stored run imported is as it was
-    registered = {
-        *LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS_3,
-        *HELD_OUT_LOAD_MODELS_4,
-        *HELD_OUT_LOAD_MODELS_5,
-        *known_load_models(),
-    }
-    assert not set(HELD_OUT_MODELS_6) & registered
-    # they go in as instances, one per cluster
-    for name, model in HELD_OUT_LOAD_MODELS_6.items():
-        lm = model()
-        assert lm.name == name and get_load_model(lm) is lm
-        assert build("scale-up", 1, load_model=lm).model.load_model is lm
 
 
 def test_the_report_window() -> None:

@@ -12,13 +12,7 @@ import random
 import pytest
 
 from pulsar_rebalance.simulator.closed_loop import run_closed_loop
-from pulsar_rebalance.simulator.cluster import known_load_models
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Topic
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS
-from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
-from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4
-from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5
-from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_LOAD_MODELS_6
 from pulsar_rebalance.simulator.held_out_models_7 import (
     GIB,
     HELD_OUT_LOAD_MODELS_7,
@@ -27,7 +21,7 @@ from pulsar_rebalance.simulator.held_out_models_7 import (
     OffloadBurstsModel,
     SmtKneeModel,
 )
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, LoadModel, get_load_model
+from pulsar_rebalance.simulator.load_models import Load, LoadModel
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 from tests.simulator.test_held_out_models import MIB, TARGETS
 from tests.simulator.test_held_out_models_6 import (
@@ -49,27 +43,6 @@ pytestmark = pytest.mark.timeout(300)
 ABOVE = 1 / 0.3 - 1  # smt-knee's extra slope above the knee
 D_MS = 20 * 1024 / 96 * 1000  # offload-bursts: a burst's duration, 20 GiB at 96 MiB/s
 BURST_CPU = 1.5 * PER_BYTE * 96 * MIB  # CPU % of a running burst: 72
-
-
-def test_the_seventh_set_is_its_own() -> None:
-    assert HELD_OUT_MODELS_7 == ("smt-knee", "offload-bursts")
-    assert tuple(HELD_OUT_LOAD_MODELS_7) == HELD_OUT_MODELS_7
-    # in a module of their own, in no registry: every module a stored run imported is as it was
-    registered = {
-        *LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS_3,
-        *HELD_OUT_LOAD_MODELS_4,
-        *HELD_OUT_LOAD_MODELS_5,
-        *HELD_OUT_LOAD_MODELS_6,
-        *known_load_models(),
-    }
-    assert not set(HELD_OUT_MODELS_7) & registered
-    # they go in as instances, one per cluster
-    for name, model in HELD_OUT_LOAD_MODELS_7.items():
-        lm = model()
-        assert lm.name == name and get_load_model(lm) is lm
-        assert build("scale-up", 1, load_model=lm).model.load_model is lm
 
 
 # ---------------------------------------------------------------- smt-knee

@@ -10,21 +10,14 @@ import pytest
 
 from pulsar_rebalance.core.pulsar.bundles import bundle_full_name
 from pulsar_rebalance.core.pulsar.bundles import topic_hash as core_topic_hash
-from pulsar_rebalance.simulator.cluster import known_load_models
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Topic
-from pulsar_rebalance.simulator.held_out_models import HELD_OUT_LOAD_MODELS
-from pulsar_rebalance.simulator.held_out_models_3 import HELD_OUT_LOAD_MODELS_3
-from pulsar_rebalance.simulator.held_out_models_4 import HELD_OUT_LOAD_MODELS_4
-from pulsar_rebalance.simulator.held_out_models_5 import HELD_OUT_LOAD_MODELS_5
-from pulsar_rebalance.simulator.held_out_models_6 import HELD_OUT_LOAD_MODELS_6
-from pulsar_rebalance.simulator.held_out_models_7 import HELD_OUT_LOAD_MODELS_7
 from pulsar_rebalance.simulator.held_out_models_8 import (
     HELD_OUT_LOAD_MODELS_8,
     HELD_OUT_MODELS_8,
     BookieWritesModel,
     GeoReplicationModel,
 )
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, LoadModel, get_load_model
+from pulsar_rebalance.simulator.load_models import Load, LoadModel
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, build
 from tests.simulator.test_held_out_models import MIB, TARGETS
 from tests.simulator.test_held_out_models_6 import (
@@ -43,27 +36,6 @@ pytestmark = pytest.mark.timeout(300)
 
 NS_R, NS_P = "t/replicated", "t/plain"
 GBIT_KBPS = 1000.0 * 1024  # a 1 Gbit/s NIC's limit as Pulsar reports it
-
-
-def test_the_eighth_set_is_its_own() -> None:
-    assert HELD_OUT_MODELS_8 == ("geo-replication", "bookie-writes")
-    assert tuple(HELD_OUT_LOAD_MODELS_8) == HELD_OUT_MODELS_8
-    # in a module of their own, in no registry: every module a stored run imported is as it was
-    registered = {
-        *LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS,
-        *HELD_OUT_LOAD_MODELS_3,
-        *HELD_OUT_LOAD_MODELS_4,
-        *HELD_OUT_LOAD_MODELS_5,
-        *HELD_OUT_LOAD_MODELS_6,
-        *HELD_OUT_LOAD_MODELS_7,
-        *known_load_models(),
-    }
-    assert not set(HELD_OUT_MODELS_8) & registered
-    for name, model in HELD_OUT_LOAD_MODELS_8.items():  # they go in as instances, one per cluster
-        lm = model()
-        assert lm.name == name and get_load_model(lm) is lm
-        assert build("scale-up", 1, load_model=lm).model.load_model is lm
 
 
 # ---------------------------------------------------------------- geo-replication

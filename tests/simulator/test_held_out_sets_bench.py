@@ -51,6 +51,32 @@ def test_every_held_out_set_is_listed_here(bench: ModuleType) -> None:
         bench.main(["--held-out", "99"])  # no such set: refused before anything runs
 
 
+# from the fourth on: the third set's module adds its names to the simulator's registry (cluster.known_load_models)
+@pytest.mark.parametrize("key", [key for key in SETS if int(key) >= 4])
+def test_a_set_in_a_module_of_its_own_is_in_no_registry(key: str, bench: ModuleType) -> None:
+    """Every module a stored run imported stays as it was: a set from the fourth on is in no registry (nor shares a name
+    with another set), and its models go in as instances, one per cluster."""
+    from pulsar_rebalance.simulator import held_out_models
+    from pulsar_rebalance.simulator.cluster import known_load_models
+    from pulsar_rebalance.simulator.load_models import LOAD_MODELS, get_load_model
+    from pulsar_rebalance.simulator.scenarios import build
+
+    module, models = SETS[key]
+    mod = importlib.import_module(f"pulsar_rebalance.simulator.{module.removesuffix('.py')}")
+    assert getattr(mod, f"HELD_OUT_MODELS_{key}") == models
+    assert held_out_models.HELD_OUT_SETS == {
+        "1": held_out_models.HELD_OUT_MODELS,
+        "2": held_out_models.HELD_OUT_MODELS_2,
+    }
+    others = {name for k, (_, ms) in bench.OWN_MODULE_SETS.items() if k != key for name in ms}
+    registered = {*LOAD_MODELS, *held_out_models.HELD_OUT_LOAD_MODELS, *known_load_models(), *others}
+    assert not set(models) & registered
+    for name, model in bench.OWN_MODULE_SETS[key][1].items():
+        lm = model()
+        assert lm.name == name and get_load_model(lm) is lm
+        assert build("scale-up", 1, load_model=lm).model.load_model is lm
+
+
 @pytest.mark.parametrize("key", SETS)
 def test_the_benchmark_runs_the_set_apart(
     key: str, bench: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path

@@ -275,7 +275,9 @@ def test_the_report_on_a_tiny_run() -> None:
     assert planner["moves"] >= 8 and na["moves"] == 0
     (plan,) = planner["plans"]
     assert plan["after"] <= plan["no_action"] + 0.005  # the fill's cost fits in the room left for it
-    assert planner["peak"] >= plan["after"] and planner["na_peak"] == na["peak"]
+    assert (
+        planner["peak"] <= na["peak"] + 0.005 and planner["na_peak"] == na["peak"]
+    )  # no transient above doing nothing
     assert free["plans"][0]["after"] < free["plans"][0]["no_action"]  # without the cost: only relief
     doc = {"rows": rows, "series": plotted, "seeds": [1], "rate_noise": 0.03, "after_min": 5, "seconds": 3.0}
     report = bench.render(doc)
