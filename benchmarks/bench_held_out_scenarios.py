@@ -67,6 +67,8 @@ BLOCK = "held-out-scenarios-report"
 HEADLINE = "held-out-scenarios-headline"
 INDEX = figures.BENCHMARKS_INDEX
 """docs/benchmarks/README.md: the headline block, in a section of its own (:func:`ensure_index_section`)."""
+TARGETS = {BLOCK: [DOC], HEADLINE: [INDEX]}
+"""The files each block is written into (a full run; ``--out-dir`` writes the report's block only, there)."""
 SEEDS = [1, 2]
 RATE_NOISE = 0.03
 KEEP = (
@@ -334,12 +336,20 @@ def render_headline(doc: dict[str, Any]) -> str:
     results = ordered(doc["results"], names)
     verdicts = cell_verdicts(doc)
     met = sum(all(x["ok"] is not False for x in crit) for *_, crit in verdicts)
-    missed = [f"{x['key']}: {sc} / {m} / {c}" for m, c, sc, crit in verdicts for x in crit if x["ok"] is False]
+    where: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for m, c, sc, crit in verdicts:
+        for x in crit:
+            if x["ok"] is False:
+                where.setdefault((x["key"], sc), {}).setdefault(c, []).append(m)
+    missed = []
+    for (key, sc), by_c in where.items():
+        cells = "; ".join(f"{c}: {', '.join(ms)}" for c, ms in by_c.items())
+        missed.append(f"*{key}* on {sc} ({cells})")
     text = (
         f"On the {len(names)} held-out scenarios ({', '.join(names)}; written without reading the planner, each with "
         f"the criteria a good balancer meets declared before any run), {len(doc['results'])} load models and both "
         f"cadences: **{met} of {len(verdicts)}** cells meet every declared criterion"
-        + (f" (missed: {'; '.join(missed)})" if missed else "")
+        + (f" (missed: {', '.join(missed)})" if missed else "")
         + "."
     )
     ks = cases(results)
@@ -404,20 +414,19 @@ def ensure_index_section(index: Path, json_rel: str) -> None:
     index.write_text(text, encoding="utf-8")
 
 
-def write_report(json_path: Path, md_path: Path, doc: dict[str, Any], index: Path | None = None) -> None:
-    """The JSON, then the report's block rendered from it (the report created with its intro if it is new) and, with
-    ``index``, the headline block there."""
+def write_report(json_path: Path, doc: dict[str, Any], targets: dict[str, list[Path]]) -> None:
+    """The JSON, then each block of ``targets`` rendered from it: the report created with its intro if it is new, the
+    index given its section if it has none."""
     figures.write_json(json_path, doc)
     json_rel = json_path.relative_to(ROOT).as_posix() if json_path.is_relative_to(ROOT) else str(json_path)
-    if not md_path.exists():
-        md_path.write_text(
-            INTRO + f"<!-- {BLOCK}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {BLOCK}:end -->\n",
-            encoding="utf-8",
-        )
-    targets = {BLOCK: [md_path]}
-    if index is not None:
+    for md_path in targets.get(BLOCK, []):
+        if not md_path.exists():
+            md_path.write_text(
+                INTRO + f"<!-- {BLOCK}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {BLOCK}:end -->\n",
+                encoding="utf-8",
+            )
+    for index in targets.get(HEADLINE, []):
         ensure_index_section(index, json_rel)
-        targets[HEADLINE] = [index]
     figures.update(SCRIPT, json_rel, doc, targets)
 
 
@@ -455,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         import json
 
-        write_report(JSON, DOC, json.loads(JSON.read_text(encoding="utf-8")), INDEX)
+        write_report(JSON, json.loads(JSON.read_text(encoding="utf-8")), TARGETS)
         return 0
     scenarios = args.scenarios or list(HELD_OUT_SCENARIOS)
     models = args.models or list(LOAD_MODELS)
@@ -544,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.out_dir is not None:
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        write_report(args.out_dir / JSON.name, args.out_dir / DOC.name, doc)
+        write_report(args.out_dir / JSON.name, doc, {BLOCK: [args.out_dir / DOC.name]})
         return 0
     full = (
         set(scenarios) == set(HELD_OUT_SCENARIOS)
@@ -559,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 0
-    write_report(JSON, DOC, doc, INDEX)
+    write_report(JSON, doc, TARGETS)
     return 0
 
 
