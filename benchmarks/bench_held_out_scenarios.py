@@ -1,0 +1,576 @@
+"""Held-out scenarios benchmark: every strategy of the balance benchmark on problems nobody tuned the planner on.
+
+Usage::
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --jobs 2
+        # everything: the held-out scenarios x the five default load models x both cadences x seeds 1 2, rate noise
+        # 0.03, every strategy; writes docs/benchmarks/held-out-scenarios.md + .json
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --scenarios flash-crowd --models linear \\
+        --cadences minute --strategies GlobalPlanner no-action --seeds 1 --no-write   # a look, nothing written
+
+The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
+each with the criteria a good balancer meets there declared beside it (``EXPECTATIONS``). Everything else is the balance
+benchmark's (``bench_balance.py``): the closed loop (``simulator/closed_loop.py``) at the ``minute`` cadence (a
+decision per simulated minute, applied at once) and the ``dag`` cadence (a decision per simulated hour, applied after
+the approval delay with the executor's checks), the do-no-harm guard, the strategies, and the criteria's arithmetic
+(``done_when``: a criterion a scenario does not declare is not judged there). A partial run (not every scenario, load
+model and cadence, or without the planner or no-action) writes nothing unless ``--out-dir`` names where to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "src"))
+
+import figures  # noqa: E402  (benchmarks/figures.py: JSON + marked blocks in the docs)
+from bench_balance import (  # noqa: E402  (the criteria's one source)
+    CRITERIA,
+    HOT,
+    NO_ACTION,
+    PLANNER,
+    TIE,
+    _by_order,
+    _case_text,
+    _cell,
+    _mean,
+    _run_text,
+    _span,
+    _transient_text,
+    cases,
+    closest_pulsar,
+    done_when,
+    safety,
+    safety_table,
+    source_digests,
+    worst_run,
+)
+
+from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
+from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
+from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
+
+SCRIPT = "benchmarks/bench_held_out_scenarios.py"
+JSON = ROOT / "docs" / "benchmarks" / "held-out-scenarios.json"
+DOC = ROOT / "docs" / "benchmarks" / "held-out-scenarios.md"
+BLOCK = "held-out-scenarios-report"
+HEADLINE = "held-out-scenarios-headline"
+INDEX = figures.BENCHMARKS_INDEX
+"""docs/benchmarks/README.md: the headline block, in a section of its own (:func:`ensure_index_section`)."""
+TARGETS = {BLOCK: [DOC], HEADLINE: [INDEX]}
+"""The files each block is written into (a full run; ``--out-dir`` writes the report's block only, there)."""
+SEEDS = [1, 2]
+RATE_NOISE = 0.03
+KEEP = (
+    "seed",
+    "final_max",
+    "worst_max",
+    "final_spread",
+    "ideal",
+    "floor",
+    "moves",
+    "splits",
+    "moves_per_day",
+    "plans",
+    "ping_pong",
+    "churn",
+    "clients_disconnected",
+    "skipped",
+    "guard_cut",
+    "sim_minutes",
+    "noise",
+    "rate_noise",
+)
+"""The summary fields stored per run (the criteria read seed, final_max, worst_max, ideal, moves, moves_per_day, plans
+and the noises)."""
+PROXY = {"steady": "steady-with-noise", "jitter": "periodic-jitter"}
+"""``done_when`` judges *steady* and *jitter* on the balance benchmark's scenarios of those names: a held-out scenario
+that declares one is judged as that scenario would be."""
+
+Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", bool]
+Results = dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]]
+"""load model -> cadence -> scenario -> strategy -> one summary per seed."""
+
+
+def run_one(task: Task) -> tuple[Task, dict[str, Any], float]:
+    """One closed-loop run (a process pool's unit of work): its summary (:data:`KEEP`) and seconds."""
+    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, guard = task
+    logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
+    t0 = time.perf_counter()
+    run = build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise, cadence=cadence)
+    r = run_closed_loop(
+        run,
+        strategy,
+        cadence=cadence,
+        approval_delay_min=delay,
+        drift_tolerance=drift,
+        max_unloads_per_run=None,
+        guard=guard,
+    )
+    summary = r.summary()
+    summary["plans"] = sum(1 for n in r.moves_per_cycle if n)  # decisions that moved at least one bundle
+    summary["noise"] = run.model.noise
+    summary["rate_noise"] = run.model.rate_noise
+    return task, {k: summary[k] for k in KEEP}, time.perf_counter() - t0
+
+
+def criteria(declared: Sequence[str], by: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``done_when``'s criteria on one cell, in ``CRITERIA``'s order, the undeclared ones not judged (ok None)."""
+    found = {c["key"]: c for c in done_when("", dict(by))}
+    for key, proxy in PROXY.items():
+        if key in declared:
+            found[key] = next(c for c in done_when(proxy, dict(by)) if c["key"] == key)
+    out = []
+    for key, _ in CRITERIA:
+        c = dict(found[key])
+        if key not in declared:
+            c["ok"], c["detail"] = None, "not declared"
+        out.append(c)
+    return out
+
+
+def ordered(results: Results, scenarios: Sequence[str]) -> Results:
+    """Models, cadences, scenarios and strategies in their defined order (the JSON stores them sorted)."""
+    return {
+        m: {
+            c: {
+                sc: {st: results[m][c][sc][st] for st in _by_order(results[m][c][sc], STRATEGIES)}
+                for sc in _by_order(results[m][c], scenarios)
+            }
+            for c in _by_order(results[m], CADENCES)
+        }
+        for m in _by_order(results, LOAD_MODELS)
+    }
+
+
+def specs(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The run's scenarios by name, in their order: description, declared criteria, why."""
+    return {s["name"]: s for s in doc["scenarios"]}
+
+
+def cell_verdicts(doc: dict[str, Any]) -> list[tuple[str, str, str, list[dict[str, Any]]]]:
+    """(load model, cadence, scenario, criteria) for every cell of the run."""
+    declared = specs(doc)
+    results = ordered(doc["results"], list(declared))
+    return [
+        (m, c, sc, criteria(declared[sc]["criteria"], by))
+        for m, by_c in results.items()
+        for c, by_sc in by_c.items()
+        for sc, by in by_sc.items()
+    ]
+
+
+def verdict_lines(doc: dict[str, Any]) -> list[str]:
+    """One line per cell: PASS, or FAIL with the failed criteria's details; then the worst and best case."""
+    lines = []
+    for m, c, sc, crit in cell_verdicts(doc):
+        failed = [x for x in crit if x["ok"] is False]
+        shown = failed or [x for x in crit if x["ok"] is True]
+        lines.append(
+            f"{'FAIL' if failed else 'PASS'} {sc} / {m} / {c} - "
+            + "; ".join(f"{x['key']}: {x['detail']}" for x in shown)
+        )
+    results = ordered(doc["results"], list(specs(doc)))
+    ks = cases(results)
+    if ks:
+        lines.append(f"worst case: {_case_text(max(ks, key=lambda k: k['delta']))}")
+        lines.append(f"best case:  {_case_text(min(ks, key=lambda k: k['delta']))}")
+    return lines
+
+
+# ---------------------------------------------------------------- the report (rendered from the JSON)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def render_report(doc: dict[str, Any]) -> str:
+    scenarios = specs(doc)
+    results = ordered(doc["results"], list(scenarios))
+    noise = "each scenario's own (2-3 %)" if doc.get("noise") is None else _pct(doc["noise"])
+    strategies = doc["strategies"]
+    lines = [
+        f"Seeds {doc['seeds']}; CPU noise {noise}, rate noise {_pct(doc['rate_noise'])}; dag cadence: approval delay "
+        f"{doc['approval_delay_min']} min, drift_tolerance {doc['drift_tolerance']}; do-no-harm guard "
+        f"{'on' if doc['guard'] else 'off'}; {len(strategies)} strategies ({', '.join(strategies)}); "
+        f"{doc['runs']} runs in {doc['elapsed_s']:.0f} s (the results do not depend on the machine's load, only the "
+        "time does).",
+        "",
+        "Usages are noise-free and capacity-normalised under the load model (per broker the max of CPU, NIC in and NIC",
+        "out as usage/limit); *ideal* is every broker carrying the same share. *final max* is the worst broker's highest",
+        "usage over the last 5 decisions, *worst max* over the run after the first decision; means over seeds (the",
+        "criteria pair each seed with no-action's). *closest Pulsar strategy*: the one ending lowest (fewest moves on",
+        "ties). A criterion a scenario does not declare is not judged there (-).",
+        "",
+        "## Headline",
+        "",
+    ]
+    ks = cases(results)
+    if ks:
+        worst = max(ks, key=lambda k: k["delta"])
+        best = min(ks, key=lambda k: k["delta"])
+        text = (
+            f"**Worst case** for the planner: {_case_text(worst)}. **Best case**: {_case_text(best)} (final max, means "
+            "over seeds; scenario / load model / cadence). **Worst transient**: "
+            f"{_transient_text(max(ks, key=lambda k: k['delta_worst']))}."
+        )
+        one = worst_run(results)
+        if one is not None:
+            text += f" **Worst single run** (one seed): {_run_text(one)}."
+        lines += [text, ""]
+    verdicts = cell_verdicts(doc)
+    met = sum(all(x["ok"] is not False for x in crit) for *_, crit in verdicts)
+    lines += [
+        f"**{met} of {len(verdicts)}** cells (scenario x load model x cadence) meet every criterion their scenario "
+        "declares.",
+        "",
+        "| load model | cadence | scenarios meeting every declared criterion | failed criteria | worst case vs no-action "
+        "| best case vs no-action |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m, by_c in results.items():
+        for c in by_c:
+            mine = [(sc, crit) for mm, cc, sc, crit in verdicts if (mm, cc) == (m, c)]
+            passing = sum(all(x["ok"] is not False for x in crit) for _, crit in mine)
+            failed = [
+                f"{sc}: {', '.join(x['key'] for x in crit if x['ok'] is False)}"
+                for sc, crit in mine
+                if any(x["ok"] is False for x in crit)
+            ]
+            here = [k for k in ks if k["model"] == m and k["cadence"] == c]
+            w = max(here, key=lambda k: k["delta"]) if here else None
+            b = min(here, key=lambda k: k["delta"]) if here else None
+            lines.append(
+                f"| {m} | {c} | {passing} of {len(mine)} | {'; '.join(failed) or '-'} | "
+                + (f"{w['scenario']}: {w['planner']:.3f} vs {w['no_action']:.3f} | " if w else "- | ")
+                + (f"{b['scenario']}: {b['planner']:.3f} vs {b['no_action']:.3f} |" if b else "- |")
+            )
+    lines += [
+        "",
+        "Criteria: " + "; ".join(f"*{k}*: {n}" for k, n in CRITERIA) + ".",
+        "",
+        "Do no harm, every strategy on the same cells (after the do-no-harm guard; final max, means over seeds):",
+        "",
+        *safety_table(results),
+        "",
+        "## The scenarios",
+        "",
+        "| scenario | what happens | declared criteria | what a good balancer does |",
+        "|---|---|---|---|",
+    ]
+    for sc, e in scenarios.items():
+        lines.append(f"| {sc} | {e['description']} | {', '.join(e['criteria'])} | {e['why']} |")
+    lines.append("")
+    for sc, e in scenarios.items():
+        lines += [
+            f"## {sc}",
+            "",
+            f"{e['description']}; declared: {', '.join(f'*{k}*' for k in e['criteria'])}.",
+            "",
+            "| load model | cadence | ideal | no-action | GlobalPlanner (moves) | closest Pulsar strategy (moves) | "
+            + " | ".join(k for k, _ in CRITERIA)
+            + " |",
+            "|---" * (6 + len(CRITERIA)) + "|",
+        ]
+        notes: list[str] = []
+        rows: list[tuple[str, str, dict[str, list[dict[str, Any]]]]] = []
+        for m, by_c in results.items():
+            for c, by_sc in by_c.items():
+                if sc not in by_sc:
+                    continue
+                by = by_sc[sc]
+                rows.append((m, c, by))
+                crit = criteria(e["criteria"], by)
+                closest = closest_pulsar(by)
+                p = by.get(PLANNER)
+                cells = [
+                    m,
+                    c,
+                    f"{_mean(next(iter(by.values())), 'ideal'):.3f}",
+                    f"{_mean(by[NO_ACTION], 'final_max'):.3f}" if NO_ACTION in by else "-",
+                    f"{_mean(p, 'final_max'):.3f} ({_mean(p, 'moves'):.1f})" if p else "-",
+                    f"{closest}: {_mean(by[closest], 'final_max'):.3f} ({_mean(by[closest], 'moves'):.1f})"
+                    if closest
+                    else "-",
+                    *(_cell(x) for x in crit),
+                ]
+                lines.append("| " + " | ".join(cells) + " |")
+                notes += [f"* {m} / {c}: {x['key']}: {x['detail']}" for x in crit if x["ok"] is False]
+        lines.append("")
+        if notes:
+            lines += ["Failed criteria:", "", *notes, ""]
+        lines += [
+            "final max (moves) per strategy:",
+            "",
+            "| load model | cadence | " + " | ".join(strategies) + " |",
+            "|---" * (len(strategies) + 2) + "|",
+        ]
+        for m, c, by in rows:
+            lines.append(
+                f"| {m} | {c} | "
+                + " | ".join(
+                    f"{_mean(by[s], 'final_max'):.3f} ({_mean(by[s], 'moves'):.1f})" if s in by else "-"
+                    for s in strategies
+                )
+                + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_headline(doc: dict[str, Any]) -> str:
+    """docs/benchmarks/README.md's paragraph: cells meeting every criterion, each one missed, worst and best case,
+    the do-no-harm counts."""
+    names = list(specs(doc))
+    results = ordered(doc["results"], names)
+    verdicts = cell_verdicts(doc)
+    met = sum(all(x["ok"] is not False for x in crit) for *_, crit in verdicts)
+    where: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for m, c, sc, crit in verdicts:
+        for x in crit:
+            if x["ok"] is False:
+                where.setdefault((x["key"], sc), {}).setdefault(c, []).append(m)
+    missed = []
+    for (key, sc), by_c in where.items():
+        cells = "; ".join(f"{c}: {', '.join(ms)}" for c, ms in by_c.items())
+        missed.append(f"*{key}* on {sc} ({cells})")
+    text = (
+        f"On the {len(names)} held-out scenarios ({', '.join(names)}; written without reading the planner, each with "
+        f"the criteria a good balancer meets declared before any run), {len(doc['results'])} load models and both "
+        f"cadences: **{met} of {len(verdicts)}** cells meet every declared criterion"
+        + (f" (missed: {', '.join(missed)})" if missed else "")
+        + "."
+    )
+    ks = cases(results)
+    if ks:
+        text += (
+            f" **Worst case**: {_case_text(max(ks, key=lambda k: k['delta']))}; **best case**: "
+            f"{_case_text(min(ks, key=lambda k: k['delta']))} (final max, means over seeds {doc['seeds']})."
+        )
+    rows = {r["strategy"]: r for r in safety(results)}
+    p = rows.pop(PLANNER, None)
+    if p is not None:
+        text += (
+            f" The planner ends above doing nothing (by more than {TIE}) in **{p['worse']}** of {p['cells']} cells and "
+            f"pushes a broker above {HOT:.0%} where doing nothing stays below in **{p['hot']}**"
+        )
+        if rows:
+            above = [r["worse"] for r in rows.values()]
+            hot = [r["hot"] for r in rows.values()]
+            each = ", ".join(f"{st} {r['worse']} / {r['hot']}" for st, r in rows.items())
+            text += f"; the Pulsar strategies in {_span(above)} and {_span(hot)} ({each})"
+        text += "."
+    return text + " Every cell, criterion and strategy: [held-out-scenarios.md](held-out-scenarios.md)."
+
+
+BLOCKS = {BLOCK: render_report, HEADLINE: render_headline}
+
+INTRO = """# Benchmark: held-out scenarios
+
+The balance benchmark ([balance.md](balance.md)) runs the ten scenarios the GlobalPlanner was tuned on; the held-out
+load models ([balance-held-out.md](balance-held-out.md) and the sets after it) change how traffic turns into load, on
+those same ten problems. This report runs problems nobody tuned the planner on: the scenarios of
+`src/pulsar_rebalance/simulator/held_out_scenarios.py`, written without reading the planner, from how Pulsar clusters
+behave and what operators report (a broker crashing under load, a common-mode daily swing, a flash crowd on one
+namespace, steady growth with one broker a little hotter, a wide cluster of small brokers with Pulsar's default 4
+bundles a namespace). Each scenario declared what a good balancer does there, as the balance benchmark's criteria,
+before any strategy ran on it; the scenarios were not changed after this report's run. Everything else - the closed
+loop, the two cadences, the strategies, the do-no-harm guard, the criteria's arithmetic - is the balance benchmark's.
+
+"""
+
+
+INDEX_SECTION = """## Held-out scenarios
+
+The balance benchmark's criteria on problems nobody tuned the planner on (a broker crashing under load, a common-mode
+daily swing, a flash crowd on one namespace, steady growth, a wide cluster of small brokers), each scenario declaring
+which criteria a good balancer meets there ([held-out-scenarios.md](held-out-scenarios.md)):
+
+"""
+
+
+def ensure_index_section(index: Path, json_rel: str) -> None:
+    """docs/benchmarks/README.md's section for this benchmark with its (empty) headline block, put before "How the
+    planner got here" (at the end if there is no such heading) if it is not there yet."""
+    text = index.read_text(encoding="utf-8")
+    if f"<!-- {HEADLINE}:start" in text:
+        return
+    section = (
+        INDEX_SECTION + f"<!-- {HEADLINE}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {HEADLINE}:end -->\n\n"
+    )
+    anchor = "## How the planner got here"
+    text = text.replace(anchor, section + anchor, 1) if anchor in text else text.rstrip("\n") + "\n\n" + section
+    index.write_text(text, encoding="utf-8")
+
+
+def write_report(json_path: Path, doc: dict[str, Any], targets: dict[str, list[Path]]) -> None:
+    """The JSON, then each block of ``targets`` rendered from it: the report created with its intro if it is new, the
+    index given its section if it has none."""
+    figures.write_json(json_path, doc)
+    json_rel = json_path.relative_to(ROOT).as_posix() if json_path.is_relative_to(ROOT) else str(json_path)
+    for md_path in targets.get(BLOCK, []):
+        if not md_path.exists():
+            md_path.write_text(
+                INTRO + f"<!-- {BLOCK}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {BLOCK}:end -->\n",
+                encoding="utf-8",
+            )
+    for index in targets.get(HEADLINE, []):
+        ensure_index_section(index, json_rel)
+    figures.update(SCRIPT, json_rel, doc, targets)
+
+
+# ---------------------------------------------------------------- running
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", nargs="*", default=None, help=f"default: all ({', '.join(HELD_OUT_SCENARIOS)})")
+    parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
+    parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
+    parser.add_argument(
+        "--strategies", nargs="*", default=None, help="default: every strategy of the balance benchmark"
+    )
+    parser.add_argument("--seeds", nargs="*", type=int, default=None, help="default 1 2")
+    parser.add_argument("--noise", type=float, default=None, help="CPU noise, 0-0.1 (default: each scenario's, 2-3 %%)")
+    parser.add_argument("--rate-noise", type=float, default=RATE_NOISE, help=f"default {RATE_NOISE}")
+    parser.add_argument(
+        "--approval-delay-min", type=int, default=15, help="dag cadence: minutes from decision to apply"
+    )
+    parser.add_argument(
+        "--drift-tolerance", type=float, default=0.5, help="dag cadence: the executor's drift_tolerance (<0: no check)"
+    )
+    parser.add_argument("--no-guard", action="store_true", help="the strategies' raw decisions, without the guard")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help=f"worker processes (this machine has {os.cpu_count() or 1} cores)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="one line per run as it finishes")
+    parser.add_argument("--no-write", action="store_true", help="print the verdicts only")
+    parser.add_argument(
+        "--out-dir", type=Path, default=None, help="write held-out-scenarios.md + .json there (any run, partial too)"
+    )
+    parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
+    args = parser.parse_args(argv)
+    if args.render:
+        import json
+
+        write_report(JSON, json.loads(JSON.read_text(encoding="utf-8")), TARGETS)
+        return 0
+    scenarios = args.scenarios or list(HELD_OUT_SCENARIOS)
+    models = args.models or list(LOAD_MODELS)
+    strategies = args.strategies or list(STRATEGIES)
+    seeds = args.seeds or list(SEEDS)
+    for name, given, known in (
+        ("scenario", scenarios, HELD_OUT_SCENARIOS),
+        ("load model", models, LOAD_MODELS),
+        ("cadence", args.cadences, CADENCES),
+        ("strategy", strategies, STRATEGIES),
+    ):
+        unknown = [g for g in given if g not in known]
+        if unknown:
+            parser.error(f"unknown {name} {', '.join(unknown)}; known: {', '.join(known)}")
+    for flag, value in (("--noise", args.noise), ("--rate-noise", args.rate_noise)):
+        if value is not None and not 0.0 <= value <= 0.1:
+            parser.error(f"{flag} must be in [0, 0.1], got {value}")
+    drift = None if args.drift_tolerance < 0 else args.drift_tolerance
+    digests = source_digests()  # before the runs: what they import
+    tasks: list[Task] = [
+        (sc, m, c, st, seed, args.noise, args.rate_noise, args.approval_delay_min, drift, not args.no_guard)
+        for sc in scenarios
+        for m in models
+        for c in args.cadences
+        for seed in seeds
+        for st in strategies
+    ]
+    # the long ones first (minute cadence, the planner), so that the pool ends together
+    tasks.sort(key=lambda t: (t[2] != "minute", t[3] != PLANNER))
+    logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
+    print(f"{len(tasks)} runs on {max(1, args.jobs)} worker(s)", file=sys.stderr, flush=True)
+    load = figures.LoadSampler()
+    load.__enter__()
+    started = time.perf_counter()
+    progress = figures.Progress(len(tasks))
+    done: list[tuple[Task, dict[str, Any], float]] = []
+
+    def tick(item: tuple[Task, dict[str, Any], float]) -> None:
+        done.append(item)
+        task, s, seconds = item
+        if args.verbose:
+            print(
+                f"{task[0]:26s} {task[1]:22s} {task[2]:6s} seed {task[4]} {task[3]:28s} final {s['final_max']:.3f} "
+                f"worst {s['worst_max']:.3f} moves {s['moves']:4d} ideal {s['ideal']:.3f} ({seconds:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        progress.tick()
+
+    if args.jobs > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            for item in pool.map(run_one, tasks):
+                tick(item)
+    else:
+        for task in tasks:
+            tick(run_one(task))
+    elapsed = time.perf_counter() - started
+    load.__exit__(None, None, None)
+    results: Results = {}
+    for task, summary, _ in sorted(done, key=lambda d: (d[0][4], d[0][3])):
+        sc, m, c, st = task[:4]
+        results.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {}).setdefault(st, []).append(summary)
+    doc: dict[str, Any] = {
+        "meta": figures.meta(load),
+        "seeds": seeds,
+        "noise": args.noise,
+        "rate_noise": args.rate_noise,
+        "approval_delay_min": args.approval_delay_min,
+        "drift_tolerance": drift,
+        "guard": not args.no_guard,
+        "strategies": [s for s in STRATEGIES if s in strategies],
+        "scenarios": [
+            {"name": sc, "description": e.description, "criteria": list(e.criteria), "why": e.why}
+            for sc, e in EXPECTATIONS.items()
+            if sc in scenarios
+        ],
+        "runs": len(tasks),
+        "elapsed_s": round(elapsed),
+        "results": ordered(results, scenarios),
+        "sources": digests,
+    }
+    print(f"\n{len(tasks)} runs in {elapsed:.0f} s (means over seeds {seeds})")
+    for line in verdict_lines(doc):
+        print(line)
+    if args.no_write:
+        return 0
+    if args.out_dir is not None:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        write_report(args.out_dir / JSON.name, doc, {BLOCK: [args.out_dir / DOC.name]})
+        return 0
+    full = (
+        set(scenarios) == set(HELD_OUT_SCENARIOS)
+        and set(models) == set(LOAD_MODELS)
+        and set(args.cadences) == set(CADENCES)
+        and {PLANNER, NO_ACTION} <= set(strategies)
+    )
+    if not full:
+        print(
+            "partial run (not every scenario, load model and cadence, or no planner / no-action): nothing written "
+            "(--out-dir DIR writes it there)",
+            file=sys.stderr,
+        )
+        return 0
+    write_report(JSON, doc, TARGETS)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
