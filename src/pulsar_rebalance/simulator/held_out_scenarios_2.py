@@ -24,8 +24,9 @@ topic-churn          short-lived topics (a job's, a session's) are created and d
 follow-the-sun       three regions' namespaces (apac, eu, us; 3 each): the active region's traffic is 1.8x its mean,
                      the two others 0.6x (total about constant); the active region changes every 8 h at the dag
                      cadence (a day: apac, eu, us), every 40 min at the minute cadence
-noisy-neighbour      broker-6's real capacity falls to 60 % at minute 20 (a noisy neighbour on its host, thermal
-                     throttling) while it reports the same limits: same bundles, same rates, its usage 1/0.6x higher
+noisy-neighbour      broker-6's real capacity falls to 55 % at minute 20 (a noisy neighbour on its host, thermal
+                     throttling) while it reports the same limits: same bundles, same rates, its usage 1/0.55x higher
+                     (from 50 % to about 91 %)
 tenant-takeover      tenant-0 (2 of 8 namespaces, about a quarter of the traffic) doubles its traffic over the run
                      (2 hours at the minute cadence, 2 days at the dag) while the other tenants shrink to keep the
                      total constant
@@ -213,7 +214,9 @@ SUN_SHIFT_MIN = {"minute": 40, "dag": DAY_MINUTES // len(REGIONS)}
 """Minutes each region stays active: 8 h at the dag cadence (a day for the three), 40 min at the minute cadence (its
 120 decisions see each region once)."""
 SUN_CYCLES = 120
-SUN_LOAD = 0.5
+SUN_LOAD = 0.45
+"""Below the first set's 50 %: doing nothing peaks at 67-80 % after the worst shift (84-87 % under convex-cpu, seed
+1), below the 85 % line, so that *no_hot* judges what a balancer's moves do."""
 
 
 def active_region(minutes: float, shift: int) -> str:
@@ -248,8 +251,9 @@ def follow_the_sun(seed: int) -> ScenarioRun:
 
 DEGRADED = "broker-6:8080"
 DEGRADE_MIN = 20
-DEGRADE_CAPACITY = 0.6
-"""The degraded broker's real capacity (cores and NIC) as a fraction of what it reports, from DEGRADE_MIN on."""
+DEGRADE_CAPACITY = 0.55
+"""The degraded broker's real capacity (cores and NIC) as a fraction of what it reports, from DEGRADE_MIN on: at 50 %
+it reports about 91 %, clearly over the 85 % line, where 60 % would leave it at 83 % plus drift, on the line."""
 DEGRADE_CYCLES = 60
 DEGRADE_LOAD = 0.5
 
@@ -485,10 +489,10 @@ EXPECTATIONS_2: Mapping[str, Expectation] = {
         "no moves, never pushing a broker over 85 %",
     ),
     "noisy-neighbour": Expectation(
-        "one broker's real capacity falls to 60 % at minute 20 (a noisy neighbour, CPU throttling) while it reports "
-        "the same limits: same bundles, same rates, its usage up by 1/0.6",
+        "one broker's real capacity falls to 55 % at minute 20 (a noisy neighbour, CPU throttling) while it reports "
+        "the same limits: same bundles, same rates, its usage from 50 % to about 91 %",
         ALWAYS,
-        "its bundles' rates say nothing changed, its reported usage says it is near 85 %: move enough load off it "
+        "its bundles' rates say nothing changed, its reported usage says it is over 85 %: move enough load off it "
         "to bring it in line with the rest, without overloading the others and with moves in proportion",
     ),
     "tenant-takeover": Expectation(
