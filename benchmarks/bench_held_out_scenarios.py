@@ -7,6 +7,12 @@ Usage::
         # 0.03, every strategy; writes docs/benchmarks/held-out-scenarios.md + .json
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --scenarios flash-crowd --models linear \\
         --cadences minute --strategies GlobalPlanner no-action --seeds 1 --no-write   # a look, nothing written
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 2 --jobs 2
+        # the second held-out set (held_out_scenarios_2.py), kept in reserve: its first full run is the measure of
+        # the planner change that follows; writes docs/benchmarks/held-out-scenarios-2.md + .json
+
+``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``) or 2
+(``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md``, not yet in the READMEs' headlines).
 
 The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
 each with the criteria a good balancer meets there declared beside it (``EXPECTATIONS``). Everything else is the balance
@@ -24,8 +30,9 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +63,11 @@ from bench_balance import (  # noqa: E402  (the criteria's one source)
     worst_run,
 )
 
+from pulsar_rebalance.simulator import held_out_scenarios_2  # noqa: E402
 from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
+from pulsar_rebalance.simulator.scenarios import ScenarioRun  # noqa: E402
 
 SCRIPT = "benchmarks/bench_held_out_scenarios.py"
 JSON = ROOT / "docs" / "benchmarks" / "held-out-scenarios.json"
@@ -99,17 +108,18 @@ PROXY = {"steady": "steady-with-noise", "jitter": "periodic-jitter"}
 """``done_when`` judges *steady* and *jitter* on the balance benchmark's scenarios of those names: a held-out scenario
 that declares one is judged as that scenario would be."""
 
-Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", bool]
+Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", bool, int]
+"""(scenario, load model, cadence, strategy, seed, noise, rate noise, approval delay, drift tolerance, guard, set)."""
 Results = dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]]
 """load model -> cadence -> scenario -> strategy -> one summary per seed."""
 
 
 def run_one(task: Task) -> tuple[Task, dict[str, Any], float]:
     """One closed-loop run (a process pool's unit of work): its summary (:data:`KEEP`) and seconds."""
-    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, guard = task
+    scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, guard, number = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
-    run = build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise, cadence=cadence)
+    run = SETS[number].build(scenario, seed, load_model=model, noise=noise, rate_noise=rate_noise, cadence=cadence)
     r = run_closed_loop(
         run,
         strategy,
@@ -331,9 +341,9 @@ def render_report(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_headline(doc: dict[str, Any]) -> str:
+def render_headline(doc: dict[str, Any], number: int = 1) -> str:
     """docs/benchmarks/README.md's paragraph: cells meeting every criterion, each one missed, worst and best case,
-    the do-no-harm counts."""
+    the do-no-harm counts (``number``: the set's)."""
     names = list(specs(doc))
     results = ordered(doc["results"], names)
     verdicts = cell_verdicts(doc)
@@ -347,9 +357,15 @@ def render_headline(doc: dict[str, Any]) -> str:
     for (key, sc), by_c in where.items():
         cells = "; ".join(f"{c}: {', '.join(ms)}" for c, ms in by_c.items())
         missed.append(f"*{key}* on {sc} ({cells})")
-    text = (
+    what = (
         f"On the {len(names)} held-out scenarios ({', '.join(names)}; written without reading the planner, each with "
-        f"the criteria a good balancer meets declared before any run), {len(doc['results'])} load models and both "
+        "the criteria a good balancer meets declared before any run)"
+        if number == 1
+        else f"On the {len(names)} scenarios of the second held-out set ({', '.join(names)}; written without reading "
+        "the planner and kept in reserve, each with the criteria a good balancer meets declared before any run)"
+    )
+    text = (
+        f"{what}, {len(doc['results'])} load models and both "
         f"cadences: **{met} of {len(verdicts)}** cells meet every declared criterion"
         + (f" (missed: {', '.join(missed)})" if missed else "")
         + "."
@@ -373,15 +389,40 @@ def render_headline(doc: dict[str, Any]) -> str:
             each = ", ".join(f"{st} {r['worse']} / {r['hot']}" for st, r in rows.items())
             text += f"; the Pulsar strategies in {_span(above)} and {_span(hot)} ({each})"
         text += "."
-    return text + " Every cell, criterion and strategy: [held-out-scenarios.md](held-out-scenarios.md)."
+    report = SETS[number].doc.name
+    return text + f" Every cell, criterion and strategy: [{report}]({report})."
 
 
-def render_readme(doc: dict[str, Any]) -> str:
+def render_readme(doc: dict[str, Any], number: int = 1) -> str:
     """README.md's paragraph: :func:`render_headline`'s, its link to the report from the repository's root."""
-    return render_headline(doc).replace("](held-out-scenarios.md)", "](docs/benchmarks/held-out-scenarios.md)")
+    report = SETS[number].doc.name
+    return render_headline(doc, number).replace(f"]({report})", f"](docs/benchmarks/{report})")
 
 
-BLOCKS = {BLOCK: render_report, HEADLINE: render_headline, README_BLOCK: render_readme}
+def render_headline_2(doc: dict[str, Any]) -> str:
+    return render_headline(doc, 2)
+
+
+def render_readme_2(doc: dict[str, Any]) -> str:
+    return render_readme(doc, 2)
+
+
+JSON_2 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-2.json"
+DOC_2 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-2.md"
+BLOCK_2 = "held-out-scenarios-2-report"
+HEADLINE_2 = "held-out-scenarios-2-headline"
+"""The second set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
+README_BLOCK_2 = "held-out-scenarios-2-readme"
+"""The second set's headline for README.md (idem)."""
+
+BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
+    BLOCK: render_report,
+    HEADLINE: render_headline,
+    README_BLOCK: render_readme,
+    BLOCK_2: render_report,
+    HEADLINE_2: render_headline_2,
+    README_BLOCK_2: render_readme_2,
+}
 
 INTRO = """# Benchmark: held-out scenarios
 
@@ -394,6 +435,24 @@ namespace, steady growth with one broker a little hotter, a wide cluster of smal
 bundles a namespace). Each scenario declared what a good balancer does there, as the balance benchmark's criteria,
 before any strategy ran on it; the scenarios were not changed after this report's run. Everything else - the closed
 loop, the two cadences, the strategies, the do-no-harm guard, the criteria's arithmetic - is the balance benchmark's.
+
+"""
+
+
+INTRO_2 = """# Benchmark: held-out scenarios, second set
+
+The first held-out set ([held-out-scenarios.md](held-out-scenarios.md)) ran problems nobody tuned the planner on, once,
+on the planner as it was. This report runs a second set, written the same way and then kept in reserve: the scenarios
+of `src/pulsar_rebalance/simulator/held_out_scenarios_2.py`, written without reading the planner (nor the first set's
+results), from how Pulsar clusters behave and what operators report (topics created and deleted all through the run, a
+hotspot that follows the sun between regions, a broker losing capacity to a noisy neighbour while it reports the same
+limits, one tenant taking over while the others shrink, a backlog drained after a consumer outage). Each scenario
+declared what a good balancer does there, as the balance benchmark's criteria, before any strategy ran on it; while
+the set was written only doing nothing and Pulsar's strategies ran on it, never the planner. Its first full run, this
+report's, measures the planner change that followed. Everything else - the closed loop, the two cadences, the
+strategies, the do-no-harm guard, the criteria's arithmetic - is the balance benchmark's.
+
+First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
 
 """
 
@@ -421,15 +480,17 @@ def ensure_index_section(index: Path, json_rel: str) -> None:
     index.write_text(text, encoding="utf-8")
 
 
-def write_report(json_path: Path, doc: dict[str, Any], targets: dict[str, list[Path]]) -> None:
+def write_report(json_path: Path, doc: dict[str, Any], targets: dict[str, list[Path]], number: int = 1) -> None:
     """The JSON, then each block of ``targets`` rendered from it: the report created with its intro if it is new, the
-    index given its section if it has none."""
+    index given its section if it has none (``number``: the set's)."""
     figures.write_json(json_path, doc)
     json_rel = json_path.relative_to(ROOT).as_posix() if json_path.is_relative_to(ROOT) else str(json_path)
-    for md_path in targets.get(BLOCK, []):
+    chosen = SETS[number]
+    for md_path in targets.get(chosen.block, []):
         if not md_path.exists():
             md_path.write_text(
-                INTRO + f"<!-- {BLOCK}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {BLOCK}:end -->\n",
+                chosen.intro
+                + f"<!-- {chosen.block}:start (written by {SCRIPT} from {json_rel}) -->\n<!-- {chosen.block}:end -->\n",
                 encoding="utf-8",
             )
     for index in targets.get(HEADLINE, []):
@@ -437,12 +498,58 @@ def write_report(json_path: Path, doc: dict[str, Any], targets: dict[str, list[P
     figures.update(SCRIPT, json_rel, doc, targets)
 
 
+# ---------------------------------------------------------------- the sets
+
+
+@dataclass(frozen=True)
+class ScenarioSet:
+    """One held-out set: its scenarios, their declared criteria, its builder, its report and the blocks it writes."""
+
+    number: int
+    scenarios: Mapping[str, Callable[[int], ScenarioRun]]
+    expectations: Mapping[str, Any]
+    build: Callable[..., ScenarioRun]
+    json: Path
+    doc: Path
+    block: str
+    intro: str
+    written: Mapping[str, list[Path]]
+    """The files each block is written into by a full run."""
+
+
+SETS: dict[int, ScenarioSet] = {
+    1: ScenarioSet(1, HELD_OUT_SCENARIOS, EXPECTATIONS, build, JSON, DOC, BLOCK, INTRO, TARGETS),
+    2: ScenarioSet(
+        2,
+        held_out_scenarios_2.HELD_OUT_SCENARIOS_2,
+        held_out_scenarios_2.EXPECTATIONS_2,
+        held_out_scenarios_2.build,
+        JSON_2,
+        DOC_2,
+        BLOCK_2,
+        INTRO_2,
+        # the report only: the headline blocks go into README.md and docs/benchmarks/README.md once a report exists
+        {BLOCK_2: [DOC_2]},
+    ),
+}
+"""``--set``'s choices: the first held-out set (the default) and the second, kept in reserve."""
+
+
 # ---------------------------------------------------------------- running
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenarios", nargs="*", default=None, help=f"default: all ({', '.join(HELD_OUT_SCENARIOS)})")
+    parser.add_argument(
+        "--set", type=int, choices=sorted(SETS), default=1, help="the held-out set: 1 (default) or 2 (kept in reserve)"
+    )
+    parser.add_argument(
+        "--scenarios",
+        nargs="*",
+        default=None,
+        help=f"default: all of the set's (set 1: {', '.join(HELD_OUT_SCENARIOS)}; set 2: "
+        f"{', '.join(held_out_scenarios_2.HELD_OUT_SCENARIOS_2)})",
+    )
     parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
     parser.add_argument(
@@ -464,21 +571,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="one line per run as it finishes")
     parser.add_argument("--no-write", action="store_true", help="print the verdicts only")
     parser.add_argument(
-        "--out-dir", type=Path, default=None, help="write held-out-scenarios.md + .json there (any run, partial too)"
+        "--out-dir",
+        type=Path,
+        default=None,
+        help="write the set's report (held-out-scenarios.md / -2.md) + .json there (any run, partial too)",
     )
     parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
     args = parser.parse_args(argv)
+    chosen = SETS[args.set]
     if args.render:
         import json
 
-        write_report(JSON, json.loads(JSON.read_text(encoding="utf-8")), TARGETS)
+        if not chosen.json.exists():
+            parser.error(f"{chosen.json.relative_to(ROOT)} does not exist: set {args.set} has no report yet")
+        write_report(chosen.json, json.loads(chosen.json.read_text(encoding="utf-8")), dict(chosen.written), args.set)
         return 0
-    scenarios = args.scenarios or list(HELD_OUT_SCENARIOS)
+    scenarios = args.scenarios or list(chosen.scenarios)
     models = args.models or list(LOAD_MODELS)
     strategies = args.strategies or list(STRATEGIES)
     seeds = args.seeds or list(SEEDS)
     for name, given, known in (
-        ("scenario", scenarios, HELD_OUT_SCENARIOS),
+        ("scenario", scenarios, chosen.scenarios),
         ("load model", models, LOAD_MODELS),
         ("cadence", args.cadences, CADENCES),
         ("strategy", strategies, STRATEGIES),
@@ -492,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     drift = None if args.drift_tolerance < 0 else args.drift_tolerance
     digests = source_digests()  # before the runs: what they import
     tasks: list[Task] = [
-        (sc, m, c, st, seed, args.noise, args.rate_noise, args.approval_delay_min, drift, not args.no_guard)
+        (sc, m, c, st, seed, args.noise, args.rate_noise, args.approval_delay_min, drift, not args.no_guard, args.set)
         for sc in scenarios
         for m in models
         for c in args.cadences
@@ -545,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         "strategies": [s for s in STRATEGIES if s in strategies],
         "scenarios": [
             {"name": sc, "description": e.description, "criteria": list(e.criteria), "why": e.why}
-            for sc, e in EXPECTATIONS.items()
+            for sc, e in chosen.expectations.items()
             if sc in scenarios
         ],
         "runs": len(tasks),
@@ -560,10 +673,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.out_dir is not None:
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        write_report(args.out_dir / JSON.name, doc, {BLOCK: [args.out_dir / DOC.name]})
+        write_report(args.out_dir / chosen.json.name, doc, {chosen.block: [args.out_dir / chosen.doc.name]}, args.set)
         return 0
     full = (
-        set(scenarios) == set(HELD_OUT_SCENARIOS)
+        set(scenarios) == set(chosen.scenarios)
         and set(models) == set(LOAD_MODELS)
         and set(args.cadences) == set(CADENCES)
         and {PLANNER, NO_ACTION} <= set(strategies)
@@ -575,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 0
-    write_report(JSON, doc, TARGETS)
+    write_report(chosen.json, doc, dict(chosen.written), args.set)
     return 0
 
 
