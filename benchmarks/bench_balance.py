@@ -184,6 +184,31 @@ def plot(title: str, panels: dict[str, tuple[dict[str, list[float]], list[float]
     plt.close(fig)
 
 
+def plot_figures(series: dict[str, Any], img_dir: Path, models: Sequence[str], scenarios: Sequence[str]) -> None:
+    """One figure per load model and cadence of ``series`` (model -> cadence -> scenario -> ``max_usage`` per
+    strategy and ``ideal``, the first seed's), ``img_dir/<model>-<cadence>.png``: a panel per scenario (:func:`plot`)."""
+    img_dir.mkdir(parents=True, exist_ok=True)
+    for model in _by_order(series, models):
+        for cadence in _by_order(series[model], CADENCES):
+            by_scenario = series[model][cadence]
+            xlabel = "decision (1 per simulated minute)" if cadence == "minute" else "decision (1 per simulated hour)"
+            plot(
+                f"load model {model}, cadence {cadence} (first seed)",
+                {
+                    sc: (
+                        {
+                            st: by_scenario[sc]["max_usage"][st]
+                            for st in _by_order(by_scenario[sc]["max_usage"], STRATEGIES)
+                        },
+                        by_scenario[sc]["ideal"],
+                    )
+                    for sc in _by_order(by_scenario, scenarios)
+                },
+                img_dir / f"{model}-{cadence}.png",
+                xlabel,
+            )
+
+
 Task = tuple[str, str, str, str, int, "float | None", float, int, "float | None", "int | None", bool]
 
 
@@ -623,28 +648,7 @@ def main(argv: list[str] | None = None) -> int:
             "series": series,
             "sources": digests,
         }
-    out_dir = json_path.parent
-    img_dir = out_dir / "balance"
-    img_dir.mkdir(parents=True, exist_ok=True)
-    for model in _by_order(doc["series"], MODELS):
-        for cadence in _by_order(doc["series"][model], CADENCES):
-            by_scenario = doc["series"][model][cadence]
-            xlabel = "decision (1 per simulated minute)" if cadence == "minute" else "decision (1 per simulated hour)"
-            plot(
-                f"load model {model}, cadence {cadence} (first seed)",
-                {
-                    sc: (
-                        {
-                            st: by_scenario[sc]["max_usage"][st]
-                            for st in _by_order(by_scenario[sc]["max_usage"], STRATEGIES)
-                        },
-                        by_scenario[sc]["ideal"],
-                    )
-                    for sc in _by_order(by_scenario, SCENARIOS)
-                },
-                img_dir / f"{model}-{cadence}.png",
-                xlabel,
-            )
+    plot_figures(doc["series"], json_path.parent / "balance", MODELS, SCENARIOS)
     if args.held_out:
         doc["held_out"] = True
     if args.held_out not in (None, "1"):

@@ -57,6 +57,7 @@ from bench_balance import (  # noqa: E402  (the criteria's one source)
     cases,
     closest_pulsar,
     done_when,
+    plot_figures,
     safety,
     safety_table,
     source_digests,
@@ -114,8 +115,9 @@ Results = dict[str, dict[str, dict[str, dict[str, list[dict[str, Any]]]]]]
 """load model -> cadence -> scenario -> strategy -> one summary per seed."""
 
 
-def run_one(task: Task) -> tuple[Task, dict[str, Any], float]:
-    """One closed-loop run (a process pool's unit of work): its summary (:data:`KEEP`) and seconds."""
+def run_one(task: Task) -> tuple[Task, dict[str, Any], float, dict[str, list[float]]]:
+    """One closed-loop run (a process pool's unit of work): its summary (:data:`KEEP`), seconds, and its series (the
+    worst broker's usage and the ideal per decision, for the plots)."""
     scenario, model, cadence, strategy, seed, noise, rate_noise, delay, drift, guard, number = task
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
     t0 = time.perf_counter()
@@ -133,7 +135,8 @@ def run_one(task: Task) -> tuple[Task, dict[str, Any], float]:
     summary["plans"] = sum(1 for n in r.moves_per_cycle if n)  # decisions that moved at least one bundle
     summary["noise"] = run.model.noise
     summary["rate_noise"] = run.model.rate_noise
-    return task, {k: summary[k] for k in KEEP}, time.perf_counter() - t0
+    series = {"max_usage": [round(x, 4) for x in r.max_usage], "ideal": [round(x, 4) for x in r.ideal]}
+    return task, {k: summary[k] for k in KEEP}, time.perf_counter() - t0, series
 
 
 def criteria(declared: Sequence[str], by: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -276,6 +279,17 @@ def render_report(doc: dict[str, Any]) -> str:
         "",
         *safety_table(results),
         "",
+    ]
+    if doc.get("plots"):
+        lines += [
+            "The worst broker's usage per decision, every strategy, first seed (the planner thick and black, doing "
+            "nothing dotted, the ideal dashed grey); one figure per load model and cadence, a panel per scenario:",
+            "",
+        ]
+        for m, by_c in results.items():
+            for c in by_c:
+                lines += [f"![worst broker usage per scenario: {m}, {c}]({doc['plots']}/{m}-{c}.png)", ""]
+    lines += [
         "## The scenarios",
         "",
         "| scenario | what happens | declared criteria | what a good balancer does |",
@@ -480,6 +494,12 @@ def ensure_index_section(index: Path, json_rel: str) -> None:
     index.write_text(text, encoding="utf-8")
 
 
+def plot_series(doc: dict[str, Any], img_dir: Path) -> None:
+    """One figure per load model and cadence (``img_dir/<model>-<cadence>.png``): a panel per scenario, the worst broker's
+    usage per decision for every strategy on the first seed, the ideal dashed (``bench_balance.plot_figures``)."""
+    plot_figures(doc["series"], img_dir, list(LOAD_MODELS), [s["name"] for s in doc["scenarios"]])
+
+
 def write_report(json_path: Path, doc: dict[str, Any], targets: dict[str, list[Path]], number: int = 1) -> None:
     """The JSON, then each block of ``targets`` rendered from it: the report created with its intro if it is new, the
     index given its section if it has none (``number``: the set's)."""
@@ -620,11 +640,11 @@ def main(argv: list[str] | None = None) -> int:
     load.__enter__()
     started = time.perf_counter()
     progress = figures.Progress(len(tasks))
-    done: list[tuple[Task, dict[str, Any], float]] = []
+    done: list[tuple[Task, dict[str, Any], float, dict[str, list[float]]]] = []
 
-    def tick(item: tuple[Task, dict[str, Any], float]) -> None:
+    def tick(item: tuple[Task, dict[str, Any], float, dict[str, list[float]]]) -> None:
         done.append(item)
-        task, s, seconds = item
+        task, s, seconds, _ = item
         if args.verbose:
             print(
                 f"{task[0]:26s} {task[1]:22s} {task[2]:6s} seed {task[4]} {task[3]:28s} final {s['final_max']:.3f} "
@@ -644,9 +664,13 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     load.__exit__(None, None, None)
     results: Results = {}
-    for task, summary, _ in sorted(done, key=lambda d: (d[0][4], d[0][3])):
+    series: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for task, summary, _, ys in sorted(done, key=lambda d: (d[0][4], d[0][3])):
         sc, m, c, st = task[:4]
         results.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {}).setdefault(st, []).append(summary)
+        if task[4] == seeds[0]:  # the plots show the first seed
+            cell = series.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {"max_usage": {}, "ideal": ys["ideal"]})
+            cell["max_usage"][st] = ys["max_usage"]
     doc: dict[str, Any] = {
         "meta": figures.meta(load),
         "seeds": seeds,
@@ -664,6 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": len(tasks),
         "elapsed_s": round(elapsed),
         "results": ordered(results, scenarios),
+        "series": series,
         "sources": digests,
     }
     print(f"\n{len(tasks)} runs in {elapsed:.0f} s (means over seeds {seeds})")
@@ -671,8 +696,10 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if args.no_write:
         return 0
+    doc["plots"] = chosen.json.stem  # the figures' folder, beside the report
     if args.out_dir is not None:
         args.out_dir.mkdir(parents=True, exist_ok=True)
+        plot_series(doc, args.out_dir / doc["plots"])
         write_report(args.out_dir / chosen.json.name, doc, {chosen.block: [args.out_dir / chosen.doc.name]}, args.set)
         return 0
     full = (
@@ -688,6 +715,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 0
+    plot_series(doc, chosen.json.parent / doc["plots"])
     write_report(chosen.json, doc, dict(chosen.written), args.set)
     return 0
 

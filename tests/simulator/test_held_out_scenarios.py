@@ -242,6 +242,13 @@ def test_a_tiny_benchmark_run_writes_a_report_with_the_criteria(tmp_path: Path) 
     assert "## broker-crash" in report and "**Worst case**" in report
     assert report.index("**Worst case**") < report.index("**Best case**")
     assert "| **GlobalPlanner** |" in report  # the do-no-harm table
+    # the first seed's series, plotted beside the report and linked from it
+    cell = doc["series"]["linear"]["dag"]["broker-crash"]
+    assert set(cell["max_usage"]) == {"GlobalPlanner", "no-action"}
+    assert len(cell["max_usage"]["no-action"]) == len(cell["ideal"]) > 1
+    png = tmp_path / "held-out-scenarios" / "linear-dag.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](held-out-scenarios/linear-dag.png)" in report
 
 
 def test_the_index_gets_its_section_once_before_the_planner_history(tmp_path: Path) -> None:
