@@ -1166,19 +1166,7 @@ def render_report_v2(doc: dict[str, Any]) -> str:
             notes_: list[str] = []
             for sc, by in by_sc.items():
                 crit = done_when(sc, by)
-                closest = closest_pulsar(by)
-                p = by.get(PLANNER)
-                cells = [
-                    sc,
-                    f"{_mean(next(iter(by.values())), 'ideal'):.3f}",
-                    f"{_mean(by[NO_ACTION], 'final_max'):.3f}" if NO_ACTION in by else "-",
-                    f"{_mean(p, 'final_max'):.3f} ({_mean(p, 'moves'):.1f})" if p else "-",
-                    f"{closest}: {_mean(by[closest], 'final_max'):.3f} ({_mean(by[closest], 'moves'):.1f})"
-                    if closest
-                    else "-",
-                    *(_cell(x) for x in crit),
-                ]
-                lines.append("| " + " | ".join(cells) + " |")
+                lines.append("| " + " | ".join([sc, *outcome_cells(by, crit)]) + " |")
                 notes_ += [f"* {sc}: {x['key']}: {x['detail']}" for x in crit if x["ok"] is False]
             lines.append("")
             if notes_:
@@ -1191,16 +1179,28 @@ def render_report_v2(doc: dict[str, Any]) -> str:
                 "|---" * (len(strategies) + 1) + "|",
             ]
             for sc, by in by_sc.items():
-                lines.append(
-                    f"| {sc} | "
-                    + " | ".join(
-                        f"{_mean(by[s], 'final_max'):.3f} ({_mean(by[s], 'moves'):.1f})" if s in by else "-"
-                        for s in strategies
-                    )
-                    + " |"
-                )
+                lines.append("| " + " | ".join([sc, *strategy_cells(by, strategies)]) + " |")
             lines.append("")
     return "\n".join(lines)
+
+
+def outcome_cells(by: dict[str, list[dict[str, Any]]], crit: list[dict[str, Any]]) -> list[str]:
+    """One cell's columns in a report's table of outcomes (after the columns naming the cell): the ideal, doing
+    nothing's final max, the planner's and the closest Pulsar strategy's with their moves, then each criterion."""
+    closest = closest_pulsar(by)
+    p = by.get(PLANNER)
+    return [
+        f"{_mean(next(iter(by.values())), 'ideal'):.3f}",
+        f"{_mean(by[NO_ACTION], 'final_max'):.3f}" if NO_ACTION in by else "-",
+        f"{_mean(p, 'final_max'):.3f} ({_mean(p, 'moves'):.1f})" if p else "-",
+        f"{closest}: {_mean(by[closest], 'final_max'):.3f} ({_mean(by[closest], 'moves'):.1f})" if closest else "-",
+        *(_cell(x) for x in crit),
+    ]
+
+
+def strategy_cells(by: dict[str, list[dict[str, Any]]], strategies: list[str]) -> list[str]:
+    """Each strategy's final max (moves) in one cell, means over seeds (- where it did not run)."""
+    return [f"{_mean(by[s], 'final_max'):.3f} ({_mean(by[s], 'moves'):.1f})" if s in by else "-" for s in strategies]
 
 
 # ---------------------------------------------------------------- format 1 (balance.json before load models)

@@ -49,18 +49,17 @@ from bench_balance import (  # noqa: E402  (the criteria's one source)
     TIE,
     _by_order,
     _case_text,
-    _cell,
-    _mean,
     _run_text,
     _span,
     _transient_text,
     cases,
-    closest_pulsar,
     done_when,
+    outcome_cells,
     plot_figures,
     safety,
     safety_table,
     source_digests,
+    strategy_cells,
     worst_run,
 )
 
@@ -318,20 +317,7 @@ def render_report(doc: dict[str, Any]) -> str:
                 by = by_sc[sc]
                 rows.append((m, c, by))
                 crit = criteria(e["criteria"], by)
-                closest = closest_pulsar(by)
-                p = by.get(PLANNER)
-                cells = [
-                    m,
-                    c,
-                    f"{_mean(next(iter(by.values())), 'ideal'):.3f}",
-                    f"{_mean(by[NO_ACTION], 'final_max'):.3f}" if NO_ACTION in by else "-",
-                    f"{_mean(p, 'final_max'):.3f} ({_mean(p, 'moves'):.1f})" if p else "-",
-                    f"{closest}: {_mean(by[closest], 'final_max'):.3f} ({_mean(by[closest], 'moves'):.1f})"
-                    if closest
-                    else "-",
-                    *(_cell(x) for x in crit),
-                ]
-                lines.append("| " + " | ".join(cells) + " |")
+                lines.append("| " + " | ".join([m, c, *outcome_cells(by, crit)]) + " |")
                 notes += [f"* {m} / {c}: {x['key']}: {x['detail']}" for x in crit if x["ok"] is False]
         lines.append("")
         if notes:
@@ -343,14 +329,7 @@ def render_report(doc: dict[str, Any]) -> str:
             "|---" * (len(strategies) + 2) + "|",
         ]
         for m, c, by in rows:
-            lines.append(
-                f"| {m} | {c} | "
-                + " | ".join(
-                    f"{_mean(by[s], 'final_max'):.3f} ({_mean(by[s], 'moves'):.1f})" if s in by else "-"
-                    for s in strategies
-                )
-                + " |"
-            )
+            lines.append("| " + " | ".join([m, c, *strategy_cells(by, strategies)]) + " |")
         lines.append("")
     return "\n".join(lines)
 

@@ -14,13 +14,14 @@ import pytest
 
 from pulsar_rebalance.simulator import held_out_scenarios as hs
 from pulsar_rebalance.simulator.dynamics import ClusterModel
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import figures  # noqa: E402
+
+from tests.simulator.scenario_profiles import at, factors  # noqa: E402
 
 bench = figures.load_script("benchmarks/bench_held_out_scenarios.py")
 
@@ -34,32 +35,11 @@ TARGETS = {
 CRITERIA_KEYS = {"not_worse", "no_hot", "steady", "jitter", "moves"}
 
 
-def _factors(model: ClusterModel) -> dict[str, float]:
-    """Per namespace, the factor the scenario's time profile puts on its topics' rates now (the shaped rates over
-    the base model's: daily cycle, drift and bursts alone)."""
-    shaped = {t.name: t.rate_in for t in model.topics}
-    ClusterModel._update_rates(model)  # the rates without the profile
-    plain = {t.name: t.rate_in for t in model.topics}
-    model._update_rates()
-    out: dict[str, set[float]] = {}
-    for t in model.topics:
-        if plain[t.name] > 0:
-            out.setdefault(t.namespace, set()).add(round(shaped[t.name] / plain[t.name], 9))
-    assert all(len(v) == 1 for v in out.values()), "a profile is one factor per namespace"
-    return {ns: v.pop() for ns, v in out.items()}
-
-
 def _common(model: ClusterModel) -> float:
     """The one factor the profile puts on every namespace now (it moves every topic together)."""
-    values = {round(v, 9) for v in _factors(model).values()}
+    values = {round(v, 9) for v in factors(model).values()}
     assert len(values) == 1, values
     return values.pop()
-
-
-def _at(model: ClusterModel, minute: int) -> None:
-    """Advance ``model`` to simulated ``minute`` (from where it is)."""
-    if minute > model.cycle:
-        model.advance(minute - model.cycle)
 
 
 def test_the_set_is_held_out_and_declares_its_criteria() -> None:
@@ -71,33 +51,6 @@ def test_the_set_is_held_out_and_declares_its_criteria() -> None:
         assert e.description and e.why
     assert "steady" in hs.EXPECTATIONS["diurnal-swing"].criteria
     assert "jitter" in hs.EXPECTATIONS["flash-crowd"].criteria
-
-
-def test_unknown_names_and_cadences_are_refused() -> None:
-    with pytest.raises(KeyError, match="known: broker-crash"):
-        hs.build("steady-with-noise", 1)
-    with pytest.raises(ValueError, match="unknown cadence"):
-        hs.build("broker-crash", 1, cadence="hourly")
-    with pytest.raises(KeyError):
-        hs.build("broker-crash", 1, load_model="no-such-model")
-
-
-@pytest.mark.parametrize("model", list(LOAD_MODELS))
-@pytest.mark.parametrize("name", list(hs.HELD_OUT_SCENARIOS))
-def test_builds_at_its_load_and_is_deterministic(name: str, model: str) -> None:
-    for cadence in hs.CADENCES:
-        run = hs.build(name, 1, load_model=model, rate_noise=0.03, cadence=cadence)
-        assert run.name == name and run.model.load_model.name == model
-        assert run.model.ideal_usage() == pytest.approx(TARGETS[name], rel=1e-4)
-        again = hs.build(name, 1, load_model=model, rate_noise=0.03, cadence=cadence)
-        assert again.model.owners == run.model.owners
-        assert again.model.bundle_stats() == run.model.bundle_stats()
-        for m in (run.model, again.model):
-            m.advance(30)
-        assert again.model.bundle_stats() == run.model.bundle_stats()
-        assert again.model.reported_stats() == run.model.reported_stats()
-    other = hs.build(name, 2, load_model=model)
-    assert other.model.bundle_stats() != hs.build(name, 1, load_model=model).model.bundle_stats()
 
 
 @pytest.mark.parametrize("step", [1, 15])
@@ -126,7 +79,7 @@ def test_diurnal_swing_moves_every_topic_together_by_35_percent(cadence: str, pe
     assert _common(m) == 1.0
     ideals = {}
     for minute in (period // 4, period // 2, 3 * period // 4):
-        _at(m, minute)
+        at(m, minute)
         expected = 1 + hs.SWING * math.sin(2 * math.pi * minute / period)
         assert _common(m) == pytest.approx(expected, abs=1e-8), minute
         ideals[minute] = m.ideal_usage()
@@ -143,8 +96,8 @@ def test_flash_crowd_triples_one_namespace_for_an_hour_a_day(cadence: str) -> No
     m = run.model
     hot = None
     for minute, crowd in [(29, False), (30, True), (60, True), (89, True), (90, False), (600, False), (1470, True)]:
-        _at(m, minute)
-        f = _factors(m)
+        at(m, minute)
+        f = factors(m)
         if crowd:
             (hot_now,) = [ns for ns, v in f.items() if v != 1.0]
             assert f[hot_now] == hs.CROWD_FACTOR
@@ -160,7 +113,7 @@ def test_flash_crowd_leaves_every_broker_below_85_percent_when_nothing_moves(see
     m = hs.build("flash-crowd", seed).model
     peak = 0.0
     for minute in range(hs.CROWD_START_MIN, hs.CROWD_END_MIN, 5):
-        _at(m, minute)
+        at(m, minute)
         peak = max(peak, *m.true_usage().values())
     assert hs.CROWD_LOAD + 0.1 < peak < 0.85
 
@@ -173,7 +126,7 @@ def test_steady_growth_grows_by_half_with_one_broker_hotter(cadence: str, span: 
     first, *others = list(m.brokers)
     assert usage[first] / (sum(usage[b] for b in others) / len(others)) == pytest.approx(hs.GROWTH_HOT, rel=0.05)
     for minute, expected in [(span // 2, 1.25), (span, 1.5), (span + 60, 1.5)]:
-        _at(m, minute)
+        at(m, minute)
         assert _common(m) == pytest.approx(expected, abs=1e-8), minute
     assert (run.cycles if cadence == "minute" else run.dag_decisions * 60) == span
 

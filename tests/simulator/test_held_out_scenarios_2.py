@@ -14,14 +14,15 @@ import pytest
 
 from pulsar_rebalance.simulator import held_out_scenarios as hs1
 from pulsar_rebalance.simulator import held_out_scenarios_2 as hs
-from pulsar_rebalance.simulator.dynamics import ClusterModel
-from pulsar_rebalance.simulator.load_models import LOAD_MODELS, Load, get_load_model
+from pulsar_rebalance.simulator.load_models import Load, get_load_model
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, _bundle_loads
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import figures  # noqa: E402
+
+from tests.simulator.scenario_profiles import at, factors  # noqa: E402
 
 bench = figures.load_script("benchmarks/bench_held_out_scenarios.py")
 
@@ -36,27 +37,6 @@ CRITERIA_KEYS = {"not_worse", "no_hot", "steady", "jitter", "moves"}
 PLANNER = "GlobalPlanner"
 
 
-def _factors(model: ClusterModel, field: str = "rate_in") -> dict[str, float]:
-    """Per namespace, the factor the scenario's profile puts on its topics' ``field`` now (the shaped rates over the
-    base model's: daily cycle, drift and bursts alone)."""
-    shaped = {t.name: getattr(t, field) for t in model.topics}
-    ClusterModel._update_rates(model)  # the rates without the profile
-    plain = {t.name: getattr(t, field) for t in model.topics}
-    model._update_rates()
-    out: dict[str, set[float]] = {}
-    for t in model.topics:
-        if plain[t.name] > 0:
-            out.setdefault(t.namespace, set()).add(round(shaped[t.name] / plain[t.name], 9))
-    assert all(len(v) == 1 for v in out.values()), "a profile is one factor per namespace"
-    return {ns: v.pop() for ns, v in out.items()}
-
-
-def _at(model: ClusterModel, minute: int) -> None:
-    """Advance ``model`` to simulated ``minute`` (from where it is)."""
-    if minute > model.cycle:
-        model.advance(minute - model.cycle)
-
-
 def test_the_set_is_held_out_and_declares_its_criteria() -> None:
     assert 4 <= len(hs.HELD_OUT_SCENARIOS_2) <= 5
     assert not set(hs.HELD_OUT_SCENARIOS_2) & set(SCENARIOS)
@@ -68,35 +48,6 @@ def test_the_set_is_held_out_and_declares_its_criteria() -> None:
     assert "jitter" in hs.EXPECTATIONS_2["backlog-drain"].criteria
 
 
-def test_unknown_names_and_cadences_are_refused() -> None:
-    with pytest.raises(KeyError, match="known: topic-churn"):
-        hs.build("flash-crowd", 1)
-    with pytest.raises(ValueError, match="unknown cadence"):
-        hs.build("topic-churn", 1, cadence="hourly")
-    with pytest.raises(KeyError):
-        hs.build("topic-churn", 1, load_model="no-such-model")
-
-
-@pytest.mark.parametrize("model", list(LOAD_MODELS))
-@pytest.mark.parametrize("name", list(hs.HELD_OUT_SCENARIOS_2))
-def test_builds_at_its_load_and_is_deterministic(name: str, model: str) -> None:
-    for cadence in hs.CADENCES:
-        run = hs.build(name, 1, load_model=model, rate_noise=0.03, cadence=cadence)
-        assert run.name == name and run.model.load_model.name == model
-        assert run.model.ideal_usage() == pytest.approx(TARGETS[name], rel=1e-4)
-        assert max(run.model.true_usage().values()) < TARGETS[name] * 1.1  # placed balanced
-        again = hs.build(name, 1, load_model=model, rate_noise=0.03, cadence=cadence)
-        assert again.model.owners == run.model.owners
-        assert again.model.bundle_stats() == run.model.bundle_stats()
-        for m in (run.model, again.model):
-            m.advance(30)
-        assert again.model.bundle_stats() == run.model.bundle_stats()
-        assert again.model.reported_stats() == run.model.reported_stats()
-        assert again.model.true_usage() == run.model.true_usage()
-    other = hs.build(name, 2, load_model=model)
-    assert other.model.bundle_stats() != hs.build(name, 1, load_model=model).model.bundle_stats()
-
-
 def test_topic_churn_creates_and_deletes_topics_through_the_run() -> None:
     m = hs.build("topic-churn", 1, cadence="dag").model
     assert isinstance(m, hs.ChurningClusterModel)
@@ -105,7 +56,7 @@ def test_topic_churn_creates_and_deletes_topics_through_the_run() -> None:
     assert len(stable) == hs.CHURN_STABLE
     seen: list[set[str]] = []
     for minute in (0, 60, 300, 1440, 2880):
-        _at(m, minute)
+        at(m, minute)
         live = {t.name for t in m.topics}
         short = live - stable
         assert stable <= live
@@ -122,7 +73,7 @@ def test_topic_churn_creates_and_deletes_topics_through_the_run() -> None:
     assert not seen[3] & seen[4]
     born = sorted((a, n) for n, (a, _) in m.lifetimes.items() if 100 < a < 200)[0]
     m2 = hs.build("topic-churn", 1, cadence="dag").model
-    _at(m2, int(born[0]))
+    at(m2, int(born[0]))
     assert born[1] not in {t.name for t in m2.topics}
     m2.advance(1)
     assert born[1] in {t.name for t in m2.topics}
@@ -137,8 +88,8 @@ def test_follow_the_sun_moves_the_hot_region_at_the_stated_times(cadence: str, s
     m = run.model
     ideals = []
     for minute, region in [(0, "apac"), (shift - 1, "apac"), (shift, "eu"), (2 * shift, "us"), (3 * shift, "apac")]:
-        _at(m, minute)
-        f = _factors(m)
+        at(m, minute)
+        f = factors(m)
         assert {ns for ns, v in f.items() if v == hs.SUN_HIGH} == {f"{region}/ns-{i}" for i in range(3)}, minute
         assert {v for ns, v in f.items() if not ns.startswith(region)} == {hs.SUN_LOW}
         ideals.append(m.ideal_usage())
@@ -150,7 +101,7 @@ def test_follow_the_sun_moves_the_hot_region_at_the_stated_times(cadence: str, s
 def test_follow_the_sun_is_balanced_in_the_first_region_hours_only() -> None:
     m = hs.build("follow-the-sun", 1).model
     assert max(m.true_usage().values()) < hs.SUN_LOAD * 1.05
-    _at(m, hs.SUN_SHIFT_MIN["minute"])
+    at(m, hs.SUN_SHIFT_MIN["minute"])
     assert max(m.true_usage().values()) > hs.SUN_LOAD * 1.2
 
 
@@ -167,12 +118,12 @@ def test_noisy_neighbour_loses_capacity_and_reports_the_same_limits(model: str) 
         owned = [s for x, s in m.bundle_stats().items() if m.owners[x] == hs.DEGRADED]
         return max(r["usage"] / r["limit"] for r in base.usage(b, Load.of(owned)).values())
 
-    _at(m, hs.DEGRADE_MIN - 1)
+    at(m, hs.DEGRADE_MIN - 1)
     before = m.true_usage()
     assert before[hs.DEGRADED] == pytest.approx(plain())
     assert before[hs.DEGRADED] < hs.DEGRADE_LOAD * 1.05
     ideal = m.ideal_usage()
-    _at(m, hs.DEGRADE_MIN)
+    at(m, hs.DEGRADE_MIN)
     assert m.true_usage()[hs.DEGRADED] == pytest.approx(plain() / hs.DEGRADE_CAPACITY, rel=1e-9)
     others = [u for x, u in m.true_usage().items() if x != hs.DEGRADED]
     assert m.true_usage()[hs.DEGRADED] > 1.5 * max(others) * hs.DEGRADE_CAPACITY
@@ -180,7 +131,7 @@ def test_noisy_neighbour_loses_capacity_and_reports_the_same_limits(model: str) 
     assert {k: reported[k]["limit"] for k in resources} == limits  # the same limits
     assert reported["bandwidthOut"]["usage"] > limits["bandwidthOut"] * 0.6  # its usage as the smaller broker's
     assert m.ideal_usage() > ideal * 1.02  # the cluster lost 0.45 of a broker
-    _at(m, 600)
+    at(m, 600)
     assert m.true_usage()[hs.DEGRADED] == pytest.approx(plain() / hs.DEGRADE_CAPACITY, rel=1e-9)  # it stays
 
 
@@ -196,8 +147,8 @@ def test_tenant_takeover_doubles_one_tenant_at_a_constant_total(cadence: str, sp
     start, ideal = share(), m.ideal_usage()
     assert 0.15 < start < 0.35
     for minute, growth in [(span // 2, 1.5), (span, 2.0), (span + 60, 2.0)]:
-        _at(m, minute)
-        f = _factors(m)
+        at(m, minute)
+        f = factors(m)
         assert f["tenant-0/ns-0"] == f["tenant-0/ns-4"] == pytest.approx(growth)
         assert {round(v, 9) for ns, v in f.items() if not ns.startswith("tenant-0/")} == {
             round((1 - start * growth) / (1 - start), 9)
@@ -213,9 +164,9 @@ def test_backlog_drain_triples_one_namespace_dispatch_for_45_minutes(cadence: st
     m = run.model
     hot = None
     for minute, draining in [(19, False), (20, True), (40, True), (64, True), (65, False), (600, False), (1460, False)]:
-        _at(m, minute)
-        assert set(_factors(m, "rate_in").values()) == {1.0}  # publishing never changes
-        f = _factors(m, "rate_out")
+        at(m, minute)
+        assert set(factors(m, "rate_in").values()) == {1.0}  # publishing never changes
+        f = factors(m, "rate_out")
         if draining:
             (now,) = [ns for ns, v in f.items() if v != 1.0]
             assert f[now] == hs.DRAIN_FACTOR and hot in (None, now)
@@ -230,7 +181,7 @@ def test_backlog_drain_leaves_every_broker_below_85_percent_when_nothing_moves(s
     m = hs.build("backlog-drain", seed).model
     peak = 0.0
     for minute in range(hs.DRAIN_START_MIN, hs.DRAIN_START_MIN + hs.DRAIN_MIN, 5):
-        _at(m, minute)
+        at(m, minute)
         peak = max(peak, *m.true_usage().values())
     assert hs.DRAIN_LOAD + 0.1 < peak < 0.85
 

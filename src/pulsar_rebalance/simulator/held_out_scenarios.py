@@ -343,13 +343,29 @@ def build(
     ``load_model``, ``noise``, ``rate_noise``: as :func:`pulsar_rebalance.simulator.scenarios.build`. ``cadence``
     (``minute`` or ``dag``): the cadence the run will be driven at, for the profiles that span the run
     (``diurnal-swing``'s period, ``steady-growth``'s span); the other scenarios are the same at both."""
-    if name not in HELD_OUT_SCENARIOS:
-        raise KeyError(f"unknown held-out scenario {name!r}; known: {', '.join(HELD_OUT_SCENARIOS)}")
+    return build_from(
+        HELD_OUT_SCENARIOS, name, seed, load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence
+    )
+
+
+def build_from(
+    registry: Mapping[str, Callable[[int], ScenarioRun]],
+    name: str,
+    seed: int,
+    *,
+    load_model: str | LoadModel | None,
+    noise: float | None,
+    rate_noise: float,
+    cadence: str,
+) -> ScenarioRun:
+    """``registry[name](seed)`` under the options :func:`build` takes, each checked first (a held-out set's builder)."""
+    if name not in registry:
+        raise KeyError(f"unknown held-out scenario {name!r}; known: {', '.join(registry)}")
     if cadence not in CADENCES:
         raise ValueError(f"unknown cadence {cadence!r}; known: {', '.join(CADENCES)}")
     get_load_model(load_model)  # an unknown name fails here, before anything is built
     with _options(load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence):
-        return HELD_OUT_SCENARIOS[name](seed)
+        return registry[name](seed)
 
 
 assert not set(HELD_OUT_SCENARIOS) & set(SCENARIOS), "a held-out scenario shares a name with a tuned-on one"
@@ -362,5 +378,6 @@ __all__ = [
     "Expectation",
     "ShapedClusterModel",
     "build",
+    "build_from",
     "shaped",
 ]

@@ -51,31 +51,24 @@ from pulsar_rebalance.simulator.held_out_scenarios import (
     DAG_MINUTES,
     DAY_MINUTES,
     Expectation,
+    _cadence,
     _calibrate_to,
+    _ids,
+    build_from,
     shaped,
 )
 from pulsar_rebalance.simulator.held_out_scenarios import HELD_OUT_SCENARIOS as SET_1
-from pulsar_rebalance.simulator.load_models import CPU_BASE_PCT, Load, LoadModel, get_load_model
+from pulsar_rebalance.simulator.load_models import CPU_BASE_PCT, Load, LoadModel
 from pulsar_rebalance.simulator.scenarios import (
-    _OPTIONS,
     SCENARIOS,
     ScenarioRun,
     _bundle_loads,
     _new_model,
-    _options,
     _place_balanced,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from pulsar_rebalance.simulator.dynamics import Broker
-
-
-def _cadence() -> str:
-    return str(_OPTIONS.current.get("cadence") or "minute")
-
-
-def _ids(model: ClusterModel) -> list[str]:
-    return list(model.brokers)
 
 
 def _minutes(model: ClusterModel) -> float:
@@ -527,13 +520,9 @@ def build(
     ``load_model``, ``noise``, ``rate_noise``: as :func:`pulsar_rebalance.simulator.scenarios.build`. ``cadence``
     (``minute`` or ``dag``): the cadence the run will be driven at, for the profiles that span the run
     (``follow-the-sun``'s shift, ``tenant-takeover``'s span); the other scenarios are the same at both."""
-    if name not in HELD_OUT_SCENARIOS_2:
-        raise KeyError(f"unknown held-out scenario {name!r}; known: {', '.join(HELD_OUT_SCENARIOS_2)}")
-    if cadence not in CADENCES:
-        raise ValueError(f"unknown cadence {cadence!r}; known: {', '.join(CADENCES)}")
-    get_load_model(load_model)  # an unknown name fails here, before anything is built
-    with _options(load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence):
-        return HELD_OUT_SCENARIOS_2[name](seed)
+    return build_from(
+        HELD_OUT_SCENARIOS_2, name, seed, load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence
+    )
 
 
 assert not set(HELD_OUT_SCENARIOS_2) & set(SCENARIOS), "a held-out scenario shares a name with a tuned-on one"

@@ -1,0 +1,95 @@
+"""Both held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py): each scenario builds
+under every default load model at its stated load and is the same for the same seed, unknown names, cadences and
+load models are refused, and no scenario shares a name with a tuned-on one or the other set's. Nothing here runs a
+strategy (the second set is kept in reserve for the planner)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pytest
+
+from pulsar_rebalance.simulator import held_out_scenarios as hs1
+from pulsar_rebalance.simulator import held_out_scenarios_2 as hs2
+from pulsar_rebalance.simulator.load_models import LOAD_MODELS
+from pulsar_rebalance.simulator.scenarios import SCENARIOS, ScenarioRun
+
+
+@dataclass(frozen=True)
+class ScenarioSet:
+    build: Callable[..., ScenarioRun]
+    targets: Mapping[str, float]
+    """Each scenario's stated load (its ideal usage once built)."""
+    balanced: bool
+    """Every scenario starts placed balanced (the first set's steady-growth and small-brokers do not)."""
+
+
+SETS = {
+    "set-1": ScenarioSet(
+        hs1.build,
+        {
+            "broker-crash": hs1.CRASH_LOAD,
+            "diurnal-swing": hs1.SWING_LOAD,
+            "flash-crowd": hs1.CROWD_LOAD,
+            "steady-growth": hs1.GROWTH_LOAD,
+            "small-brokers-few-bundles": hs1.SMALL_LOAD,
+        },
+        balanced=False,
+    ),
+    "set-2": ScenarioSet(
+        hs2.build,
+        {
+            "topic-churn": hs2.CHURN_LOAD,
+            "follow-the-sun": hs2.SUN_LOAD,
+            "noisy-neighbour": hs2.DEGRADE_LOAD,
+            "tenant-takeover": hs2.TAKEOVER_LOAD,
+            "backlog-drain": hs2.DRAIN_LOAD,
+        },
+        balanced=True,
+    ),
+}
+CASES = [(s, name) for s, ss in SETS.items() for name in ss.targets]
+
+
+def test_each_set_lists_exactly_its_scenarios_none_shared() -> None:
+    assert set(SETS["set-1"].targets) == set(hs1.HELD_OUT_SCENARIOS)
+    assert set(SETS["set-2"].targets) == set(hs2.HELD_OUT_SCENARIOS_2)
+    assert not set(hs1.HELD_OUT_SCENARIOS) & set(hs2.HELD_OUT_SCENARIOS_2)
+    assert not (set(hs1.HELD_OUT_SCENARIOS) | set(hs2.HELD_OUT_SCENARIOS_2)) & set(SCENARIOS)
+
+
+@pytest.mark.parametrize("which", list(SETS))
+def test_unknown_names_and_cadences_are_refused(which: str) -> None:
+    ss = SETS[which]
+    first = next(iter(ss.targets))
+    other = next(iter(SETS["set-2" if which == "set-1" else "set-1"].targets))
+    for unknown in ("steady-with-noise", other):  # a tuned-on scenario, the other set's
+        with pytest.raises(KeyError, match=f"known: {first}"):
+            ss.build(unknown, 1)
+    with pytest.raises(ValueError, match="unknown cadence"):
+        ss.build(first, 1, cadence="hourly")
+    with pytest.raises(KeyError):
+        ss.build(first, 1, load_model="no-such-model")
+
+
+@pytest.mark.parametrize("model", list(LOAD_MODELS))
+@pytest.mark.parametrize(("which", "name"), CASES)
+def test_builds_at_its_load_and_is_deterministic(which: str, name: str, model: str) -> None:
+    ss = SETS[which]
+    for cadence in hs1.CADENCES:
+        run = ss.build(name, 1, load_model=model, rate_noise=0.03, cadence=cadence)
+        assert run.name == name and run.model.load_model.name == model
+        assert run.model.ideal_usage() == pytest.approx(ss.targets[name], rel=1e-4)
+        if ss.balanced:
+            assert max(run.model.true_usage().values()) < ss.targets[name] * 1.1
+        again = ss.build(name, 1, load_model=model, rate_noise=0.03, cadence=cadence)
+        assert again.model.owners == run.model.owners
+        assert again.model.bundle_stats() == run.model.bundle_stats()
+        for m in (run.model, again.model):
+            m.advance(30)
+        assert again.model.bundle_stats() == run.model.bundle_stats()
+        assert again.model.reported_stats() == run.model.reported_stats()
+        assert again.model.true_usage() == run.model.true_usage()
+    other = ss.build(name, 2, load_model=model)
+    assert other.model.bundle_stats() != ss.build(name, 1, load_model=model).model.bundle_stats()
