@@ -8,11 +8,16 @@ Usage::
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --scenarios flash-crowd --models linear \\
         --cadences minute --strategies GlobalPlanner no-action --seeds 1 --no-write   # a look, nothing written
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 2 --jobs 2
-        # the second held-out set (held_out_scenarios_2.py), kept in reserve: its first full run is the measure of
-        # the planner change that follows; writes docs/benchmarks/held-out-scenarios-2.md + .json
+        # the second held-out set (held_out_scenarios_2.py), first run on the planner as it was (kept in reserve
+        # until then); writes docs/benchmarks/held-out-scenarios-2.md + .json and its headline blocks
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 3 --jobs 2
+        # the third held-out set (held_out_scenarios_3.py), kept in reserve: its first full run is the measure of the
+        # planner change that follows; writes docs/benchmarks/held-out-scenarios-3.md + .json
 
-``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``) or 2
-(``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md``, not yet in the READMEs' headlines).
+``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``), 2
+(``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks) or 3
+(``held_out_scenarios_3.py``, kept in reserve: its own report ``held-out-scenarios-3.md``, not yet in the READMEs'
+headlines).
 
 The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
 each with the criteria a good balancer meets there declared beside it (``EXPECTATIONS``). Everything else is the balance
@@ -63,7 +68,7 @@ from bench_balance import (  # noqa: E402  (the criteria's one source)
     worst_run,
 )
 
-from pulsar_rebalance.simulator import held_out_scenarios_2  # noqa: E402
+from pulsar_rebalance.simulator import held_out_scenarios_2, held_out_scenarios_3  # noqa: E402
 from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
@@ -354,8 +359,9 @@ def render_headline(doc: dict[str, Any], number: int = 1) -> str:
         f"On the {len(names)} held-out scenarios ({', '.join(names)}; written without reading the planner, each with "
         "the criteria a good balancer meets declared before any run)"
         if number == 1
-        else f"On the {len(names)} scenarios of the second held-out set ({', '.join(names)}; written without reading "
-        "the planner and kept in reserve, each with the criteria a good balancer meets declared before any run)"
+        else f"On the {len(names)} scenarios of the {ORDINAL[number]} held-out set ({', '.join(names)}; written without "
+        "reading the planner nor the earlier sets' results, each with the criteria a good balancer meets declared "
+        "before any run)"
     )
     text = (
         f"{what}, {len(doc['results'])} load models and both "
@@ -400,13 +406,35 @@ def render_readme_2(doc: dict[str, Any]) -> str:
     return render_readme(doc, 2)
 
 
+def render_headline_3(doc: dict[str, Any]) -> str:
+    return render_headline(doc, 3)
+
+
+def render_readme_3(doc: dict[str, Any]) -> str:
+    return render_readme(doc, 3)
+
+
+ORDINAL = {2: "second", 3: "third"}
+"""How the headline names a set kept in reserve."""
+
+
 JSON_2 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-2.json"
 DOC_2 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-2.md"
 BLOCK_2 = "held-out-scenarios-2-report"
 HEADLINE_2 = "held-out-scenarios-2-headline"
-"""The second set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
+"""The second set's headline, for docs/benchmarks/README.md."""
 README_BLOCK_2 = "held-out-scenarios-2-readme"
-"""The second set's headline for README.md (idem)."""
+"""The second set's headline for README.md."""
+SET_2_TARGETS = {BLOCK_2: [DOC_2], HEADLINE_2: [INDEX], README_BLOCK_2: [figures.README]}
+"""The files each of the second set's blocks is written into by its full run."""
+
+JSON_3 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-3.json"
+DOC_3 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-3.md"
+BLOCK_3 = "held-out-scenarios-3-report"
+HEADLINE_3 = "held-out-scenarios-3-headline"
+"""The third set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
+README_BLOCK_3 = "held-out-scenarios-3-readme"
+"""The third set's headline for README.md (idem)."""
 
 BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     BLOCK: render_report,
@@ -415,6 +443,9 @@ BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     BLOCK_2: render_report,
     HEADLINE_2: render_headline_2,
     README_BLOCK_2: render_readme_2,
+    BLOCK_3: render_report,
+    HEADLINE_3: render_headline_3,
+    README_BLOCK_3: render_readme_3,
 }
 
 INTRO = """# Benchmark: held-out scenarios
@@ -441,9 +472,31 @@ results), from how Pulsar clusters behave and what operators report (topics crea
 hotspot that follows the sun between regions, a broker losing capacity to a noisy neighbour while it reports the same
 limits, one tenant taking over while the others shrink, a backlog drained after a consumer outage). Each scenario
 declared what a good balancer does there, as the balance benchmark's criteria, before any strategy ran on it; while
-the set was written only doing nothing and Pulsar's strategies ran on it, never the planner. Its first full run, this
-report's, measures the planner change that followed. Everything else - the closed loop, the two cadences, the
-strategies, the do-no-harm guard, the criteria's arithmetic - is the balance benchmark's.
+the set was written only doing nothing and Pulsar's strategies ran on it, never the planner. Everything else - the
+closed loop, the two cadences, the strategies, the do-no-harm guard, the criteria's arithmetic - is the balance
+benchmark's.
+
+First run on: the planner as it was (decision core `67945534ff`, unchanged since the first set's run), not on a
+change made after it. The set had been kept in reserve to measure the next change to the planner's decisions; it was
+run before any such change to measure the default operators get, and a third set took its place in reserve. Nothing
+in the scenarios, their loads or their declared criteria was changed after this run.
+
+"""
+
+
+INTRO_3 = """# Benchmark: held-out scenarios, third set
+
+A third set of problems nobody tuned the planner on, written as the second was
+([held-out-scenarios-2.md](held-out-scenarios-2.md)) and likewise kept in reserve: the scenarios of
+`src/pulsar_rebalance/simulator/held_out_scenarios_3.py`, written without reading the planner (nor any benchmark
+report), from how Pulsar places and sheds load and what operators report (a new tenant's namespace whose default 4
+bundles lookup places knowing nothing of their traffic, new subscriptions adding dispatch to one namespace's topics,
+an over-split namespace whose traffic has gone leaving 128 idle bundles on two brokers, an operator's pulsar-perf run
+on a fresh namespace). Each scenario declared what a good balancer does there, as the balance benchmark's criteria,
+before any strategy ran on it; while the set was written only doing nothing and Pulsar's strategies ran on it, never
+the planner. Its first full run, this report's, measures the planner change that followed. Everything else - the
+closed loop, the two cadences, the strategies, the do-no-harm guard, the criteria's arithmetic - is the balance
+benchmark's.
 
 First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
 
@@ -527,11 +580,21 @@ SETS: dict[int, ScenarioSet] = {
         DOC_2,
         BLOCK_2,
         INTRO_2,
-        # the report only: the headline blocks go into README.md and docs/benchmarks/README.md once a report exists
-        {BLOCK_2: [DOC_2]},
+        SET_2_TARGETS,
+    ),
+    3: ScenarioSet(
+        3,
+        held_out_scenarios_3.HELD_OUT_SCENARIOS_3,
+        held_out_scenarios_3.EXPECTATIONS_3,
+        held_out_scenarios_3.build,
+        JSON_3,
+        DOC_3,
+        BLOCK_3,
+        INTRO_3,
+        {BLOCK_3: [DOC_3]},  # the report only, as the second set's
     ),
 }
-"""``--set``'s choices: the first held-out set (the default) and the second, kept in reserve."""
+"""``--set``'s choices: the first held-out set (the default), the second and the third (kept in reserve)."""
 
 
 # ---------------------------------------------------------------- running
@@ -540,14 +603,19 @@ SETS: dict[int, ScenarioSet] = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--set", type=int, choices=sorted(SETS), default=1, help="the held-out set: 1 (default) or 2 (kept in reserve)"
+        "--set",
+        type=int,
+        choices=sorted(SETS),
+        default=1,
+        help="the held-out set: 1 (default), 2 or 3 (kept in reserve)",
     )
     parser.add_argument(
         "--scenarios",
         nargs="*",
         default=None,
         help=f"default: all of the set's (set 1: {', '.join(HELD_OUT_SCENARIOS)}; set 2: "
-        f"{', '.join(held_out_scenarios_2.HELD_OUT_SCENARIOS_2)})",
+        f"{', '.join(held_out_scenarios_2.HELD_OUT_SCENARIOS_2)}; set 3: "
+        f"{', '.join(held_out_scenarios_3.HELD_OUT_SCENARIOS_3)})",
     )
     parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
@@ -573,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="write the set's report (held-out-scenarios.md / -2.md) + .json there (any run, partial too)",
+        help="write the set's report (held-out-scenarios.md / -2.md / -3.md) + .json there (any run, partial too)",
     )
     parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
-"""Both held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py): each scenario builds
-under every default load model at its stated load and is the same for the same seed, unknown names, cadences and
-load models are refused, and no scenario shares a name with a tuned-on one or the other set's. Nothing here runs a
-strategy (the second set is kept in reserve for the planner)."""
+"""The held-out scenario sets (simulator/held_out_scenarios.py, held_out_scenarios_2.py and held_out_scenarios_3.py):
+each scenario builds under every default load model at its stated load and is the same for the same seed, unknown
+names, cadences and load models are refused, and no scenario shares a name with a tuned-on one or another set's.
+Nothing here runs a strategy (the third set is kept in reserve for the planner)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from pulsar_rebalance.simulator import held_out_scenarios as hs1
 from pulsar_rebalance.simulator import held_out_scenarios_2 as hs2
+from pulsar_rebalance.simulator import held_out_scenarios_3 as hs3
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, ScenarioRun
 
@@ -48,6 +49,16 @@ SETS = {
         },
         balanced=True,
     ),
+    "set-3": ScenarioSet(
+        hs3.build,
+        {
+            "namespace-onboarding": hs3.ONBOARD_LOAD,
+            "new-subscription": hs3.SUB_LOAD,
+            "over-split-namespace": hs3.SPLIT_LOAD,
+            "perf-test-namespace": hs3.PERF_LOAD,
+        },
+        balanced=True,
+    ),
 }
 CASES = [(s, name) for s, ss in SETS.items() for name in ss.targets]
 
@@ -55,8 +66,10 @@ CASES = [(s, name) for s, ss in SETS.items() for name in ss.targets]
 def test_each_set_lists_exactly_its_scenarios_none_shared() -> None:
     assert set(SETS["set-1"].targets) == set(hs1.HELD_OUT_SCENARIOS)
     assert set(SETS["set-2"].targets) == set(hs2.HELD_OUT_SCENARIOS_2)
-    assert not set(hs1.HELD_OUT_SCENARIOS) & set(hs2.HELD_OUT_SCENARIOS_2)
-    assert not (set(hs1.HELD_OUT_SCENARIOS) | set(hs2.HELD_OUT_SCENARIOS_2)) & set(SCENARIOS)
+    assert set(SETS["set-3"].targets) == set(hs3.HELD_OUT_SCENARIOS_3)
+    sets = [set(hs1.HELD_OUT_SCENARIOS), set(hs2.HELD_OUT_SCENARIOS_2), set(hs3.HELD_OUT_SCENARIOS_3)]
+    assert sum(len(s) for s in sets) == len(set().union(*sets))  # no two sets share a name
+    assert not set().union(*sets) & set(SCENARIOS)
 
 
 @pytest.mark.parametrize("which", list(SETS))

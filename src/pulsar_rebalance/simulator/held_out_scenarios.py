@@ -351,14 +351,15 @@ def build(
 def build_from(
     registry: Mapping[str, Callable[[int], ScenarioRun]],
     name: str,
-    seed: int,
+    seed: int = 0,
     *,
-    load_model: str | LoadModel | None,
-    noise: float | None,
-    rate_noise: float,
-    cadence: str,
+    load_model: str | LoadModel | None = None,
+    noise: float | None = None,
+    rate_noise: float = 0.0,
+    cadence: str = "minute",
 ) -> ScenarioRun:
-    """``registry[name](seed)`` under the options :func:`build` takes, each checked first (a held-out set's builder)."""
+    """``registry[name](seed)`` under the options :func:`build` takes, each checked first: a held-out set's builder
+    (``functools.partial(build_from, ITS_REGISTRY)``)."""
     if name not in registry:
         raise KeyError(f"unknown held-out scenario {name!r}; known: {', '.join(registry)}")
     if cadence not in CADENCES:
