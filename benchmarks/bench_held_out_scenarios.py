@@ -11,13 +11,17 @@ Usage::
         # the second held-out set (held_out_scenarios_2.py), first run on the planner as it was (kept in reserve
         # until then); writes docs/benchmarks/held-out-scenarios-2.md + .json and its headline blocks
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 3 --jobs 2
-        # the third held-out set (held_out_scenarios_3.py), kept in reserve: its first full run is the measure of the
-        # planner change that follows; writes docs/benchmarks/held-out-scenarios-3.md + .json
+        # the third held-out set (held_out_scenarios_3.py), first run on the planner change that followed it (kept in
+        # reserve until then); writes docs/benchmarks/held-out-scenarios-3.md + .json and its headline blocks
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 4 --jobs 2
+        # the fourth held-out set (held_out_scenarios_4.py), kept in reserve: its first full run is the measure of the
+        # planner change that follows; writes docs/benchmarks/held-out-scenarios-4.md + .json
 
 ``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``), 2
-(``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks) or 3
-(``held_out_scenarios_3.py``, kept in reserve: its own report ``held-out-scenarios-3.md``, not yet in the READMEs'
-headlines).
+(``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks), 3
+(``held_out_scenarios_3.py``, its own report ``held-out-scenarios-3.md`` and headline blocks) or 4
+(``held_out_scenarios_4.py``, kept in reserve: its own report ``held-out-scenarios-4.md``, not in the READMEs'
+headlines until its first run).
 
 The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
 each with the criteria a good balancer meets there declared beside it (``EXPECTATIONS``). Everything else is the balance
@@ -68,7 +72,11 @@ from bench_balance import (  # noqa: E402  (the criteria's one source)
     worst_run,
 )
 
-from pulsar_rebalance.simulator import held_out_scenarios_2, held_out_scenarios_3  # noqa: E402
+from pulsar_rebalance.simulator import (  # noqa: E402
+    held_out_scenarios_2,
+    held_out_scenarios_3,
+    held_out_scenarios_4,
+)
 from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS  # noqa: E402
@@ -414,7 +422,15 @@ def render_readme_3(doc: dict[str, Any]) -> str:
     return render_readme(doc, 3)
 
 
-ORDINAL = {2: "second", 3: "third"}
+def render_headline_4(doc: dict[str, Any]) -> str:
+    return render_headline(doc, 4)
+
+
+def render_readme_4(doc: dict[str, Any]) -> str:
+    return render_readme(doc, 4)
+
+
+ORDINAL = {2: "second", 3: "third", 4: "fourth"}
 """How the headline names a set kept in reserve."""
 
 
@@ -435,6 +451,16 @@ HEADLINE_3 = "held-out-scenarios-3-headline"
 """The third set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
 README_BLOCK_3 = "held-out-scenarios-3-readme"
 """The third set's headline for README.md (idem)."""
+SET_3_TARGETS = {BLOCK_3: [DOC_3], HEADLINE_3: [INDEX], README_BLOCK_3: [figures.README]}
+"""The files each of the third set's blocks is written into by its full run."""
+
+JSON_4 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-4.json"
+DOC_4 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-4.md"
+BLOCK_4 = "held-out-scenarios-4-report"
+HEADLINE_4 = "held-out-scenarios-4-headline"
+"""The fourth set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
+README_BLOCK_4 = "held-out-scenarios-4-readme"
+"""The fourth set's headline for README.md (idem)."""
 
 BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     BLOCK: render_report,
@@ -446,6 +472,9 @@ BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     BLOCK_3: render_report,
     HEADLINE_3: render_headline_3,
     README_BLOCK_3: render_readme_3,
+    BLOCK_4: render_report,
+    HEADLINE_4: render_headline_4,
+    README_BLOCK_4: render_readme_4,
 }
 
 INTRO = """# Benchmark: held-out scenarios
@@ -497,6 +526,29 @@ before any strategy ran on it; while the set was written only doing nothing and 
 the planner. Its first full run, this report's, measures the planner change that followed. Everything else - the
 closed loop, the two cadences, the strategies, the do-no-harm guard, the criteria's arithmetic - is the balance
 benchmark's.
+
+First run on: the change to the planner's decisions that followed it (a broker above the overload threshold splits a
+bundle smaller than its excess: decision core `c7b68e1f03`, branch `split-overloaded`, run at its commit ddcf95d). The previous
+planner (core `67945534ff`) was run on the set right after, the planner and doing nothing only: its 80 runs are
+identical to the change's, which makes no decision of this set differently. Nothing in the scenarios, their loads or
+their declared criteria was changed after this run.
+
+"""
+
+
+INTRO_4 = """# Benchmark: held-out scenarios, fourth set
+
+A fourth set of problems nobody tuned the planner on, written as the second and third were
+([held-out-scenarios-3.md](held-out-scenarios-3.md)) and likewise kept in reserve: the scenarios of
+`src/pulsar_rebalance/simulator/held_out_scenarios_4.py`, written without reading the planner (nor any benchmark
+report), from how Pulsar places and serves load and what operators report (a partitioned topic's partitions raised from
+4 to 16, the new ones landing in whatever bundles their names hash into; a producer release sending messages 2.5x as
+large, as many of them; a broker's host losing part of its capacity to its co-located bookie's autorecovery for 40
+minutes; a few whale topics among thousands of small ones, nothing happening). Each scenario declared what a good
+balancer does there, as the balance benchmark's criteria, before any strategy ran on it; while the set was written only
+doing nothing and Pulsar's strategies ran on it, never the planner. Its first full run, this report's, measures the
+planner change that followed. Everything else - the closed loop, the two cadences, the strategies, the do-no-harm
+guard, the criteria's arithmetic - is the balance benchmark's.
 
 First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
 
@@ -591,10 +643,22 @@ SETS: dict[int, ScenarioSet] = {
         DOC_3,
         BLOCK_3,
         INTRO_3,
-        {BLOCK_3: [DOC_3]},  # the report only, as the second set's
+        SET_3_TARGETS,
+    ),
+    4: ScenarioSet(
+        4,
+        held_out_scenarios_4.HELD_OUT_SCENARIOS_4,
+        held_out_scenarios_4.EXPECTATIONS_4,
+        held_out_scenarios_4.build,
+        JSON_4,
+        DOC_4,
+        BLOCK_4,
+        INTRO_4,
+        {BLOCK_4: [DOC_4]},  # the report only, until its first run
     ),
 }
-"""``--set``'s choices: the first held-out set (the default), the second and the third (kept in reserve)."""
+"""``--set``'s choices: the first held-out set (the default), the second, the third and the fourth (kept in
+reserve)."""
 
 
 # ---------------------------------------------------------------- running
@@ -607,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         choices=sorted(SETS),
         default=1,
-        help="the held-out set: 1 (default), 2 or 3 (kept in reserve)",
+        help="the held-out set: 1 (default), 2, 3 or 4 (kept in reserve)",
     )
     parser.add_argument(
         "--scenarios",
@@ -615,7 +679,8 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"default: all of the set's (set 1: {', '.join(HELD_OUT_SCENARIOS)}; set 2: "
         f"{', '.join(held_out_scenarios_2.HELD_OUT_SCENARIOS_2)}; set 3: "
-        f"{', '.join(held_out_scenarios_3.HELD_OUT_SCENARIOS_3)})",
+        f"{', '.join(held_out_scenarios_3.HELD_OUT_SCENARIOS_3)}; set 4: "
+        f"{', '.join(held_out_scenarios_4.HELD_OUT_SCENARIOS_4)})",
     )
     parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
@@ -641,7 +706,8 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="write the set's report (held-out-scenarios.md / -2.md / -3.md) + .json there (any run, partial too)",
+        help="write the set's report (held-out-scenarios.md / -2.md / -3.md / -4.md) + .json there (any run, partial "
+        "too)",
     )
     parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
     args = parser.parse_args(argv)

@@ -158,6 +158,35 @@ def test_the_search_tries_the_goals_in_priority_order() -> None:
         assert all(dx.view.usage(u.destination) <= dx.levels.target for u in unloads if u.destination)
 
 
+def test_a_broker_above_the_overload_threshold_splits_a_bundle_that_fits_nowhere_even_below_its_excess() -> None:
+    # random-543 (a queueing curve, hidden speeds): the hot bundle is its broker's only one, and what the broker
+    # reports beyond it (idle CPU, queueing) makes the excess larger than the bundle. Moved whole it fits nowhere;
+    # below the overload threshold the goals after SplitToFit would move it whole, above it only a split lowers it
+    from pulsar_rebalance.simulator.random_models import random_model
+
+    dx = _descent("hot-bundle-needs-split", random_model("random-543"))
+    src = _busiest(dx)
+    assert src.biggest is not None and dx.view.owned[src.broker] == [src.biggest[1]]
+    assert src.usage > dx.levels.overload and src.biggest[0] < src.excess
+    assert all(
+        dx.view.landing(d, dx.view.arrival(dx.view.bundles[src.biggest[1]].vec, src.broker, d)) > src.cap
+        for d in src.dests
+    )  # it fits within the target nowhere whole
+    assert SplitToFit().act(dx, src)
+    [split] = dx.splits
+    assert split.bundle == src.biggest[1] and len(split.children or ()) >= 2
+    # the search goes on to move its parts: the broker comes down, no destination above the target
+    dx = _descent("hot-bundle-needs-split", random_model("random-543"))
+    optimize(dx, {src.broker}, None)
+    moved = dx.unloads()
+    assert dx.splits and moved and all(u.broker == src.broker for u in moved)
+    assert dx.view.usage(src.broker) < src.usage - 1.0
+    assert all(dx.view.usage(u.destination) <= dx.levels.target for u in moved if u.destination)
+    # the same broker below the threshold (the threshold raised above it): the bundle is left to the moves
+    below = _descent("hot-bundle-needs-split", random_model("random-543"), overload=src.usage + 1.0)
+    assert not SplitToFit().act(below, _busiest(below)) and below.splits == []
+
+
 @pytest.mark.parametrize(
     ("load_model", "levels", "outcome"),
     [(None, {}, "stays"), ("random-112", {}, "whole"), ("random-112", {"min_gain": 0.3}, "room")],

@@ -1,7 +1,7 @@
-"""The held-out scenario sets (simulator/held_out_scenarios.py, held_out_scenarios_2.py and held_out_scenarios_3.py):
+"""The held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py to held_out_scenarios_4.py):
 each scenario builds under every default load model at its stated load and is the same for the same seed, unknown
 names, cadences and load models are refused, and no scenario shares a name with a tuned-on one or another set's.
-Nothing here runs a strategy (the third set is kept in reserve for the planner)."""
+Nothing here runs a strategy (the fourth set is kept in reserve for the planner)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from pulsar_rebalance.simulator import held_out_scenarios as hs1
 from pulsar_rebalance.simulator import held_out_scenarios_2 as hs2
 from pulsar_rebalance.simulator import held_out_scenarios_3 as hs3
+from pulsar_rebalance.simulator import held_out_scenarios_4 as hs4
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, ScenarioRun
 
@@ -59,6 +60,16 @@ SETS = {
         },
         balanced=True,
     ),
+    "set-4": ScenarioSet(
+        hs4.build,
+        {
+            "partition-increase": hs4.PART_LOAD,
+            "bigger-messages": hs4.SIZE_LOAD,
+            "bookie-recovery": hs4.RECOVERY_LOAD,
+            "whale-topics": hs4.WHALE_LOAD,
+        },
+        balanced=True,
+    ),
 }
 CASES = [(s, name) for s, ss in SETS.items() for name in ss.targets]
 
@@ -67,7 +78,13 @@ def test_each_set_lists_exactly_its_scenarios_none_shared() -> None:
     assert set(SETS["set-1"].targets) == set(hs1.HELD_OUT_SCENARIOS)
     assert set(SETS["set-2"].targets) == set(hs2.HELD_OUT_SCENARIOS_2)
     assert set(SETS["set-3"].targets) == set(hs3.HELD_OUT_SCENARIOS_3)
-    sets = [set(hs1.HELD_OUT_SCENARIOS), set(hs2.HELD_OUT_SCENARIOS_2), set(hs3.HELD_OUT_SCENARIOS_3)]
+    assert set(SETS["set-4"].targets) == set(hs4.HELD_OUT_SCENARIOS_4)
+    sets = [
+        set(hs1.HELD_OUT_SCENARIOS),
+        set(hs2.HELD_OUT_SCENARIOS_2),
+        set(hs3.HELD_OUT_SCENARIOS_3),
+        set(hs4.HELD_OUT_SCENARIOS_4),
+    ]
     assert sum(len(s) for s in sets) == len(set().union(*sets))  # no two sets share a name
     assert not set().union(*sets) & set(SCENARIOS)
 

@@ -6,7 +6,6 @@ strategies only): its first run is the measure of the planner change that follow
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -23,12 +22,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import figures  # noqa: E402
 
-from tests.simulator.scenario_profiles import at, factors  # noqa: E402
+from tests.simulator.scenario_profiles import at, check_tiny_set_run, factors  # noqa: E402
 
 bench = figures.load_script("benchmarks/bench_held_out_scenarios.py")
 
 CRITERIA_KEYS = {"not_worse", "no_hot", "steady", "jitter", "moves"}
-PLANNER = "GlobalPlanner"
 DAG_STEPS = (15, 60)
 """Where the closed loop's dag cadence puts the model around its second decision: the first plan applied at minute 15
 (the approval delay), the second decision at minute 60."""
@@ -195,39 +193,21 @@ def test_perf_test_namespace_comes_once_placed_by_lookup_and_goes(cadence: str, 
 
 
 def test_a_tiny_set_3_run_writes_its_own_report_with_the_criteria(tmp_path: Path) -> None:
-    strategies = ["no-action", "ThresholdShedder"]
-    assert PLANNER not in strategies  # never the planner on the third set
-    scenarios = ["perf-test-namespace", "over-split-namespace"]
-    options = "--set 3 --models linear --cadences dag --seeds 1".split()
-    code = bench.main([*options, "--scenarios", *scenarios, "--strategies", *strategies, "--out-dir", str(tmp_path)])
-    assert code == 0
-    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["held-out-scenarios-3.json"]  # its own, no other set's
-    doc = json.loads((tmp_path / "held-out-scenarios-3.json").read_text(encoding="utf-8"))
-    report = (tmp_path / "held-out-scenarios-3.md").read_text(encoding="utf-8")
-    assert doc["strategies"] == ["ThresholdShedder", "no-action"]
-    assert set(doc["results"]["linear"]["dag"]) == set(scenarios)
-    assert [spec["name"] for spec in doc["scenarios"]] == sorted(scenarios, key=list(hs.HELD_OUT_SCENARIOS_3).index)
-    for spec in doc["scenarios"]:  # each with the criteria it declared, in the report too
-        declared = hs.EXPECTATIONS_3[spec["name"]]
-        assert (spec["criteria"], spec["why"]) == (list(declared.criteria), declared.why)
-        assert f"## {spec['name']}" in report
-        assert f"{declared.description}; declared: {', '.join(f'*{k}*' for k in declared.criteria)}." in report
-    assert report.startswith("# Benchmark: held-out scenarios, third set")
-    assert "First run on: " in report and "held_out_scenarios_3.py" in report
-    assert "<!-- held-out-scenarios-3-report:start" in report
-    assert "| not_worse | no_hot | steady | jitter | moves |" in report
-    headline = bench.render_headline(doc, 3)
-    assert "third held-out set" in headline and "[held-out-scenarios-3.md](held-out-scenarios-3.md)" in headline
-    assert "](docs/benchmarks/held-out-scenarios-3.md)" in bench.render_readme(doc, 3)
+    check_tiny_set_run(
+        bench, 3, "third", hs.EXPECTATIONS_3, ["perf-test-namespace", "over-split-namespace"], tmp_path
+    )  # never the planner
 
 
-def test_set_3_writes_only_its_report_and_has_none_to_render_yet() -> None:
+def test_set_3_writes_its_report_and_both_headlines_since_its_first_run() -> None:
     chosen = bench.SETS[3]
-    assert dict(chosen.written) == {"held-out-scenarios-3-report": [ROOT / "docs/benchmarks/held-out-scenarios-3.md"]}
+    assert dict(chosen.written) == {
+        "held-out-scenarios-3-report": [ROOT / "docs/benchmarks/held-out-scenarios-3.md"],
+        "held-out-scenarios-3-headline": [ROOT / "docs/benchmarks/README.md"],
+        "held-out-scenarios-3-readme": [ROOT / "README.md"],
+    }
     assert chosen.scenarios is hs.HELD_OUT_SCENARIOS_3 and chosen.expectations is hs.EXPECTATIONS_3
     assert {"held-out-scenarios-3-report", "held-out-scenarios-3-headline", "held-out-scenarios-3-readme"} <= set(
         bench.BLOCKS
     )
-    if not chosen.json.exists():  # until its first full run
-        with pytest.raises(SystemExit):
-            bench.main(["--set", "3", "--render"])
+    assert chosen.json.exists()  # its first full run is committed: every block renders from it (test_docs_figures)
+    assert "First run on: (" not in (ROOT / "docs/benchmarks/held-out-scenarios-3.md").read_text(encoding="utf-8")

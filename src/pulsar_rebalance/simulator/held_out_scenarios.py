@@ -45,6 +45,7 @@ where the load comes and goes.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -329,25 +330,6 @@ EXPECTATIONS: Mapping[str, Expectation] = {
 """Each held-out scenario's description and declared criteria, written with the scenarios, before any run."""
 
 
-def build(
-    name: str,
-    seed: int = 0,
-    *,
-    load_model: str | LoadModel | None = None,
-    noise: float | None = None,
-    rate_noise: float = 0.0,
-    cadence: str = "minute",
-) -> ScenarioRun:
-    """The named held-out scenario for ``seed``; ``KeyError`` lists the known names.
-
-    ``load_model``, ``noise``, ``rate_noise``: as :func:`pulsar_rebalance.simulator.scenarios.build`. ``cadence``
-    (``minute`` or ``dag``): the cadence the run will be driven at, for the profiles that span the run
-    (``diurnal-swing``'s period, ``steady-growth``'s span); the other scenarios are the same at both."""
-    return build_from(
-        HELD_OUT_SCENARIOS, name, seed, load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence
-    )
-
-
 def build_from(
     registry: Mapping[str, Callable[[int], ScenarioRun]],
     name: str,
@@ -367,6 +349,15 @@ def build_from(
     get_load_model(load_model)  # an unknown name fails here, before anything is built
     with _options(load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence):
         return registry[name](seed)
+
+
+build = functools.partial(build_from, HELD_OUT_SCENARIOS)
+"""``build(name, seed=0, *, load_model=None, noise=None, rate_noise=0.0, cadence="minute")``: the named held-out
+scenario for ``seed``; ``KeyError`` lists the known names.
+
+``load_model``, ``noise``, ``rate_noise``: as :func:`pulsar_rebalance.simulator.scenarios.build`. ``cadence``
+(``minute`` or ``dag``): the cadence the run will be driven at, for the profiles that span the run
+(``diurnal-swing``'s period, ``steady-growth``'s span); the other scenarios are the same at both."""
 
 
 assert not set(HELD_OUT_SCENARIOS) & set(SCENARIOS), "a held-out scenario shares a name with a tuned-on one"

@@ -42,6 +42,7 @@ comes and goes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -506,23 +507,13 @@ EXPECTATIONS_2: Mapping[str, Expectation] = {
 """Each scenario's description and declared criteria, written with the scenarios, before any run of the planner."""
 
 
-def build(
-    name: str,
-    seed: int = 0,
-    *,
-    load_model: str | LoadModel | None = None,
-    noise: float | None = None,
-    rate_noise: float = 0.0,
-    cadence: str = "minute",
-) -> ScenarioRun:
-    """The named scenario of the second held-out set for ``seed``; ``KeyError`` lists the known names.
+build = functools.partial(build_from, HELD_OUT_SCENARIOS_2)
+"""``build(name, seed=0, *, load_model=None, noise=None, rate_noise=0.0, cadence="minute")``: the named scenario of
+the second held-out set for ``seed``; ``KeyError`` lists the known names.
 
-    ``load_model``, ``noise``, ``rate_noise``: as :func:`pulsar_rebalance.simulator.scenarios.build`. ``cadence``
-    (``minute`` or ``dag``): the cadence the run will be driven at, for the profiles that span the run
-    (``follow-the-sun``'s shift, ``tenant-takeover``'s span); the other scenarios are the same at both."""
-    return build_from(
-        HELD_OUT_SCENARIOS_2, name, seed, load_model=load_model, noise=noise, rate_noise=rate_noise, cadence=cadence
-    )
+``load_model``, ``noise``, ``rate_noise``: as :func:`pulsar_rebalance.simulator.scenarios.build`. ``cadence``
+(``minute`` or ``dag``): the cadence the run will be driven at, for the profiles that span the run
+(``follow-the-sun``'s shift, ``tenant-takeover``'s span); the other scenarios are the same at both."""
 
 
 assert not set(HELD_OUT_SCENARIOS_2) & set(SCENARIOS), "a held-out scenario shares a name with a tuned-on one"

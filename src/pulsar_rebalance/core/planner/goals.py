@@ -332,9 +332,10 @@ class CloseTheGap:
 
 
 class SplitToFit:
-    """2. Split, only when moves cannot do it: the biggest bundle fits on no broker below the target, and the
-    other bundles a move can place (:func:`_placeable`) together are smaller than the excess. The parts sized
-    for a destination's room move there in the same plan."""
+    """2. Split, only when moves cannot do it: the biggest bundle fits on no broker below the target, is bigger
+    than the source's excess (or the source is above the overload threshold), and the other bundles a move can
+    place (:func:`_placeable`) together are smaller than the excess. The parts sized for a destination's room
+    move there in the same plan."""
 
     def act(self, dx: Descent, src: Source) -> bool:
         biggest = src.biggest
@@ -343,7 +344,13 @@ class SplitToFit:
         view, lv, s = dx.view, dx.levels, src.broker
         bl = view.bundles[biggest[1]]
         fits = any(view.landing(d, view.arrival(bl.vec, s, d)) <= lv.target for d in src.dests)
-        if fits or biggest[0] <= src.excess or _placeable(dx, src, biggest[1]) >= src.excess:
+        # a bundle no bigger than the excess is moved whole by the goals after this one - except above the overload
+        # threshold, where one that fits nowhere whole is split all the same: what its broker carries beyond it
+        # (idle CPU, queueing near saturation) is no bundle's, and nothing else lowers that broker (unseen
+        # random-543, a queueing curve: a broker at 7.75 whose only bundle, 5.6 of it by the model, fit nowhere
+        # whole, was left there all run where ThresholdShedder, splitting it, ended at 0.86)
+        small = biggest[0] <= src.excess and src.usage < lv.overload
+        if fits or small or _placeable(dx, src, biggest[1]) >= src.excess:
             return False
         placed: dict[str, str] = {}
         split = split_bundle(
