@@ -1115,3 +1115,31 @@ def test_a_hot_broker_left_for_the_next_run_says_its_bundles_gain_less_than_the_
     assert "overloading its destination" not in why
     run = build("one-hot-broker", 2, load_model=resolve_load_model("tls-crypto"), noise=0.0)
     assert run_closed_loop(run, "GlobalPlanner", cadence="dag", decisions=2).moves > 0
+
+
+def test_the_short_term_average_is_planned_with_only_while_its_ten_samples_span_an_hour() -> None:
+    # Pulsar's short-term average is 10 samples, one a cycle: 10 minutes of one decision a minute, ten hours at the
+    # DAG's hourly cadence. There it held the busy hours of a region long gone (follow-the-sun / dag): every bundle
+    # was planned at them, every broker far above its own reports as a destination, and no move fitted while one
+    # broker sat at 0.62, 7 points above doing nothing's worst
+    model, cycle, *_ = _steady_band()
+    now = cycle["nowMs"] + 60_000
+    busy = copy.deepcopy(cycle)
+    busy["nowMs"] = now
+    for name, b in model.owners.items():
+        if b == "broker-0:8080":
+            st = busy["bundleData"][name]["shortTermData"]
+            st.update(
+                numSamples=10,
+                **{k: 3 * st[k] for k in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut")},
+            )
+
+    def after(cycle_ms: int) -> dict[str, Any]:
+        membership = {"brokers": sorted(cycle["brokers"]), "atMs": now - cycle_ms, "changedMs": None}
+        return _decide(busy, state={"globalPlanner": {"membership": membership}})["cycles"][0]["stats"]
+
+    # one decision a minute: the average (10 minutes) is planned with - broker-0 is modelled above its report
+    assert "broker-0:8080" in after(60_000).get("clippedToReports", {})
+    # hourly: its last sample only, as its report shows it
+    hourly = after(60 * 60_000)
+    assert "clippedToReports" not in hourly and "liftedToReports" not in hourly, hourly

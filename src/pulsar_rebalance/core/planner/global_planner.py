@@ -13,7 +13,8 @@ assignment before and after (:mod:`.proposals`). The steps:
 
 1. **Model** (:mod:`.load_model`): per broker the absolute usage and limit of Pulsar's five resources,
    per bundle its contribution (fitted from the reports), planned at the recent peak (max of the last
-   sample, Pulsar's short-term average and the remembered peak of a swinging bundle). Usage is
+   sample, Pulsar's short-term average and the remembered peak of a swinging bundle; the short-term average
+   only while its 10 samples span at most an hour: at the DAG's hourly cadence they span ten hours). Usage is
    capacity-normalised (weighted max of usage/limit).
 2. **Ideal** = total usage / total capacity (binding resource). **Trigger** = ideal + max(10 points,
    20 % of ideal, 3 x noise); **target** = ideal + max(5 points, 10 % of ideal, noise): ThresholdShedder's
@@ -75,7 +76,7 @@ from pulsar_rebalance.core.planner.load_model import ClusterView
 from pulsar_rebalance.core.planner.memory import PlannerMemory
 from pulsar_rebalance.core.planner.proposals import PlannedUnload, rounded
 from pulsar_rebalance.core.pulsar.config import LoadBalancerConfig
-from pulsar_rebalance.core.pulsar.load import BundleData, LocalBrokerData
+from pulsar_rebalance.core.pulsar.load import NUM_SHORT_SAMPLES, BundleData, LocalBrokerData
 from pulsar_rebalance.core.pulsar.policies import NO_POLICIES, PlacementPolicies, unmet_constraints
 from pulsar_rebalance.core.pulsar.state import StrategyState
 
@@ -126,6 +127,11 @@ class PlannerSettings:
     """Consecutive load reports a broker must be above the trigger in (and below ``confirm_margin``'s level)
     before the planner acts: one report is a sample, two can be the peak of a load that comes and goes
     (AvgShedder counts 2 hits for a large gap and 8 for a small one)."""
+    short_term_span_ms: int = 60 * 60_000
+    """Pulsar's short-term average (``NUM_SHORT_SAMPLES`` samples, one per cycle) is used - to plan a bundle at it,
+    to tell a swing, to remember a swing's busy phase - only while its samples span at most this: one decision a
+    minute, 10 minutes, used; the DAG's hourly cadence, 10 hours, not used (a bundle is planned at its last
+    sample)."""
     max_actions: int = 1000
     candidate_destinations: int = 8
     max_split_parts: int = 8
@@ -272,11 +278,20 @@ class GlobalPlanner:
         """The what-if model of this cycle (:mod:`.load_model`), the move history the reports confirm, and the
         band (:class:`~.goals.Levels`)."""
         st, inp, mem, now = self.settings, cyc.inp, cyc.mem, cyc.inp.now_ms
+        # Pulsar's short-term average is 10 samples, one a cycle here: 10 minutes of the leader's one-minute reports,
+        # but ten hours of the DAG's hourly runs, no short-term average any more. Used (to plan a bundle at it, to
+        # tell a swing, to remember a swing's busy phase) only while its samples span no more than
+        # `short_term_span_ms`; beyond, a bundle is planned at its last sample (follow-the-sun / dag: every bundle's
+        # last sample differed from its ten-hour average by more than a swing, so all were planned at their busiest
+        # hours of the last ten, every broker 0.3 to 0.5 above its reports as a destination, and no move fitted
+        # anywhere while one broker sat at 0.62 for eight hours, doing nothing's worst at 0.55)
+        short_term = cyc.cycle_ms * NUM_SHORT_SAMPLES <= st.short_term_span_ms
+        bundle_data = inp.bundle_data if short_term else {}
         if now is not None:
-            self._update_peaks(mem, inp, now, window_ms)
+            self._update_peaks(mem, inp, bundle_data, now, window_ms)
         view = cyc.view = ClusterView(
             inp.brokers,
-            inp.bundle_data,
+            bundle_data,
             cyc.config,
             {b: (p["msgRate"], p["msgThroughputIn"], p["msgThroughputOut"]) for b, p in mem.peaks.items()},
             mem.coefficients,
@@ -748,12 +763,14 @@ class GlobalPlanner:
                 out[b] = (planned, high["usage"])
         return out
 
-    def _update_peaks(self, mem: PlannerMemory, inp: PlannerInput, now: int, peak_ms: int) -> None:
-        """Remember the peak of bundles whose traffic swings; forget peaks not seen for ``peak_ms``."""
+    def _update_peaks(
+        self, mem: PlannerMemory, inp: PlannerInput, bundle_data: Mapping[str, BundleData], now: int, peak_ms: int
+    ) -> None:
+        """Remember the peak of bundles whose traffic swings (its last sample against ``bundle_data``'s short-term
+        average); forget peaks not seen for ``peak_ms``."""
         st = self.settings
         peaks = {b: p for b, p in mem.peaks.items() if p["atMs"] >= now - peak_ms}
         swing = st.swing
-        bundle_data = inp.bundle_data
         for data in inp.brokers.values():
             for name, s in data.last_stats.items():
                 old = peaks.get(name)
