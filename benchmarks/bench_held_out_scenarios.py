@@ -35,6 +35,7 @@ model and cadence, or without the planner or no-action) writes nothing unless ``
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import sys
@@ -406,75 +407,42 @@ def render_readme(doc: dict[str, Any], number: int = 1) -> str:
     return render_headline(doc, number).replace(f"]({report})", f"](docs/benchmarks/{report})")
 
 
-def render_headline_2(doc: dict[str, Any]) -> str:
-    return render_headline(doc, 2)
-
-
-def render_readme_2(doc: dict[str, Any]) -> str:
-    return render_readme(doc, 2)
-
-
-def render_headline_3(doc: dict[str, Any]) -> str:
-    return render_headline(doc, 3)
-
-
-def render_readme_3(doc: dict[str, Any]) -> str:
-    return render_readme(doc, 3)
-
-
-def render_headline_4(doc: dict[str, Any]) -> str:
-    return render_headline(doc, 4)
-
-
-def render_readme_4(doc: dict[str, Any]) -> str:
-    return render_readme(doc, 4)
-
-
 ORDINAL = {2: "second", 3: "third", 4: "fourth"}
 """How the headline names a set kept in reserve."""
 
 
-JSON_2 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-2.json"
-DOC_2 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-2.md"
-BLOCK_2 = "held-out-scenarios-2-report"
-HEADLINE_2 = "held-out-scenarios-2-headline"
-"""The second set's headline, for docs/benchmarks/README.md."""
-README_BLOCK_2 = "held-out-scenarios-2-readme"
-"""The second set's headline for README.md."""
+def set_files(number: int) -> tuple[Path, Path, str, str, str]:
+    """Set ``number``'s (from 2) JSON, report, and the names of its report, index-headline and README blocks."""
+    name = f"held-out-scenarios-{number}"
+    docs = ROOT / "docs" / "benchmarks"
+    return docs / f"{name}.json", docs / f"{name}.md", f"{name}-report", f"{name}-headline", f"{name}-readme"
+
+
+JSON_2, DOC_2, BLOCK_2, HEADLINE_2, README_BLOCK_2 = set_files(2)
 SET_2_TARGETS = {BLOCK_2: [DOC_2], HEADLINE_2: [INDEX], README_BLOCK_2: [figures.README]}
 """The files each of the second set's blocks is written into by its full run."""
-
-JSON_3 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-3.json"
-DOC_3 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-3.md"
-BLOCK_3 = "held-out-scenarios-3-report"
-HEADLINE_3 = "held-out-scenarios-3-headline"
-"""The third set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
-README_BLOCK_3 = "held-out-scenarios-3-readme"
-"""The third set's headline for README.md (idem)."""
+JSON_3, DOC_3, BLOCK_3, HEADLINE_3, README_BLOCK_3 = set_files(3)
 SET_3_TARGETS = {BLOCK_3: [DOC_3], HEADLINE_3: [INDEX], README_BLOCK_3: [figures.README]}
 """The files each of the third set's blocks is written into by its full run."""
+JSON_4, DOC_4, BLOCK_4, HEADLINE_4, README_BLOCK_4 = set_files(4)
+"""The fourth set, in reserve: its report only until its first run (its headlines are rendered, not written)."""
 
-JSON_4 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-4.json"
-DOC_4 = ROOT / "docs" / "benchmarks" / "held-out-scenarios-4.md"
-BLOCK_4 = "held-out-scenarios-4-report"
-HEADLINE_4 = "held-out-scenarios-4-headline"
-"""The fourth set's headline, for docs/benchmarks/README.md (not written there until its first report exists)."""
-README_BLOCK_4 = "held-out-scenarios-4-readme"
-"""The fourth set's headline for README.md (idem)."""
+
+def set_blocks(number: int) -> dict[str, Callable[[dict[str, Any]], str]]:
+    """Set ``number``'s (from 2) block renderers: its report, its index headline, its README headline."""
+    _, _, block, headline, readme = set_files(number)
+    return {
+        block: render_report,
+        headline: functools.partial(render_headline, number=number),
+        readme: functools.partial(render_readme, number=number),
+    }
+
 
 BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
     BLOCK: render_report,
     HEADLINE: render_headline,
     README_BLOCK: render_readme,
-    BLOCK_2: render_report,
-    HEADLINE_2: render_headline_2,
-    README_BLOCK_2: render_readme_2,
-    BLOCK_3: render_report,
-    HEADLINE_3: render_headline_3,
-    README_BLOCK_3: render_readme_3,
-    BLOCK_4: render_report,
-    HEADLINE_4: render_headline_4,
-    README_BLOCK_4: render_readme_4,
+    **{name: render for number in ORDINAL for name, render in set_blocks(number).items()},
 }
 
 INTRO = """# Benchmark: held-out scenarios

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -16,11 +17,14 @@ from pulsar_rebalance.simulator import held_out_scenarios_3 as hs3
 from pulsar_rebalance.simulator import held_out_scenarios_4 as hs4
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, ScenarioRun
+from tests.simulator.scenario_profiles import CRITERIA_KEYS
 
 
 @dataclass(frozen=True)
 class ScenarioSet:
     build: Callable[..., ScenarioRun]
+    expectations: Mapping[str, Any]
+    """Each scenario's declared criteria, description and why."""
     targets: Mapping[str, float]
     """Each scenario's stated load (its ideal usage once built)."""
     balanced: bool
@@ -30,6 +34,7 @@ class ScenarioSet:
 SETS = {
     "set-1": ScenarioSet(
         hs1.build,
+        hs1.EXPECTATIONS,
         {
             "broker-crash": hs1.CRASH_LOAD,
             "diurnal-swing": hs1.SWING_LOAD,
@@ -41,6 +46,7 @@ SETS = {
     ),
     "set-2": ScenarioSet(
         hs2.build,
+        hs2.EXPECTATIONS_2,
         {
             "topic-churn": hs2.CHURN_LOAD,
             "follow-the-sun": hs2.SUN_LOAD,
@@ -52,6 +58,7 @@ SETS = {
     ),
     "set-3": ScenarioSet(
         hs3.build,
+        hs3.EXPECTATIONS_3,
         {
             "namespace-onboarding": hs3.ONBOARD_LOAD,
             "new-subscription": hs3.SUB_LOAD,
@@ -62,6 +69,7 @@ SETS = {
     ),
     "set-4": ScenarioSet(
         hs4.build,
+        hs4.EXPECTATIONS_4,
         {
             "partition-increase": hs4.PART_LOAD,
             "bigger-messages": hs4.SIZE_LOAD,
@@ -87,6 +95,16 @@ def test_each_set_lists_exactly_its_scenarios_none_shared() -> None:
     ]
     assert sum(len(s) for s in sets) == len(set().union(*sets))  # no two sets share a name
     assert not set().union(*sets) & set(SCENARIOS)
+
+
+@pytest.mark.parametrize("which", list(SETS))
+def test_each_scenario_declares_its_criteria_and_why(which: str) -> None:
+    ss = SETS[which]
+    assert 4 <= len(ss.targets) <= 6
+    assert set(ss.expectations) == set(ss.targets)
+    for name, e in ss.expectations.items():
+        assert {"not_worse", "no_hot", "moves"} <= set(e.criteria) <= CRITERIA_KEYS, name
+        assert e.description and e.why, name
 
 
 @pytest.mark.parametrize("which", list(SETS))
