@@ -1,7 +1,7 @@
 """The held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py to held_out_scenarios_4.py):
 each scenario builds under every default load model at its stated load and is the same for the same seed, unknown
 names, cadences and load models are refused, and no scenario shares a name with a tuned-on one or another set's.
-Nothing here runs a strategy (the fourth set is kept in reserve for the planner)."""
+Nothing here runs a strategy."""
 
 from __future__ import annotations
 
