@@ -16,11 +16,16 @@ Usage::
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 4 --jobs 2
         # the fourth held-out set (held_out_scenarios_4.py), first run on the planner change that followed it (kept in
         # reserve until then); writes docs/benchmarks/held-out-scenarios-4.md + .json and its headline blocks
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 5 --jobs 2
+        # the fifth held-out set (held_out_scenarios_5.py), kept in reserve: its first full run is the measure of the
+        # planner change that follows; writes docs/benchmarks/held-out-scenarios-5.md + .json
 
 ``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``), 2
 (``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks), 3
-(``held_out_scenarios_3.py``, its own report ``held-out-scenarios-3.md`` and headline blocks) or 4
-(``held_out_scenarios_4.py``, its own report ``held-out-scenarios-4.md`` and headline blocks).
+(``held_out_scenarios_3.py``, its own report ``held-out-scenarios-3.md`` and headline blocks), 4
+(``held_out_scenarios_4.py``, its own report ``held-out-scenarios-4.md`` and headline blocks) or 5
+(``held_out_scenarios_5.py``, kept in reserve: its own report ``held-out-scenarios-5.md``, not yet in the READMEs'
+headlines).
 
 The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
 each with the criteria a good balancer meets there declared beside it (``EXPECTATIONS``). Everything else is the balance
@@ -76,6 +81,7 @@ from pulsar_rebalance.simulator import (  # noqa: E402
     held_out_scenarios_2,
     held_out_scenarios_3,
     held_out_scenarios_4,
+    held_out_scenarios_5,
 )
 from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
@@ -406,7 +412,7 @@ def render_readme(doc: dict[str, Any], number: int = 1) -> str:
     return render_headline(doc, number).replace(f"]({report})", f"](docs/benchmarks/{report})")
 
 
-ORDINAL = {2: "second", 3: "third", 4: "fourth"}
+ORDINAL = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 """How the headline names a set kept in reserve."""
 
 
@@ -426,6 +432,8 @@ SET_3_TARGETS = {BLOCK_3: [DOC_3], HEADLINE_3: [INDEX], README_BLOCK_3: [figures
 JSON_4, DOC_4, BLOCK_4, HEADLINE_4, README_BLOCK_4 = set_files(4)
 SET_4_TARGETS = {BLOCK_4: [DOC_4], HEADLINE_4: [INDEX], README_BLOCK_4: [figures.README]}
 """The files each of the fourth set's blocks is written into by its full run."""
+JSON_5, DOC_5, BLOCK_5, HEADLINE_5, README_BLOCK_5 = set_files(5)
+"""The fifth set's, kept in reserve: its full run writes its report only (``SETS[5]``), its headlines not until then."""
 
 
 def set_blocks(number: int) -> dict[str, Callable[[dict[str, Any]], str]]:
@@ -517,6 +525,25 @@ balancer does there, as the balance benchmark's criteria, before any strategy ra
 doing nothing and Pulsar's strategies ran on it, never the planner. Its first full run, this report's, measures the
 planner change that followed. Everything else - the closed loop, the two cadences, the strategies, the do-no-harm
 guard, the criteria's arithmetic - is the balance benchmark's.
+
+First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
+
+"""
+
+
+INTRO_5 = """# Benchmark: held-out scenarios, fifth set
+
+A fifth set of problems nobody tuned the planner on, written as the earlier ones were
+([held-out-scenarios-4.md](held-out-scenarios-4.md)) and likewise kept in reserve: the scenarios of
+`src/pulsar_rebalance/simulator/held_out_scenarios_5.py`, written without reading the planner, from how Pulsar places
+and serves load and what operators report (a cron job raising one namespace's traffic 2.5x for 10 minutes every
+hour; four brokers replaced one at a time by hosts half again as large, each drained by lookup and back empty; two
+ingest-only topics, all bytes in, started on a namespace nobody reads live; a large customer's key landing on one
+partition of a keyed topic; a cluster balanced at 70 %, nothing happening). Each scenario declared what a good balancer does there, as
+the balance benchmark's criteria, before any strategy ran on it; while the set was written only doing nothing and
+Pulsar's strategies ran on it, never the planner. Its first full run, this report's, measures the planner change that
+followed. Everything else - the closed loop, the two cadences, the strategies, the do-no-harm guard, the criteria's
+arithmetic - is the balance benchmark's.
 
 First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
 
@@ -624,8 +651,20 @@ SETS: dict[int, ScenarioSet] = {
         INTRO_4,
         SET_4_TARGETS,
     ),
+    5: ScenarioSet(
+        5,
+        held_out_scenarios_5.HELD_OUT_SCENARIOS_5,
+        held_out_scenarios_5.EXPECTATIONS_5,
+        held_out_scenarios_5.build,
+        JSON_5,
+        DOC_5,
+        BLOCK_5,
+        INTRO_5,
+        {BLOCK_5: [DOC_5]},  # the report only until its first run, as the fourth set's was
+    ),
 }
-"""``--set``'s choices: the first held-out set (the default), the second, the third and the fourth."""
+"""``--set``'s choices: the first held-out set (the default), the second, the third, the fourth and the fifth (kept
+in reserve)."""
 
 
 # ---------------------------------------------------------------- running
@@ -638,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         choices=sorted(SETS),
         default=1,
-        help="the held-out set: 1 (default), 2, 3 or 4",
+        help="the held-out set: 1 (default), 2, 3, 4 or 5 (kept in reserve)",
     )
     parser.add_argument(
         "--scenarios",
@@ -647,7 +686,8 @@ def main(argv: list[str] | None = None) -> int:
         help=f"default: all of the set's (set 1: {', '.join(HELD_OUT_SCENARIOS)}; set 2: "
         f"{', '.join(held_out_scenarios_2.HELD_OUT_SCENARIOS_2)}; set 3: "
         f"{', '.join(held_out_scenarios_3.HELD_OUT_SCENARIOS_3)}; set 4: "
-        f"{', '.join(held_out_scenarios_4.HELD_OUT_SCENARIOS_4)})",
+        f"{', '.join(held_out_scenarios_4.HELD_OUT_SCENARIOS_4)}; set 5: "
+        f"{', '.join(held_out_scenarios_5.HELD_OUT_SCENARIOS_5)})",
     )
     parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
@@ -673,8 +713,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="write the set's report (held-out-scenarios.md / -2.md / -3.md / -4.md) + .json there (any run, partial "
-        "too)",
+        help="write the set's report (held-out-scenarios.md / -2.md to -5.md) + .json there (any run, partial too)",
     )
     parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
     args = parser.parse_args(argv)

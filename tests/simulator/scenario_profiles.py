@@ -1,9 +1,11 @@
 """What the held-out scenario sets' tests read off a built model: the factor a scenario's time profile puts on
-each namespace's rates now, and advancing the model to a given minute; and a set's tiny benchmark run, checked."""
+each namespace's rates now, and advancing the model to a given minute; and the held-out sets' benchmark, loaded, and a
+set's tiny run of it, checked."""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +13,7 @@ from typing import Any
 
 from pulsar_rebalance.simulator.dynamics import ClusterModel
 
+ROOT = Path(__file__).resolve().parents[2]
 CRITERIA_KEYS = {"not_worse", "no_hot", "steady", "jitter", "moves"}
 """The balance benchmark's criteria a held-out scenario may declare."""
 DAG_STEPS = (15, 60)
@@ -37,6 +40,14 @@ def at(model: ClusterModel, minute: int) -> None:
     """Advance ``model`` to simulated ``minute`` (from where it is)."""
     if minute > model.cycle:
         model.advance(minute - model.cycle)
+
+
+def held_out_bench() -> ModuleType:
+    """``benchmarks/bench_held_out_scenarios.py``, loaded as ``benchmarks/figures.py`` loads a script."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import figures
+
+    return figures.load_script("benchmarks/bench_held_out_scenarios.py")
 
 
 def check_tiny_set_run(

@@ -1,7 +1,7 @@
-"""The held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py to held_out_scenarios_4.py):
+"""The held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py to held_out_scenarios_5.py):
 each scenario builds under every default load model at its stated load and is the same for the same seed, unknown
 names, cadences and load models are refused, and no scenario shares a name with a tuned-on one or another set's.
-Nothing here runs a strategy."""
+Nothing here runs a strategy (the fifth set is kept in reserve for the planner)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pulsar_rebalance.simulator import held_out_scenarios as hs1
 from pulsar_rebalance.simulator import held_out_scenarios_2 as hs2
 from pulsar_rebalance.simulator import held_out_scenarios_3 as hs3
 from pulsar_rebalance.simulator import held_out_scenarios_4 as hs4
+from pulsar_rebalance.simulator import held_out_scenarios_5 as hs5
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, ScenarioRun
 from tests.simulator.scenario_profiles import CRITERIA_KEYS
@@ -81,6 +82,18 @@ SETS = {
         },
         balanced=True,
     ),
+    "set-5": ScenarioSet(
+        hs5.build,
+        hs5.EXPECTATIONS_5,
+        {
+            "hourly-batch": hs5.BATCH_LOAD,
+            "hardware-refresh": hs5.REFRESH_LOAD,
+            "ingest-firehose": hs5.FIRE_LOAD,
+            "hot-key": hs5.KEY_LOAD,
+            "running-hot": hs5.HOT_LOAD,
+        },
+        balanced=True,
+    ),
 }
 CASES = [(s, name) for s, ss in SETS.items() for name in ss.targets]
 
@@ -90,11 +103,13 @@ def test_each_set_lists_exactly_its_scenarios_none_shared() -> None:
     assert set(SETS["set-2"].targets) == set(hs2.HELD_OUT_SCENARIOS_2)
     assert set(SETS["set-3"].targets) == set(hs3.HELD_OUT_SCENARIOS_3)
     assert set(SETS["set-4"].targets) == set(hs4.HELD_OUT_SCENARIOS_4)
+    assert set(SETS["set-5"].targets) == set(hs5.HELD_OUT_SCENARIOS_5)
     sets = [
         set(hs1.HELD_OUT_SCENARIOS),
         set(hs2.HELD_OUT_SCENARIOS_2),
         set(hs3.HELD_OUT_SCENARIOS_3),
         set(hs4.HELD_OUT_SCENARIOS_4),
+        set(hs5.HELD_OUT_SCENARIOS_5),
     ]
     assert sum(len(s) for s in sets) == len(set().union(*sets))  # no two sets share a name
     assert not set().union(*sets) & set(SCENARIOS)
