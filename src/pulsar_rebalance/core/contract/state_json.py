@@ -191,19 +191,7 @@ def planner_memory_from_json(obj: object, path: str) -> PlannerMemory:
     root = require_object(obj, path)
     reject_unknown_keys(
         root,
-        {
-            "moves",
-            "membership",
-            "peaks",
-            "coefficients",
-            "reports",
-            "above",
-            "aboveSince",
-            "below",
-            "refused",
-            "highs",
-            "fell",
-        },
+        {"moves", "membership", "peaks", "coefficients", "reports", "above", "below", "refused", "highs", "fell"},
         path,
     )
     mem = PlannerMemory()
@@ -268,10 +256,6 @@ def planner_memory_from_json(obj: object, path: str) -> PlannerMemory:
     if isinstance(above, list):  # an older state: the brokers above in the last cycle, once each
         above = dict.fromkeys(above, 1)
     mem.above = _counts(above, field_path(path, "above"))
-    sp = field_path(path, "aboveSince")
-    mem.above_since = {
-        b: check_int(t, field_path(sp, b)) for b, t in require_object(root.get("aboveSince", {}), sp).items()
-    }
     mem.below = _counts(root.get("below", {}), field_path(path, "below"))
     rp = field_path(path, "refused")
     mem.refused = {b: check_int(t, field_path(rp, b)) for b, t in require_object(root.get("refused", {}), rp).items()}

@@ -129,9 +129,8 @@ class PlannerSettings:
     (AvgShedder counts 2 hits for a large gap and 8 for a small one)."""
     confirm_ms: int = 90 * 60_000
     """A broker above the trigger (below ``confirm_margin``'s level and the overload threshold) is confirmed only once
-    its consecutive reports above it also span this long (from the run's first report, memory ``aboveSince``): one
-    decision a minute, 91 reports; the DAG's hourly cadence, ``confirm_reports`` (two hours) as before; a run
-    triggered by hand between scheduled ones counts the time, not its own gap. The time constant is in minutes as well as cycles, so a plan does not
+    its consecutive reports above it also span this long: one decision a minute, 91 reports; the DAG's hourly cadence,
+    ``confirm_reports`` (two hours) as before. The time constant is in minutes as well as cycles, so a plan does not
     depend on how often the DAG is scheduled: a load that comes and goes within the hour (a crowd, a backlog drained,
     a load test, a host lending its CPU to a co-located bookie) is not moved for, whose moves stay once it is gone
     (Cruise Control likewise balances distribution on an hour of load windows, capacity at once)."""
@@ -238,8 +237,8 @@ class _Cycle:
     loaded: dict[str, int] = field(default_factory=dict)
     """Sources acted on before their reports confirmed them only because this planner loaded them (when, last)."""
     cycle_ms: int = 0
-    confirmed: set[str] = field(default_factory=set)
-    """Brokers above the trigger in ``confirm_reports`` consecutive reports spanning ``confirm_ms``."""
+    confirm: int = 0
+    """Consecutive load reports that confirm a broker above the trigger (``confirm_reports``, ``confirm_ms``)."""
     """Since the last cycle (0 on the first)."""
     window_ms: int = 0
     """How long a swing's peak, a report's high and a broken run of hits are remembered (``peak_ms`` or
@@ -378,24 +377,11 @@ class GlobalPlanner:
         # show it above the level as well as its planned usage - a remembered peak keeps the planned usage up
         # while the load is off, and an on/off consumer lasting two reports was confirmed by a third report
         # taken in its off phase
+        confirm = cyc.confirm = max(
+            st.confirm_reports, 1 + -(-st.confirm_ms // cyc.cycle_ms) if cyc.cycle_ms > 0 else st.confirm_reports
+        )
         hot = sorted(b for b in eligible if before[b] > lv.hit_level)
         seen = cyc.seen = {b: mem.above.get(b, 0) + 1 for b in hot if view.smoothed_usage(b) > lv.hit_level}
-        # the run's first report, for the span the confirming reports must cover (confirm_ms): now for a new run; a
-        # run carried by a state that did not date it is dated back a cycle per report (with no last cycle to measure
-        # one by, far enough back that its reports' count alone confirms it, as before runs were dated)
-        if now is not None:
-            last = now - cyc.cycle_ms
-            undated = {
-                b: last - (n - 1) * cyc.cycle_ms if cyc.cycle_ms > 0 else now - st.confirm_ms
-                for b, n in mem.above.items()
-            }
-            mem.above_since = {b: mem.above_since.get(b, undated[b]) if b in mem.above else now for b in seen}
-        cyc.confirmed = {
-            b
-            for b, n in seen.items()
-            if n >= st.confirm_reports and (now is None or now - mem.above_since[b] >= st.confirm_ms)
-        }
-        confirm = f"{st.confirm_reports} consecutive load reports over at least {st.confirm_ms // 60_000} min"
         # a run of hits that broke (a report back below the level) within the window: a load that comes and
         # goes. Such a broker is not acted on from one report far above the trigger, only when its reports
         # confirm it (or above the overload threshold): an on/off consumer whose peak read 0.68 once, by noise,
@@ -424,14 +410,12 @@ class GlobalPlanner:
         sources = cyc.sources = {
             b
             for b in hot
-            if b in cyc.confirmed
+            if seen.get(b, 0) >= confirm
             or before[b] >= lv.overload
             or (before[b] >= lv.clear and b not in mem.fell)
             or (b in loaded and b not in mem.fell)
         }
-        cyc.loaded = {
-            b: t for b, t in loaded.items() if b in sources and b not in cyc.confirmed and before[b] < lv.clear
-        }
+        cyc.loaded = {b: t for b, t in loaded.items() if b in sources and seen[b] < confirm and before[b] < lv.clear}
         # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a nearly empty broker - below
         # `fill_below` x the ideal and as far below it as the trigger is above, by more than the noise - in its
         # planned usage (which holds its bundles' remembered peaks: an on/off consumer's broker in its off phase is
@@ -477,13 +461,6 @@ class GlobalPlanner:
         if not sources and not fill:  # above the trigger, but not yet in enough reports and not far above
             stats["brokers"] = {b: {"usage": rounded(before[b])} for b in view.brokers}
             top = max(eligible, key=lambda b: (before[b], b))
-            n = max(seen.values(), default=0)
-            longest = max((b for b in seen if seen[b] == n), default=None)
-            over = (
-                f" over {(now - mem.above_since[longest]) / 60_000:.0f} min"
-                if now is not None and longest is not None and n > 1
-                else ""
-            )
             reported = (
                 ""
                 if top in seen or top not in hot
@@ -501,9 +478,9 @@ class GlobalPlanner:
             return skip(
                 Reason.HIT_COUNT,
                 f"busiest broker {max_before:.4f} > trigger {lv.trigger:.4f} (ideal {lv.ideal:.4f}), above it by more than "
-                f"the noise ({lv.hit_level:.4f}) in {n} consecutive load report(s){over}: waiting for {confirm} to "
-                f"confirm it (a report is one sample; a load that comes and goes within the hour is not moved for; at once "
-                f"above {lv.clear:.4f}){reported}",
+                f"the noise ({lv.hit_level:.4f}) in {max(seen.values(), default=0)} consecutive load report(s): waiting "
+                f"for {confirm}, spanning at least {st.confirm_ms // 60_000} min, to confirm it (a report is one sample; a load that "
+                f"comes and goes within the hour is not moved for; at once above {lv.clear:.4f}){reported}",
                 stats,
             )
         since = mem.membership_changed
@@ -563,7 +540,7 @@ class GlobalPlanner:
             descend(dx, sources, cyc.under, cyc.refill)
             return dx
 
-        fast = {b for b in cyc.sources if b not in cyc.confirmed and before[b] < lv.overload}
+        fast = {b for b in cyc.sources if cyc.seen.get(b, 0) < cyc.confirm and before[b] < lv.overload}
         snapshot = view.snapshot() if fast else None
         dx = descent(cyc.sources)
         weak = {
@@ -582,7 +559,7 @@ class GlobalPlanner:
             cyc.waits = [
                 f"{b}: one load report at {before[b]:.4f} (at once above {lv.clear:.4f}), but a plan would take it only to "
                 f"{a:.4f}, less than {st.fast_path_share:.0%} of the way to the target {lv.target:.4f}: not acted on until "
-                f"{st.confirm_reports} consecutive load reports confirm it, over at least {st.confirm_ms // 60_000} min"
+                f"{cyc.confirm} consecutive load reports confirm it"
                 for b, a in weak.items()
             ]
         return dx
@@ -647,7 +624,7 @@ class GlobalPlanner:
             band = (
                 f"<= trigger {trigger:.4f}"
                 if max_before <= trigger
-                else f"> trigger {trigger:.4f}, not confirmed there by {st.confirm_reports} load reports over {st.confirm_ms // 60_000} min"
+                else f"> trigger {trigger:.4f}, not confirmed there by {cyc.confirm} load reports"
             )
             which = []
             if cyc.under:
@@ -681,7 +658,7 @@ class GlobalPlanner:
         for b in sorted(set(cyc.loaded) & {u.broker for u in unloads}):
             ago = "" if now is None else f" {(now - cyc.loaded[b]) / 60_000:.0f} min ago"
             detail += (
-                f"; {b} acted on from {cyc.seen[b]} load report(s) above the trigger, not {st.confirm_reports} over {st.confirm_ms // 60_000} min: this "
+                f"; {b} acted on from {cyc.seen[b]} load report(s) above the trigger, not {cyc.confirm}: this "
                 f"planner moved bundles onto it{ago}, predicted within the target, and its reports now show that "
                 "prediction wrong"
             )

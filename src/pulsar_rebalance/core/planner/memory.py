@@ -9,7 +9,6 @@ like the rest of the state)::
      "coefficients": {"<resource>": [5 numbers >= 0]},
      "reports": {"<broker>": {"usage": [5 numbers >= 0], "features": [5 numbers >= 0]}},
      "above": {"<broker>": n},
-     "aboveSince": {"<broker>": ms},
      "below": {"<broker>": n},
      "refused": {"<broker>": ms},
      "highs": {"<broker>": {"usage": x, "atMs": ms}},
@@ -31,8 +30,6 @@ like the rest of the state)::
 * ``above``: the brokers above the trigger in the last cycle, each with how many consecutive cycles
   saw it there (a broker acts when ``confirm_reports`` consecutive cycles do, unless it is far above);
   a list of broker ids (an older state) counts one each;
-* ``aboveSince``: when each broker in ``above`` was first seen there in its current run: the confirming reports
-  must also span ``confirm_ms`` (a state without it dates the run back one cycle per report);
 * ``below``: the brokers far below the ideal in the last cycle (as far below it as the trigger is above),
   each with how many consecutive cycles saw it there: the planner fills a broker that ``confirm_reports``
   consecutive cycles saw there (see ``GlobalPlanner.plan``);
@@ -65,7 +62,6 @@ class PlannerMemory:
     coefficients: dict[str, list[float]] = field(default_factory=dict)
     reports: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     above: dict[str, int] = field(default_factory=dict)
-    above_since: dict[str, int] = field(default_factory=dict)
     below: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
     highs: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -83,7 +79,6 @@ class PlannerMemory:
             "coefficients": {r: list(c) for r, c in self.coefficients.items()},
             "reports": {b: {"usage": list(u), "features": list(f)} for b, (u, f) in self.reports.items()},
             "above": dict(self.above),
-            "aboveSince": dict(self.above_since),
             "below": dict(self.below),
             "refused": dict(self.refused),
             "highs": {b: dict(h) for b, h in self.highs.items()},
@@ -106,7 +101,6 @@ class PlannerMemory:
             coefficients={r: list(c) for r, c in raw.get("coefficients", {}).items()},
             reports={b: (list(e["usage"]), list(e["features"])) for b, e in raw.get("reports", {}).items()},
             above=dict(raw.get("above", {})),
-            above_since=dict(raw.get("aboveSince", {})),
             below=dict(raw.get("below", {})),
             refused=dict(raw.get("refused", {})),
             highs={b: dict(h) for b, h in raw.get("highs", {}).items()},
