@@ -6,7 +6,6 @@ strategies only): its first run is the measure of the planner change that follow
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,9 @@ import pytest
 from pulsar_rebalance.simulator import held_out_scenarios_3 as hs
 from pulsar_rebalance.simulator.dynamics import ClusterModel
 from pulsar_rebalance.simulator.scenarios import _bundle_loads
+from tests.simulator.scenario_profiles import ROOT, at, check_tiny_set_run, factors, held_out_bench
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import figures  # noqa: E402
-
-from tests.simulator.scenario_profiles import at, check_tiny_set_run, factors  # noqa: E402
-
-bench = figures.load_script("benchmarks/bench_held_out_scenarios.py")
+bench = held_out_bench()
 
 DAG_STEPS = (15, 60)
 """Where the closed loop's dag cadence puts the model around its second decision: the first plan applied at minute 15

@@ -6,7 +6,6 @@ unknown names: the shared tests of test_held_out_scenario_sets.py.) No test here
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,20 +15,9 @@ from pulsar_rebalance.simulator import held_out_scenarios_4 as hs
 from pulsar_rebalance.simulator.dynamics import ClusterModel
 from pulsar_rebalance.simulator.load_models import Load
 from pulsar_rebalance.simulator.scenarios import _bundle_loads, _load, _topic_stats
+from tests.simulator.scenario_profiles import DAG_STEPS, ROOT, at, check_tiny_set_run, factors, held_out_bench
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import figures  # noqa: E402
-
-from tests.simulator.scenario_profiles import (  # noqa: E402
-    DAG_STEPS,
-    at,
-    check_tiny_set_run,
-    factors,
-)
-
-bench = figures.load_script("benchmarks/bench_held_out_scenarios.py")
+bench = held_out_bench()
 
 
 def test_the_sets_own_criteria() -> None:

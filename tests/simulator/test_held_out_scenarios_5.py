@@ -35,7 +35,7 @@ def _owners_of(m: ClusterModel, prefix: str) -> set[str]:
     ("cadence", "steps"),
     [("minute", (54, 55, 64, 65, 114, 115, 119)), ("dag", (*DAG_STEPS, 75, 120, 2880))],
 )
-def test_hourly_batch_triples_one_namespace_for_10_minutes_every_hour(cadence: str, steps: tuple[int, ...]) -> None:
+def test_hourly_batch_raises_one_namespace_2_5x_for_10_minutes_every_hour(cadence: str, steps: tuple[int, ...]) -> None:
     m = hs.build("hourly-batch", 1, cadence=cadence).model
     ideal = m.ideal_usage()
     owners = dict(m.owners)
