@@ -17,14 +17,18 @@ Usage::
         # the fourth held-out set (held_out_scenarios_4.py), first run on the planner change that followed it (kept in
         # reserve until then); writes docs/benchmarks/held-out-scenarios-4.md + .json and its headline blocks
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 5 --jobs 2
-        # the fifth held-out set (held_out_scenarios_5.py), kept in reserve: its first full run is the measure of the
-        # planner change that follows; writes docs/benchmarks/held-out-scenarios-5.md + .json
+        # the fifth held-out set (held_out_scenarios_5.py), first run on the planner change that followed it (kept in
+        # reserve until then); writes docs/benchmarks/held-out-scenarios-5.md + .json and its headline blocks
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 6 --jobs 2
+        # the sixth held-out set (held_out_scenarios_6.py), kept in reserve: its first full run is the measure of the
+        # planner change that follows; writes docs/benchmarks/held-out-scenarios-6.md + .json
 
 ``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``), 2
 (``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks), 3
 (``held_out_scenarios_3.py``, its own report ``held-out-scenarios-3.md`` and headline blocks), 4
-(``held_out_scenarios_4.py``, its own report ``held-out-scenarios-4.md`` and headline blocks) or 5
-(``held_out_scenarios_5.py``, kept in reserve: its own report ``held-out-scenarios-5.md``, not yet in the READMEs'
+(``held_out_scenarios_4.py``, its own report ``held-out-scenarios-4.md`` and headline blocks), 5
+(``held_out_scenarios_5.py``, its own report ``held-out-scenarios-5.md`` and headline blocks) or 6
+(``held_out_scenarios_6.py``, kept in reserve: its own report ``held-out-scenarios-6.md``, not yet in the READMEs'
 headlines).
 
 The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
@@ -82,6 +86,7 @@ from pulsar_rebalance.simulator import (  # noqa: E402
     held_out_scenarios_3,
     held_out_scenarios_4,
     held_out_scenarios_5,
+    held_out_scenarios_6,
 )
 from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
@@ -412,7 +417,7 @@ def render_readme(doc: dict[str, Any], number: int = 1) -> str:
     return render_headline(doc, number).replace(f"]({report})", f"](docs/benchmarks/{report})")
 
 
-ORDINAL = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+ORDINAL = {2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth"}
 """How the headline names a set kept in reserve."""
 
 
@@ -433,7 +438,10 @@ JSON_4, DOC_4, BLOCK_4, HEADLINE_4, README_BLOCK_4 = set_files(4)
 SET_4_TARGETS = {BLOCK_4: [DOC_4], HEADLINE_4: [INDEX], README_BLOCK_4: [figures.README]}
 """The files each of the fourth set's blocks is written into by its full run."""
 JSON_5, DOC_5, BLOCK_5, HEADLINE_5, README_BLOCK_5 = set_files(5)
-"""The fifth set's, kept in reserve: its full run writes its report only (``SETS[5]``), its headlines not until then."""
+SET_5_TARGETS = {BLOCK_5: [DOC_5], HEADLINE_5: [INDEX], README_BLOCK_5: [figures.README]}
+"""The files each of the fifth set's blocks is written into by its full run."""
+JSON_6, DOC_6, BLOCK_6, HEADLINE_6, README_BLOCK_6 = set_files(6)
+"""The sixth set's, kept in reserve: its full run writes its report only (``SETS[6]``), its headlines not until then."""
 
 
 def set_blocks(number: int) -> dict[str, Callable[[dict[str, Any]], str]]:
@@ -550,6 +558,25 @@ First run on: (the planner change this set was first run on, and its commit: fil
 """
 
 
+INTRO_6 = """# Benchmark: held-out scenarios, sixth set
+
+A sixth set of problems nobody tuned the planner on, written as the earlier ones were
+([held-out-scenarios-5.md](held-out-scenarios-5.md)) and likewise kept in reserve: the scenarios of
+`src/pulsar_rebalance/simulator/held_out_scenarios_6.py`, written without reading the planner, from how Pulsar places
+and serves load and what operators report (a large tenant offboarded, its namespaces deleted from the brokers that held
+its bundles; every broker upgraded in turn, each down 5 minutes, its bundles re-placed by lookup and itself back empty;
+one subscription reset 3 days back, reading its backlog at catch-up speed for 6 hours; two brokers whose bonded NIC
+loses one of its links, reporting half the limit). Each scenario declared what a good balancer does there, as the
+balance benchmark's criteria, before any strategy ran on it; while the set was written only doing nothing and Pulsar's
+strategies ran on it, never the planner. Its first full run, this report's, measures the planner change that followed.
+Everything else - the closed loop, the two cadences, the strategies, the do-no-harm guard, the criteria's arithmetic -
+is the balance benchmark's.
+
+First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
+
+"""
+
+
 INDEX_SECTION = """## Held-out scenarios
 
 The balance benchmark's criteria on problems nobody tuned the planner on (a broker crashing under load, a common-mode
@@ -660,11 +687,22 @@ SETS: dict[int, ScenarioSet] = {
         DOC_5,
         BLOCK_5,
         INTRO_5,
-        {BLOCK_5: [DOC_5]},  # the report only until its first run, as the fourth set's was
+        SET_5_TARGETS,
+    ),
+    6: ScenarioSet(
+        6,
+        held_out_scenarios_6.HELD_OUT_SCENARIOS_6,
+        held_out_scenarios_6.EXPECTATIONS_6,
+        held_out_scenarios_6.build,
+        JSON_6,
+        DOC_6,
+        BLOCK_6,
+        INTRO_6,
+        {BLOCK_6: [DOC_6]},  # the report only until its first run, as the fifth set's was
     ),
 }
-"""``--set``'s choices: the first held-out set (the default), the second, the third, the fourth and the fifth (kept
-in reserve)."""
+"""``--set``'s choices: the first held-out set (the default), the second, the third, the fourth, the fifth and the
+sixth (kept in reserve)."""
 
 
 # ---------------------------------------------------------------- running
@@ -677,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         choices=sorted(SETS),
         default=1,
-        help="the held-out set: 1 (default), 2, 3, 4 or 5 (kept in reserve)",
+        help="the held-out set: 1 (default), 2, 3, 4, 5 or 6 (kept in reserve)",
     )
     parser.add_argument(
         "--scenarios",
@@ -687,7 +725,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{', '.join(held_out_scenarios_2.HELD_OUT_SCENARIOS_2)}; set 3: "
         f"{', '.join(held_out_scenarios_3.HELD_OUT_SCENARIOS_3)}; set 4: "
         f"{', '.join(held_out_scenarios_4.HELD_OUT_SCENARIOS_4)}; set 5: "
-        f"{', '.join(held_out_scenarios_5.HELD_OUT_SCENARIOS_5)})",
+        f"{', '.join(held_out_scenarios_5.HELD_OUT_SCENARIOS_5)}; set 6: "
+        f"{', '.join(held_out_scenarios_6.HELD_OUT_SCENARIOS_6)})",
     )
     parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
@@ -713,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="write the set's report (held-out-scenarios.md / -2.md to -5.md) + .json there (any run, partial too)",
+        help="write the set's report (held-out-scenarios.md / -2.md to -6.md) + .json there (any run, partial too)",
     )
     parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
     args = parser.parse_args(argv)

@@ -9,6 +9,7 @@ the anti-affinity group ``orders``, four shared namespaces.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from pulsar_rebalance.core.contract.policies_json import parse_policies
 from pulsar_rebalance.core.pulsar.bundles import NamespaceBundles, topic_hash
 from pulsar_rebalance.core.pulsar.policies import NO_POLICIES
+from pulsar_rebalance.core.pulsar.shedders import get_shedder
 from pulsar_rebalance.simulator.closed_loop import NO_ACTION, STRATEGIES, added_violations, run_closed_loop
 from pulsar_rebalance.simulator.dynamics import Broker, ClusterModel, Event, Topic
 from pulsar_rebalance.simulator.scenarios import (
@@ -51,10 +53,16 @@ def _group_brokers(owners: dict[str, str]) -> dict[str, set[str]]:
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("guard", [True, False], ids=["guarded", "unguarded"])
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
-def test_every_strategy_keeps_the_placement_constraints(strategy: str, guard: bool) -> None:
+def test_every_strategy_keeps_the_placement_constraints(
+    strategy: str, guard: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After 20 one-minute cycles (a primary failed at cycle 3), no bundle sits on a broker its
     namespace's policy forbids and no two ``orders`` namespaces share a broker - with the guard, and
-    without it (the strategies themselves get the constraints through the ``decide`` cycle)."""
+    without it (the strategies themselves get the constraints through the ``decide`` cycle). The planner
+    confirms a broker by three reports here, not also 90 minutes of them (``confirm_ms``), so that it acts
+    within the 20 minutes and the constraints are exercised."""
+    planner = get_shedder("GlobalPlanner")  # the registered instance decide_scenario runs
+    monkeypatch.setattr(planner, "settings", dataclasses.replace(planner.settings, confirm_ms=0))
     run = placement_constraints(SEED, cycles=CYCLES)
     model = run.model
     assert len(model.brokers) >= 20 and model.violations() == []

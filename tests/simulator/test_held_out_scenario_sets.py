@@ -1,7 +1,7 @@
-"""The held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py to held_out_scenarios_5.py):
+"""The held-out scenario sets (simulator/held_out_scenarios.py and held_out_scenarios_2.py to held_out_scenarios_6.py):
 each scenario builds under every default load model at its stated load and is the same for the same seed, unknown
 names, cadences and load models are refused, and no scenario shares a name with a tuned-on one or another set's.
-Nothing here runs a strategy (the fifth set is kept in reserve for the planner)."""
+Nothing here runs a strategy (the sixth set is kept in reserve for the planner)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pulsar_rebalance.simulator import held_out_scenarios_2 as hs2
 from pulsar_rebalance.simulator import held_out_scenarios_3 as hs3
 from pulsar_rebalance.simulator import held_out_scenarios_4 as hs4
 from pulsar_rebalance.simulator import held_out_scenarios_5 as hs5
+from pulsar_rebalance.simulator import held_out_scenarios_6 as hs6
 from pulsar_rebalance.simulator.load_models import LOAD_MODELS
 from pulsar_rebalance.simulator.scenarios import SCENARIOS, ScenarioRun
 from tests.simulator.scenario_profiles import CRITERIA_KEYS
@@ -94,6 +95,17 @@ SETS = {
         },
         balanced=True,
     ),
+    "set-6": ScenarioSet(
+        hs6.build,
+        hs6.EXPECTATIONS_6,
+        {
+            "tenant-offboarding": hs6.OFFBOARD_LOAD,
+            "rolling-upgrade": hs6.UPGRADE_LOAD,
+            "subscription-replay": hs6.REPLAY_LOAD,
+            "nic-link-down": hs6.LINK_LOAD,
+        },
+        balanced=True,
+    ),
 }
 CASES = [(s, name) for s, ss in SETS.items() for name in ss.targets]
 
@@ -104,12 +116,14 @@ def test_each_set_lists_exactly_its_scenarios_none_shared() -> None:
     assert set(SETS["set-3"].targets) == set(hs3.HELD_OUT_SCENARIOS_3)
     assert set(SETS["set-4"].targets) == set(hs4.HELD_OUT_SCENARIOS_4)
     assert set(SETS["set-5"].targets) == set(hs5.HELD_OUT_SCENARIOS_5)
+    assert set(SETS["set-6"].targets) == set(hs6.HELD_OUT_SCENARIOS_6)
     sets = [
         set(hs1.HELD_OUT_SCENARIOS),
         set(hs2.HELD_OUT_SCENARIOS_2),
         set(hs3.HELD_OUT_SCENARIOS_3),
         set(hs4.HELD_OUT_SCENARIOS_4),
         set(hs5.HELD_OUT_SCENARIOS_5),
+        set(hs6.HELD_OUT_SCENARIOS_6),
     ]
     assert sum(len(s) for s in sets) == len(set().union(*sets))  # no two sets share a name
     assert not set().union(*sets) & set(SCENARIOS)

@@ -1,4 +1,4 @@
-"""The third held-out set (simulator/held_out_scenarios_3.py), kept in reserve: each scenario does what its description
+"""The third held-out set (simulator/held_out_scenarios_3.py), kept in reserve until its first run: each scenario does what its description
 says at both cadences and declares its criteria; ``bench_held_out_scenarios.py --set 3`` writes its own report with
 them. (Building under every default load model at the stated load, determinism and unknown names: the shared tests of
 test_held_out_scenario_sets.py.) No test here runs the GlobalPlanner on this set (doing nothing and Pulsar's

@@ -1,4 +1,4 @@
-"""Held-out scenarios, third set: kept in reserve, for the next change to the planner to be measured on.
+"""Held-out scenarios, third set: kept in reserve until its first run, on core `c7b68e1f03` (the change it measured).
 
 Written as the second set was (:mod:`~pulsar_rebalance.simulator.held_out_scenarios_2`): without reading the planner
 (neither its code under ``core/planner/``, nor its design notes and history, nor its tests) nor any benchmark report,

@@ -1,4 +1,4 @@
-"""Held-out scenarios, fourth set: kept in reserve, for the next change to the planner to be measured on.
+"""Held-out scenarios, fourth set: kept in reserve until its first run, on core `1db165b8af` (the change it measured).
 
 Written as the second and third sets were (:mod:`~pulsar_rebalance.simulator.held_out_scenarios_3`): without reading
 the planner (neither its code under ``core/planner/``, nor its design notes and history, nor its tests) nor any

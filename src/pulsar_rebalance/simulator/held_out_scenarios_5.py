@@ -1,4 +1,4 @@
-"""Held-out scenarios, fifth set: kept in reserve, for the next change to the planner to be measured on.
+"""Held-out scenarios, fifth set: kept in reserve until its first run, on core `80f8646aa0` (the change it measured).
 
 Written as the earlier sets were (:mod:`~pulsar_rebalance.simulator.held_out_scenarios_4`): without reading the
 planner (neither its code under ``core/planner/``, nor its design notes and history, nor its tests) nor any benchmark

@@ -22,7 +22,7 @@ assignment before and after (:mod:`.proposals`). The steps:
    made to shave less than that. Nothing happens unless the busiest broker is above the trigger
    (hysteresis: a balanced cluster gets zero moves, noise and on/off traffic inside the band are
    ignored). The plan's **sources** are the brokers above the trigger by more than the reports' noise in
-   ``confirm_reports`` consecutive reports - its (smoothed) reports above it, not only its planned usage,
+   ``confirm_reports`` consecutive reports spanning ``confirm_ms`` (90 minutes) - its (smoothed) reports above it, not only its planned usage,
    which holds remembered peaks - (or at once far above it, when the plan closes at least half its excess
    over the target: else it is planned again without it, and it waits for its reports to confirm it; never
    a broker whose run of reports above the trigger broke within the window, a load that comes and goes,
@@ -127,6 +127,13 @@ class PlannerSettings:
     """Consecutive load reports a broker must be above the trigger in (and below ``confirm_margin``'s level)
     before the planner acts: one report is a sample, two can be the peak of a load that comes and goes
     (AvgShedder counts 2 hits for a large gap and 8 for a small one)."""
+    confirm_ms: int = 90 * 60_000
+    """A broker above the trigger (below ``confirm_margin``'s level and the overload threshold) is confirmed only once
+    its consecutive reports above it also span this long: one decision a minute, 91 reports; the DAG's hourly cadence,
+    ``confirm_reports`` (two hours) as before. The time constant is in minutes as well as cycles, so a plan does not
+    depend on how often the DAG is scheduled: a load that comes and goes within the hour (a crowd, a backlog drained,
+    a load test, a host lending its CPU to a co-located bookie) is not moved for, whose moves stay once it is gone
+    (Cruise Control likewise balances distribution on an hour of load windows, capacity at once)."""
     swing_span_ms: int = 60 * 60_000
     """A swing is told from Pulsar's short-term average (``NUM_SHORT_SAMPLES`` samples, one per cycle) only while its
     samples span at most this: one decision a minute, 10 minutes; the DAG's hourly cadence, 10 hours - a day's level
@@ -230,6 +237,8 @@ class _Cycle:
     loaded: dict[str, int] = field(default_factory=dict)
     """Sources acted on before their reports confirmed them only because this planner loaded them (when, last)."""
     cycle_ms: int = 0
+    confirm: int = 0
+    """Consecutive load reports that confirm a broker above the trigger (``confirm_reports``, ``confirm_ms``)."""
     """Since the last cycle (0 on the first)."""
     window_ms: int = 0
     """How long a swing's peak, a report's high and a broken run of hits are remembered (``peak_ms`` or
@@ -368,6 +377,9 @@ class GlobalPlanner:
         # show it above the level as well as its planned usage - a remembered peak keeps the planned usage up
         # while the load is off, and an on/off consumer lasting two reports was confirmed by a third report
         # taken in its off phase
+        confirm = cyc.confirm = max(
+            st.confirm_reports, 1 + -(-st.confirm_ms // cyc.cycle_ms) if cyc.cycle_ms > 0 else st.confirm_reports
+        )
         hot = sorted(b for b in eligible if before[b] > lv.hit_level)
         seen = cyc.seen = {b: mem.above.get(b, 0) + 1 for b in hot if view.smoothed_usage(b) > lv.hit_level}
         # a run of hits that broke (a report back below the level) within the window: a load that comes and
@@ -398,14 +410,12 @@ class GlobalPlanner:
         sources = cyc.sources = {
             b
             for b in hot
-            if seen.get(b, 0) >= st.confirm_reports
+            if seen.get(b, 0) >= confirm
             or before[b] >= lv.overload
             or (before[b] >= lv.clear and b not in mem.fell)
             or (b in loaded and b not in mem.fell)
         }
-        cyc.loaded = {
-            b: t for b, t in loaded.items() if b in sources and seen[b] < st.confirm_reports and before[b] < lv.clear
-        }
+        cyc.loaded = {b: t for b, t in loaded.items() if b in sources and seen[b] < confirm and before[b] < lv.clear}
         # the mirror image (ThresholdShedder's lowerBoundarySheddingEnabled): a nearly empty broker - below
         # `fill_below` x the ideal and as far below it as the trigger is above, by more than the noise - in its
         # planned usage (which holds its bundles' remembered peaks: an on/off consumer's broker in its off phase is
@@ -462,14 +472,15 @@ class GlobalPlanner:
             if top in mem.fell and before[top] >= lv.clear and now is not None:
                 reported += (
                     f"; its reports fell back below that level {(now - mem.fell[top]) / 60_000:.0f} min ago (a load "
-                    f"that comes and goes): not acted on from one report, only when {st.confirm_reports} confirm it "
+                    f"that comes and goes): not acted on from one report, only when {confirm} confirm it "
                     f"or above the overload threshold {lv.overload:.2f}"
                 )
             return skip(
                 Reason.HIT_COUNT,
                 f"busiest broker {max_before:.4f} > trigger {lv.trigger:.4f} (ideal {lv.ideal:.4f}), above it by more than "
                 f"the noise ({lv.hit_level:.4f}) in {max(seen.values(), default=0)} consecutive load report(s): waiting "
-                f"for {st.confirm_reports} to confirm it (a report is one sample; at once above {lv.clear:.4f}){reported}",
+                f"for {confirm}, spanning at least {st.confirm_ms // 60_000} min, to confirm it (a report is one sample; a load that "
+                f"comes and goes within the hour is not moved for; at once above {lv.clear:.4f}){reported}",
                 stats,
             )
         since = mem.membership_changed
@@ -529,7 +540,7 @@ class GlobalPlanner:
             descend(dx, sources, cyc.under, cyc.refill)
             return dx
 
-        fast = {b for b in cyc.sources if cyc.seen.get(b, 0) < st.confirm_reports and before[b] < lv.overload}
+        fast = {b for b in cyc.sources if cyc.seen.get(b, 0) < cyc.confirm and before[b] < lv.overload}
         snapshot = view.snapshot() if fast else None
         dx = descent(cyc.sources)
         weak = {
@@ -548,7 +559,7 @@ class GlobalPlanner:
             cyc.waits = [
                 f"{b}: one load report at {before[b]:.4f} (at once above {lv.clear:.4f}), but a plan would take it only to "
                 f"{a:.4f}, less than {st.fast_path_share:.0%} of the way to the target {lv.target:.4f}: not acted on until "
-                f"{st.confirm_reports} consecutive load reports confirm it"
+                f"{cyc.confirm} consecutive load reports confirm it"
                 for b, a in weak.items()
             ]
         return dx
@@ -613,7 +624,7 @@ class GlobalPlanner:
             band = (
                 f"<= trigger {trigger:.4f}"
                 if max_before <= trigger
-                else f"> trigger {trigger:.4f}, not confirmed there by {st.confirm_reports} load reports"
+                else f"> trigger {trigger:.4f}, not confirmed there by {cyc.confirm} load reports"
             )
             which = []
             if cyc.under:
@@ -647,7 +658,7 @@ class GlobalPlanner:
         for b in sorted(set(cyc.loaded) & {u.broker for u in unloads}):
             ago = "" if now is None else f" {(now - cyc.loaded[b]) / 60_000:.0f} min ago"
             detail += (
-                f"; {b} acted on from {cyc.seen[b]} load report(s) above the trigger, not {st.confirm_reports}: this "
+                f"; {b} acted on from {cyc.seen[b]} load report(s) above the trigger, not {cyc.confirm}: this "
                 f"planner moved bundles onto it{ago}, predicted within the target, and its reports now show that "
                 "prediction wrong"
             )
