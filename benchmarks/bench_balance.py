@@ -379,6 +379,35 @@ def merge_problems(
     return problems
 
 
+def merge_flags_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--merge`` cannot run with these flags (None: it can): it writes the merged report (no ``--quick`` nor
+    ``--no-write``), re-runs every scenario, load model and cadence of the stored run (no ``--models``,
+    ``--scenarios`` nor ``--cadences``) and the planner only (``--strategies`` the planner at most). Shared with
+    ``bench_held_out_scenarios.py``, whose flags of those names mean the same."""
+    unwritten = [
+        flag for flag, given in (("--quick", getattr(args, "quick", False)), ("--no-write", args.no_write)) if given
+    ]
+    if unwritten:
+        return f"--merge writes the merged report: leave out {' and '.join(unwritten)}"
+    if args.models is not None or args.scenarios is not None or args.cadences != list(CADENCES):
+        return (
+            "--merge re-runs every scenario, load model and cadence of the stored run: leave out "
+            "--models, --scenarios and --cadences"
+        )
+    if args.strategies not in (None, [PLANNER]):
+        return f"--merge re-runs the {PLANNER} only (the other strategies' code must not have changed)"
+    return None
+
+
+def refused(json_path: Path, problems: Sequence[str]) -> bool:
+    """Whether there are ``problems`` (:func:`merge_problems`'), printed under the stored JSON's name if so."""
+    if problems:
+        print(f"cannot merge into {json_path}:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+    return bool(problems)
+
+
 def stale_sources(before: dict[str, str], digests: dict[str, str], unreferenced: Collection[str]) -> str | None:
     """The problem (None: none) with sources that changed since a stored run outside the planner's and
     ``unreferenced``: the other strategies' stored results would be stale. A file added since is left out:
@@ -509,15 +538,9 @@ def main(argv: list[str] | None = None) -> int:
             write_sets()
         return 0
     if args.merge:
-        if args.quick or args.no_write:
-            parser.error("--merge writes the merged report: leave out --quick and --no-write")
-        if args.models is not None or args.scenarios is not None or args.cadences != list(CADENCES):
-            parser.error(
-                "--merge re-runs every scenario, load model and cadence of the stored run: leave out "
-                "--models, --scenarios and --cadences"
-            )
-        if args.strategies not in (None, [PLANNER]):
-            parser.error(f"--merge re-runs the {PLANNER} only (the other strategies' code must not have changed)")
+        flags = merge_flags_problem(args)
+        if flags:
+            parser.error(flags)
         args.strategies = [PLANNER]
     if args.models is None:
         args.models = list(the_set)
@@ -546,11 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cannot merge: {json_path} does not exist; run the full benchmark first", file=sys.stderr)
             return 2
         stored = json.loads(json_path.read_text(encoding="utf-8"))
-        problems = merge_problems(stored, params, the_set, digests, unreferenced_sources())
-        if problems:
-            print(f"cannot merge into {json_path}:", file=sys.stderr)
-            for problem in problems:
-                print(f"  - {problem}", file=sys.stderr)
+        if refused(json_path, merge_problems(stored, params, the_set, digests, unreferenced_sources())):
             return 2
     # Pulsar's split trigger logs every refused split (namespace at its bundle limit): not news here
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)

@@ -22,6 +22,12 @@ Usage::
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 6 --jobs 2
         # the sixth held-out set (held_out_scenarios_6.py), first run on the planner change that followed it (kept in
         # reserve until then); writes docs/benchmarks/held-out-scenarios-6.md + .json and its headline blocks
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 6 --merge --jobs 2
+        # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells of
+        # the set's stored run (a tenth of the runs; pass its seeds and flags) and merge them into its JSON and blocks;
+        # refused, naming the files, when anything else the runs import changed since, or when the flags differ
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 6 --merge --out-dir /tmp/h6 --jobs 2
+        # the same into a copy of the stored JSON put in /tmp/h6 (held-out-scenarios-6.json), its report written there
 
 ``--set`` picks the set: 1 (the default: ``held_out_scenarios.py``, its report ``held-out-scenarios.md``), 2
 (``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks), 3
@@ -37,12 +43,23 @@ decision per simulated minute, applied at once) and the ``dag`` cadence (a decis
 the approval delay with the executor's checks), the do-no-harm guard, the strategies, and the criteria's arithmetic
 (``done_when``: a criterion a scenario does not declare is not judged there). A partial run (not every scenario, load
 model and cadence, or without the planner or no-action) writes nothing unless ``--out-dir`` names where to.
+
+``--merge`` re-runs only the planner's cells of the set's stored run (its scenarios, load models and cadences, each
+seed) and replaces them, results and plotted lines, in its JSON; every other strategy's results stay as the full run
+measured them, the report's header names both runs, and the blocks a full run writes are written again from the merged
+JSON. It takes ``bench_balance.py --merge``'s rule (its functions): refused, before anything runs, when the stored run
+has no series or source digests, when a flag differs from the stored run's (seeds, noise, rate noise, approval delay,
+drift tolerance, guard), when a source the runs can import changed outside ``core/planner/`` since (the other
+strategies' results would be stale), when the stored run has no planner cells or (the committed report) is not the
+set's full run, and with ``--no-write``, ``--models``, ``--scenarios``, ``--cadences`` or other ``--strategies``. With
+``--out-dir`` it merges into the JSON there (a partial run's too) and writes the report there only.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import logging
 import os
 import sys
@@ -71,14 +88,19 @@ from bench_balance import (  # noqa: E402  (the criteria's one source)
     _transient_text,
     cases,
     done_when,
+    merge_doc,
+    merge_flags_problem,
     outcome_cells,
     plot_figures,
+    refused,
     safety,
     safety_table,
     source_digests,
     strategy_cells,
+    unreferenced_sources,
     worst_run,
 )
+from bench_balance import merge_problems as balance_merge_problems  # noqa: E402  (the merge rule, extended below)
 
 from pulsar_rebalance.simulator import (  # noqa: E402
     held_out_scenarios_2,
@@ -708,6 +730,106 @@ sixth."""
 # ---------------------------------------------------------------- running
 
 
+def run_params(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
+    """What a run's results depend on besides the code and its cells: stored with the results, compared by
+    ``--merge`` (``bench_balance.merge_problems``)."""
+    return {
+        "seeds": seeds,
+        "noise": args.noise,
+        "rate_noise": args.rate_noise,
+        "approval_delay_min": args.approval_delay_min,
+        "drift_tolerance": None if args.drift_tolerance < 0 else args.drift_tolerance,
+        "guard": not args.no_guard,
+    }
+
+
+def whole_run(chosen: ScenarioSet, scenarios: Sequence[str], models: Sequence[str], cadences: Sequence[str]) -> bool:
+    """Whether the cells are all of the set's: every scenario, default load model and cadence (what the committed
+    report holds)."""
+    return (
+        set(scenarios) == set(chosen.scenarios) and set(models) == set(LOAD_MODELS) and set(cadences) == set(CADENCES)
+    )
+
+
+def stored_cells(stored: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """The scenarios, load models and cadences of a stored run: what ``--merge`` re-runs the planner on."""
+    cadences = {c for by_c in stored["results"].values() for c in by_c}
+    return [s["name"] for s in stored["scenarios"]], list(stored["results"]), _by_order(cadences, CADENCES)
+
+
+def merge_problems(
+    stored: dict[str, Any], params: dict[str, Any], chosen: ScenarioSet, digests: dict[str, str], whole: bool
+) -> list[str]:
+    """Why the planner's new cells cannot be merged into ``stored`` (empty: they can): the balance benchmark's rule
+    (``bench_balance.merge_problems``: series and source digests stored, the same flags, no source this script's runs
+    can import changed outside the planner's), the planner among the stored strategies, its scenarios the set's, and
+    with ``whole`` (the committed report) every cell of the set: a full run's."""
+    models = list(LOAD_MODELS) if whole else list(stored.get("results", {}))
+    problems = balance_merge_problems(stored, params, models, digests, unreferenced_sources(Path(__file__)))
+    if "series" not in stored or "sources" not in stored:
+        return problems
+    scenarios, models, cadences = stored_cells(stored)
+    if PLANNER not in stored["strategies"]:
+        problems.append(f"the stored run has no {PLANNER} cells to replace (its strategies: {stored['strategies']})")
+    unknown = [sc for sc in scenarios if sc not in chosen.scenarios]
+    if unknown:
+        problems.append(f"scenarios {unknown} are not set {chosen.number}'s ({', '.join(chosen.scenarios)})")
+    elif whole and not whole_run(chosen, scenarios, models, cadences):
+        problems.append(
+            f"the stored run is not set {chosen.number}'s full run (scenarios {scenarios}, cadences {cadences}): "
+            "run the full benchmark"
+        )
+    return problems
+
+
+Done = tuple[Task, dict[str, Any], float, dict[str, list[float]]]
+""":func:`run_one`'s result: the task, its summary, seconds, its series."""
+
+
+def run_tasks(
+    tasks: list[Task], jobs: int, verbose: bool, first_seed: int
+) -> tuple[Results, dict[str, dict[str, dict[str, dict[str, Any]]]], float, figures.LoadSampler]:
+    """Every task run (``jobs`` worker processes): the summaries by cell and strategy in seed order, the first seed's
+    series, the seconds they took and the machine's load meanwhile."""
+    print(f"{len(tasks)} runs on {max(1, jobs)} worker(s)", file=sys.stderr, flush=True)
+    load = figures.LoadSampler()
+    load.__enter__()
+    started = time.perf_counter()
+    progress = figures.Progress(len(tasks))
+    done: list[Done] = []
+
+    def tick(item: Done) -> None:
+        done.append(item)
+        task, s, seconds, _ = item
+        if verbose:
+            print(
+                f"{task[0]:26s} {task[1]:22s} {task[2]:6s} seed {task[4]} {task[3]:28s} final {s['final_max']:.3f} "
+                f"worst {s['worst_max']:.3f} moves {s['moves']:4d} ideal {s['ideal']:.3f} ({seconds:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        progress.tick()
+
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for item in pool.map(run_one, tasks):
+                tick(item)
+    else:
+        for task in tasks:
+            tick(run_one(task))
+    elapsed = time.perf_counter() - started
+    load.__exit__(None, None, None)
+    results: Results = {}
+    series: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for task, summary, _, ys in sorted(done, key=lambda d: (d[0][4], d[0][3])):
+        sc, m, c, st = task[:4]
+        results.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {}).setdefault(st, []).append(summary)
+        if task[4] == first_seed:  # the plots show the first seed
+            cell = series.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {"max_usage": {}, "ideal": ys["ideal"]})
+            cell["max_usage"][st] = ys["max_usage"]
+    return results, series, elapsed, load
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -752,14 +874,24 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="write the set's report (held-out-scenarios.md / -2.md to -6.md) + .json there (any run, partial too)",
+        help="write the set's report (held-out-scenarios.md / -2.md to -6.md) + .json there (any run, partial too); "
+        "with --merge, merge into the JSON there instead of the committed one",
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="re-run only the GlobalPlanner's cells of the set's stored run (its scenarios, load models and cadences; "
+        "pass its seeds and flags) and merge them into its JSON and blocks (every other strategy's results kept); "
+        "refused when files outside src/pulsar_rebalance/core/planner/ changed since the stored run",
     )
     parser.add_argument("--render", action="store_true", help="only re-render the report from the committed JSON")
     args = parser.parse_args(argv)
     chosen = SETS[args.set]
+    if args.merge:
+        flags = "--render runs nothing: leave out --merge" if args.render else merge_flags_problem(args)
+        if flags:
+            parser.error(flags)
     if args.render:
-        import json
-
         if not chosen.json.exists():
             parser.error(f"{chosen.json.relative_to(ROOT)} does not exist: set {args.set} has no report yet")
         write_report(chosen.json, json.loads(chosen.json.read_text(encoding="utf-8")), dict(chosen.written), args.set)
@@ -780,75 +912,50 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--noise", args.noise), ("--rate-noise", args.rate_noise)):
         if value is not None and not 0.0 <= value <= 0.1:
             parser.error(f"{flag} must be in [0, 0.1], got {value}")
-    drift = None if args.drift_tolerance < 0 else args.drift_tolerance
+    params = run_params(args, seeds)
     digests = source_digests()  # before the runs: what they import
+    json_path = chosen.json if args.out_dir is None else args.out_dir / chosen.json.name
+    cadences = list(args.cadences)
+    stored: dict[str, Any] | None = None
+    if args.merge:
+        if not json_path.exists():
+            parser.error(f"--merge: {json_path} does not exist; run the full benchmark first (into it)")
+        stored = json.loads(json_path.read_text(encoding="utf-8"))
+        if refused(json_path, merge_problems(stored, params, chosen, digests, args.out_dir is None)):
+            return 2
+        scenarios, models, cadences = stored_cells(stored)
+        strategies = [PLANNER]
+    drift, guard = params["drift_tolerance"], params["guard"]
     tasks: list[Task] = [
-        (sc, m, c, st, seed, args.noise, args.rate_noise, args.approval_delay_min, drift, not args.no_guard, args.set)
+        (sc, m, c, st, seed, args.noise, args.rate_noise, args.approval_delay_min, drift, guard, args.set)
         for sc in scenarios
         for m in models
-        for c in args.cadences
+        for c in cadences
         for seed in seeds
         for st in strategies
     ]
     # the long ones first (minute cadence, the planner), so that the pool ends together
     tasks.sort(key=lambda t: (t[2] != "minute", t[3] != PLANNER))
     logging.getLogger("pulsar_rebalance").setLevel(logging.ERROR)
-    print(f"{len(tasks)} runs on {max(1, args.jobs)} worker(s)", file=sys.stderr, flush=True)
-    load = figures.LoadSampler()
-    load.__enter__()
-    started = time.perf_counter()
-    progress = figures.Progress(len(tasks))
-    done: list[tuple[Task, dict[str, Any], float, dict[str, list[float]]]] = []
-
-    def tick(item: tuple[Task, dict[str, Any], float, dict[str, list[float]]]) -> None:
-        done.append(item)
-        task, s, seconds, _ = item
-        if args.verbose:
-            print(
-                f"{task[0]:26s} {task[1]:22s} {task[2]:6s} seed {task[4]} {task[3]:28s} final {s['final_max']:.3f} "
-                f"worst {s['worst_max']:.3f} moves {s['moves']:4d} ideal {s['ideal']:.3f} ({seconds:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
-        progress.tick()
-
-    if args.jobs > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            for item in pool.map(run_one, tasks):
-                tick(item)
+    results, series, elapsed, load = run_tasks(tasks, args.jobs, args.verbose, seeds[0])
+    if stored is not None:  # the stored run with the planner's cells and lines replaced, and both runs named
+        doc = merge_doc(stored, results, series, strategies, elapsed, figures.meta(load), digests)
     else:
-        for task in tasks:
-            tick(run_one(task))
-    elapsed = time.perf_counter() - started
-    load.__exit__(None, None, None)
-    results: Results = {}
-    series: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for task, summary, _, ys in sorted(done, key=lambda d: (d[0][4], d[0][3])):
-        sc, m, c, st = task[:4]
-        results.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {}).setdefault(st, []).append(summary)
-        if task[4] == seeds[0]:  # the plots show the first seed
-            cell = series.setdefault(m, {}).setdefault(c, {}).setdefault(sc, {"max_usage": {}, "ideal": ys["ideal"]})
-            cell["max_usage"][st] = ys["max_usage"]
-    doc: dict[str, Any] = {
-        "meta": figures.meta(load),
-        "seeds": seeds,
-        "noise": args.noise,
-        "rate_noise": args.rate_noise,
-        "approval_delay_min": args.approval_delay_min,
-        "drift_tolerance": drift,
-        "guard": not args.no_guard,
-        "strategies": [s for s in STRATEGIES if s in strategies],
-        "scenarios": [
-            {"name": sc, "description": e.description, "criteria": list(e.criteria), "why": e.why}
-            for sc, e in chosen.expectations.items()
-            if sc in scenarios
-        ],
-        "runs": len(tasks),
-        "elapsed_s": round(elapsed),
-        "results": ordered(results, scenarios),
-        "series": series,
-        "sources": digests,
-    }
+        doc = {
+            "meta": figures.meta(load),
+            **params,
+            "strategies": [s for s in STRATEGIES if s in strategies],
+            "scenarios": [
+                {"name": sc, "description": e.description, "criteria": list(e.criteria), "why": e.why}
+                for sc, e in chosen.expectations.items()
+                if sc in scenarios
+            ],
+            "runs": len(tasks),
+            "elapsed_s": round(elapsed),
+            "results": ordered(results, scenarios),
+            "series": series,
+            "sources": digests,
+        }
     print(f"\n{len(tasks)} runs in {elapsed:.0f} s (means over seeds {seeds})")
     for line in verdict_lines(doc):
         print(line)
@@ -858,15 +965,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.out_dir is not None:
         args.out_dir.mkdir(parents=True, exist_ok=True)
         plot_series(doc, args.out_dir / doc["plots"])
-        write_report(args.out_dir / chosen.json.name, doc, {chosen.block: [args.out_dir / chosen.doc.name]}, args.set)
+        write_report(json_path, doc, {chosen.block: [args.out_dir / chosen.doc.name]}, args.set)
         return 0
-    full = (
-        set(scenarios) == set(chosen.scenarios)
-        and set(models) == set(LOAD_MODELS)
-        and set(args.cadences) == set(CADENCES)
-        and {PLANNER, NO_ACTION} <= set(strategies)
-    )
-    if not full:
+    if stored is None and not (
+        whole_run(chosen, scenarios, models, cadences) and {PLANNER, NO_ACTION} <= set(strategies)
+    ):
         print(
             "partial run (not every scenario, load model and cadence, or no planner / no-action): nothing written "
             "(--out-dir DIR writes it there)",
