@@ -22,6 +22,9 @@ Usage::
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 6 --jobs 2
         # the sixth held-out set (held_out_scenarios_6.py), first run on the planner change that followed it (kept in
         # reserve until then); writes docs/benchmarks/held-out-scenarios-6.md + .json and its headline blocks
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 7 --jobs 2
+        # the seventh held-out set (held_out_scenarios_7.py), first run on the planner change that follows it (kept in
+        # reserve until then); writes docs/benchmarks/held-out-scenarios-7.md + .json only (no headline block)
     PYTHONPATH=src .venv/bin/python benchmarks/bench_held_out_scenarios.py --set 6 --merge --jobs 2
         # after a change to the planner only (src/pulsar_rebalance/core/planner/): re-run the GlobalPlanner's cells of
         # the set's stored run (a tenth of the runs; pass its seeds and flags) and merge them into its JSON and blocks;
@@ -33,8 +36,9 @@ Usage::
 (``held_out_scenarios_2.py``, its own report ``held-out-scenarios-2.md`` and headline blocks), 3
 (``held_out_scenarios_3.py``, its own report ``held-out-scenarios-3.md`` and headline blocks), 4
 (``held_out_scenarios_4.py``, its own report ``held-out-scenarios-4.md`` and headline blocks), 5
-(``held_out_scenarios_5.py``, its own report ``held-out-scenarios-5.md`` and headline blocks) or 6
-(``held_out_scenarios_6.py``, its own report ``held-out-scenarios-6.md`` and headline blocks).
+(``held_out_scenarios_5.py``, its own report ``held-out-scenarios-5.md`` and headline blocks), 6
+(``held_out_scenarios_6.py``, its own report ``held-out-scenarios-6.md`` and headline blocks) or 7
+(``held_out_scenarios_7.py``, its own report ``held-out-scenarios-7.md`` only: its first run writes no headline).
 
 The scenarios (``src/pulsar_rebalance/simulator/held_out_scenarios.py``) were written without reading the planner,
 each with the criteria a good balancer meets there declared beside it (``EXPECTATIONS``). Everything else is the balance
@@ -108,6 +112,7 @@ from pulsar_rebalance.simulator import (  # noqa: E402
     held_out_scenarios_4,
     held_out_scenarios_5,
     held_out_scenarios_6,
+    held_out_scenarios_7,
 )
 from pulsar_rebalance.simulator.closed_loop import CADENCES, STRATEGIES, run_closed_loop  # noqa: E402
 from pulsar_rebalance.simulator.held_out_scenarios import EXPECTATIONS, HELD_OUT_SCENARIOS, build  # noqa: E402
@@ -438,7 +443,7 @@ def render_readme(doc: dict[str, Any], number: int = 1) -> str:
     return render_headline(doc, number).replace(f"]({report})", f"](docs/benchmarks/{report})")
 
 
-ORDINAL = {2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth"}
+ORDINAL = {2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh"}
 """How the headline names a set kept in reserve."""
 
 
@@ -464,6 +469,11 @@ SET_5_TARGETS = {BLOCK_5: [DOC_5], HEADLINE_5: [INDEX], README_BLOCK_5: [figures
 JSON_6, DOC_6, BLOCK_6, HEADLINE_6, README_BLOCK_6 = set_files(6)
 SET_6_TARGETS = {BLOCK_6: [DOC_6], HEADLINE_6: [INDEX], README_BLOCK_6: [figures.README]}
 """The files each of the sixth set's blocks is written into by its full run."""
+JSON_7, DOC_7, BLOCK_7, HEADLINE_7, README_BLOCK_7 = set_files(7)
+SET_7_TARGETS = {BLOCK_7: [DOC_7]}
+"""The files the seventh set's full run writes: its own report only. Its headline blocks render (``BLOCKS``) but are
+written into neither README by its first run, so that the run touches no headline; they are added to the targets when
+the set's results are to be headlined."""
 
 
 def set_blocks(number: int) -> dict[str, Callable[[dict[str, Any]], str]]:
@@ -599,6 +609,26 @@ First run on: (the planner change this set was first run on, and its commit: fil
 """
 
 
+INTRO_7 = """# Benchmark: held-out scenarios, seventh set
+
+A seventh set of problems nobody tuned the planner on, written as the earlier ones were
+([held-out-scenarios-6.md](held-out-scenarios-6.md)) and likewise kept in reserve: the scenarios of
+`src/pulsar_rebalance/simulator/held_out_scenarios_7.py`, written without reading the planner, from how Pulsar places
+and serves load and what operators report (a replicated tenant's link to its remote region back after a 4-hour outage,
+every replicator sending its backlog at its own speed until it has caught up; a device fleet reporting 12 times as
+often on a cluster of two broker generations, a CPU load of tiny messages; a Debezium snapshot walking over a database's
+tables, one change topic after another, for 7 hours; an agent on two brokers' hosts taking a third of their CPU for 6
+minutes at the top of every hour, when the DAG decides). Each scenario declared what a good balancer does there, as the
+balance benchmark's criteria, before any strategy ran on it; while the set was written only doing nothing and Pulsar's
+strategies ran on it, never the planner. Its first full run, this report's, measures the planner change that followed;
+it writes this report only, no headline. Everything else - the closed loop, the two cadences, the strategies, the
+do-no-harm guard, the criteria's arithmetic - is the balance benchmark's.
+
+First run on: (the planner change this set was first run on, and its commit: filled in at the first run).
+
+"""
+
+
 INDEX_SECTION = """## Held-out scenarios
 
 The balance benchmark's criteria on problems nobody tuned the planner on (a broker crashing under load, a common-mode
@@ -722,9 +752,20 @@ SETS: dict[int, ScenarioSet] = {
         INTRO_6,
         SET_6_TARGETS,
     ),
+    7: ScenarioSet(
+        7,
+        held_out_scenarios_7.HELD_OUT_SCENARIOS_7,
+        held_out_scenarios_7.EXPECTATIONS_7,
+        held_out_scenarios_7.build,
+        JSON_7,
+        DOC_7,
+        BLOCK_7,
+        INTRO_7,
+        SET_7_TARGETS,
+    ),
 }
-"""``--set``'s choices: the first held-out set (the default), the second, the third, the fourth, the fifth and the
-sixth."""
+"""``--set``'s choices: the first held-out set (the default), the second, the third, the fourth, the fifth, the sixth
+and the seventh."""
 
 
 # ---------------------------------------------------------------- running
@@ -837,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         choices=sorted(SETS),
         default=1,
-        help="the held-out set: 1 (default), 2, 3, 4, 5 or 6",
+        help="the held-out set: 1 (default), 2, 3, 4, 5, 6 or 7",
     )
     parser.add_argument(
         "--scenarios",
@@ -848,7 +889,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{', '.join(held_out_scenarios_3.HELD_OUT_SCENARIOS_3)}; set 4: "
         f"{', '.join(held_out_scenarios_4.HELD_OUT_SCENARIOS_4)}; set 5: "
         f"{', '.join(held_out_scenarios_5.HELD_OUT_SCENARIOS_5)}; set 6: "
-        f"{', '.join(held_out_scenarios_6.HELD_OUT_SCENARIOS_6)})",
+        f"{', '.join(held_out_scenarios_6.HELD_OUT_SCENARIOS_6)}; set 7: "
+        f"{', '.join(held_out_scenarios_7.HELD_OUT_SCENARIOS_7)})",
     )
     parser.add_argument("--models", nargs="*", default=None, help=f"load models (default: {', '.join(LOAD_MODELS)})")
     parser.add_argument("--cadences", nargs="*", default=list(CADENCES), help="minute, dag (default: both)")
@@ -874,7 +916,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out-dir",
         type=Path,
         default=None,
-        help="write the set's report (held-out-scenarios.md / -2.md to -6.md) + .json there (any run, partial too); "
+        help="write the set's report (held-out-scenarios.md / -2.md to -7.md) + .json there (any run, partial too); "
         "with --merge, merge into the JSON there instead of the committed one",
     )
     parser.add_argument(
