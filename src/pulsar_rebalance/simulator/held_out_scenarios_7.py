@@ -231,7 +231,7 @@ def telemetry_flood(seed: int) -> ScenarioRun:
         FLOOD_LOAD,
         FLOOD_CYCLES,
         f"brokers 0-3 with 16 cores and 2 Gbit/s, 4-9 with 8 and 1; from minute {FLOOD_MIN} {FLEET_NS} "
-        f"({DEFAULT_BUNDLES} bundles, {FLEET_SHARE:.0%} of the load, {FLEET_MSG_SIZE:g}-byte messages) carries "
+        f"({DEFAULT_BUNDLES} bundles, {FLEET_SHARE:.1%} of the load, {FLEET_MSG_SIZE:g}-byte messages) carries "
         f"{FLOOD_FACTOR:g}x the messages; it stays",
     )
     shaped(m, lambda ns, minutes: FLOOD_FACTOR if ns == FLEET_NS and minutes >= FLOOD_MIN else 1.0)
