@@ -100,8 +100,14 @@ def _declared_targets() -> dict[tuple[str, Path], str]:
 def test_every_declared_target_holds_its_block() -> None:
     """A script writes a block only where it is (``figures.replace_block`` refuses otherwise): a block moved
     to another page without its script's targets would fail at the end of an hour-long benchmark, not here."""
+    held_out = figures.load_script("benchmarks/bench_held_out_scenarios.py")
+    # a held-out scenario set kept in reserve has no run yet: its first run creates its report, intro and block
+    # included (``write_report``), so its report's absence is no moved block
+    reserve = {s.doc.resolve() for s in held_out.SETS.values() if not s.json.exists()}
     missing = []
     for (name, path), script in _declared_targets().items():
+        if path in reserve and not path.exists():
+            continue
         found = [b for b in figures.find_blocks(path.read_text(encoding="utf-8")) if b.name == name]
         if len(found) != 1:
             missing.append(f"{script}: {name} in {path.relative_to(ROOT)} ({len(found)} found)")
