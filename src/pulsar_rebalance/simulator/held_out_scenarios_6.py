@@ -1,4 +1,4 @@
-"""Held-out scenarios, sixth set: kept in reserve, for the next change to the planner to be measured on.
+"""Held-out scenarios, sixth set: kept in reserve until its first run (cores `975ca377c1` and `80f8646aa0`: identical there).
 
 Written as the earlier sets were (:mod:`~pulsar_rebalance.simulator.held_out_scenarios_5`): without reading the
 planner (neither its code under ``core/``, nor its design notes and history, nor its tests) nor any benchmark report
