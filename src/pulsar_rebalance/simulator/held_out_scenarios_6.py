@@ -191,8 +191,7 @@ class ReplayClusterModel(ChurningClusterModel):
     def _update_rates(self) -> None:
         replayed = getattr(self, "replayed", None)
         if replayed is not None:
-            on = self.start <= _minutes(self) < self.end
-            self._by_name[replayed].fanout = self.base_fanout + (self.extra if on else 0.0)
+            self._by_name[replayed].fanout = self.base_fanout + (self.extra if self.replay_on() else 0.0)
         super()._update_rates()
 
     def replay_on(self) -> bool:
@@ -203,14 +202,13 @@ class ReplayClusterModel(ChurningClusterModel):
 def replaying(model: ClusterModel, topic: str, start: float, end: float) -> ReplayClusterModel:
     """``model`` with topic ``topic``'s backlog replayed from ``start`` to ``end`` (no extra fan-out until
     :func:`subscription_replay` calibrates it)."""
-    churned = churning(model, {})  # the topic added indexed into its bundle, live throughout
-    churned.__class__ = ReplayClusterModel
-    assert isinstance(churned, ReplayClusterModel)
-    model = churned
-    model.replayed, model.start, model.end, model.extra = topic, start, end, 0.0
-    model.base_fanout = model._by_name[topic].fanout
-    model._update_rates()
-    return model
+    replay = churning(model, {})  # the topic added indexed into its bundle, live throughout
+    replay.__class__ = ReplayClusterModel
+    assert isinstance(replay, ReplayClusterModel)
+    replay.replayed, replay.start, replay.end, replay.extra = topic, start, end, 0.0
+    replay.base_fanout = replay._by_name[topic].fanout
+    replay._update_rates()
+    return replay
 
 
 def subscription_replay(seed: int) -> ScenarioRun:
