@@ -291,7 +291,10 @@ class Capacity:
             if guarded and not dx.room.fits(s, d, traffic):
                 continue
             bd = view.landing(d, view.arrival(bl.vec, s, d))
-            if bd >= src.usage - lv.min_gain or bd > max(lv.overload, src.cap):
+            if bd > max(lv.overload, src.cap):
+                continue
+            now = view.as_destination(d)  # the destination must stay below the source had the bundle cost more
+            if now + dx.settings.arrival_doubt * (bd - now) >= src.usage - lv.min_gain:
                 continue
             if best is None or bd < best[0]:
                 best = (bd, d)
